@@ -1,0 +1,559 @@
+/* cmd_server.c -- connection and server commands: PING, ECHO, HELLO, AUTH,
+ * QUIT, RESET, CLIENT, COMMAND, TIME, SHUTDOWN, DEBUG, plus the table
+ * entries for INFO, CONFIG and SLOWLOG whose bodies live with their
+ * subsystems. */
+#include "commands/commands.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+#include "config/config.h"
+#include "commands/multi.h"
+#include "server/call.h"
+#include "server/info.h"
+#include "server/reply.h"
+#include "server/server.h"
+#include "server/slowlog.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static void cmd_ping(client *c) {
+    if (c->argc > 2) {
+        reply_wrong_arity(c);
+        return;
+    }
+    if (c->argc == 2) reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+    else reply_simple(c, "PONG");
+}
+
+static void cmd_echo(client *c) {
+    reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+}
+
+static void cmd_time(client *c) {
+    uint64_t us = event_now_us();
+    reply_array(c, 2);
+    reply_bulk_ll(c, (long long)(us / 1000000));
+    reply_bulk_ll(c, (long long)(us % 1000000));
+}
+
+/* ---- authentication ---- */
+
+static int auth_check(client *c, const karg *user, const karg *pass) {
+    if (user && !karg_eq(user, "default")) return 0;
+    if (!srv.requirepass) return user != NULL; /* default user has nopass */
+    size_t n = strlen(srv.requirepass);
+    return pass->len == n && memcmp(pass->ptr, srv.requirepass, n) == 0;
+}
+
+static void auth_success(client *c) {
+    c->flags |= CLIENT_AUTHENTICATED;
+    call_client_event(c, CALL_EVENT_AUTH);
+}
+
+static void cmd_auth(client *c) {
+    if (c->argc > 3) {
+        reply_syntax_error(c);
+        return;
+    }
+    if (c->argc == 2 && !srv.requirepass) {
+        reply_error(c, "ERR AUTH <password> called without any password configured for the default "
+                       "user. Are you sure your configuration is correct?");
+        return;
+    }
+    const karg *user = c->argc == 3 ? &c->argv[1] : NULL;
+    if (auth_check(c, user, &c->argv[c->argc - 1])) {
+        auth_success(c);
+        reply_ok(c);
+    } else {
+        reply_error(c, "WRONGPASS invalid username-password pair or user is disabled.");
+    }
+}
+
+static int client_name_valid(const karg *name) {
+    for (size_t i = 0; i < name->len; i++)
+        if (name->ptr[i] < '!' || name->ptr[i] > '~') return 0;
+    return 1;
+}
+
+static int client_set_name(client *c, const karg *name) {
+    if (!client_name_valid(name)) {
+        reply_error(c, "ERR Client names cannot contain spaces, newlines or special characters.");
+        return 0;
+    }
+    km_free(c->name);
+    c->name = name->len ? km_strndup(name->ptr, name->len) : NULL;
+    return 1;
+}
+
+static void hello_reply(client *c) {
+    reply_map(c, 7);
+    reply_bulk_cstr(c, "server");
+    reply_bulk_cstr(c, "keel");
+    reply_bulk_cstr(c, "version");
+    reply_bulk_cstr(c, KEEL_REDIS_COMPAT_VERSION);
+    reply_bulk_cstr(c, "proto");
+    reply_int(c, c->resp);
+    reply_bulk_cstr(c, "id");
+    reply_int(c, (long long)c->id);
+    reply_bulk_cstr(c, "mode");
+    reply_bulk_cstr(c, "standalone");
+    reply_bulk_cstr(c, "role");
+    reply_bulk_cstr(c, "master");
+    reply_bulk_cstr(c, "modules");
+    reply_array(c, 0);
+}
+
+static void cmd_hello(client *c) {
+    long long ver = 0;
+    if (c->argc >= 2) {
+        if (!str_to_ll(c->argv[1].ptr, c->argv[1].len, &ver)) {
+            reply_error(c, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
+            reply_error(c, "NOPROTO unsupported protocol version");
+            return;
+        }
+    }
+    const karg *user = NULL, *pass = NULL, *name = NULL;
+    for (int i = 2; i < c->argc; i++) {
+        int left = c->argc - i - 1;
+        if (karg_eq(&c->argv[i], "auth") && left >= 2) {
+            user = &c->argv[i + 1];
+            pass = &c->argv[i + 2];
+            i += 2;
+        } else if (karg_eq(&c->argv[i], "setname") && left >= 1) {
+            name = &c->argv[++i];
+        } else {
+            reply_errorf(c, "ERR Syntax error in HELLO option '%.*s'", (int)c->argv[i].len, c->argv[i].ptr);
+            return;
+        }
+    }
+    if (user && !auth_check(c, user, pass)) {
+        reply_error(c, "WRONGPASS invalid username-password pair or user is disabled.");
+        return;
+    }
+    if (user) auth_success(c);
+    if (!(c->flags & CLIENT_AUTHENTICATED)) {
+        reply_error(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                       "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+                       "select the RESP protocol version at the same time");
+        return;
+    }
+    if (name && !client_set_name(c, name)) return;
+    if (ver) c->resp = (int)ver;
+    hello_reply(c);
+}
+
+void cmd_quit(client *c) {
+    reply_ok(c);
+    c->flags |= CLIENT_CLOSE_AFTER_REPLY;
+}
+
+void cmd_reset(client *c) {
+    multi_discard_state(c);
+    multi_unwatch_all(c);
+    client_set_db(c, 0);
+    c->resp = 2;
+    km_free(c->name);
+    c->name = NULL;
+    if (srv.requirepass) c->flags &= ~CLIENT_AUTHENTICATED;
+    c->flags &= ~CLIENT_NO_EVICT;
+    reply_simple(c, "RESET");
+}
+
+/* ---- CLIENT ---- */
+
+static void client_list_reply(client *c, client *only) {
+    size_t cap = 4096, len = 0;
+    char *buf = km_alloc(cap);
+    for (client *x = only ? only : srv.clients_head; x; x = only ? NULL : x->next) {
+        if (x->flags & CLIENT_CLOSE_ASAP) continue;
+        if (cap - len < 1024) buf = km_realloc(buf, cap *= 2);
+        len += client_info_line(x, buf + len, cap - len);
+    }
+    if (only && len > 0) len--; /* CLIENT INFO: no trailing newline */
+    reply_verbatim(c, buf, len, "txt");
+    km_free(buf);
+}
+
+typedef struct kill_filter {
+    long long id;
+    const karg *addr;
+    const karg *laddr;
+    int skipme;
+} kill_filter;
+
+static int kill_addr_match(client *x, const karg *want, int remote) {
+    char addr[128];
+    if (!x->conn) return 0;
+    conn_addr(x->conn, addr, sizeof(addr), remote);
+    return strlen(addr) == want->len && memcmp(addr, want->ptr, want->len) == 0;
+}
+
+static int kill_matches(client *c, client *x, const kill_filter *f) {
+    if (f->id && (long long)x->id != f->id) return 0;
+    if (f->addr && !kill_addr_match(x, f->addr, 1)) return 0;
+    if (f->laddr && !kill_addr_match(x, f->laddr, 0)) return 0;
+    if (f->skipme && x == c) return 0;
+    return 1;
+}
+
+static int kill_parse(client *c, kill_filter *f) {
+    memset(f, 0, sizeof(*f));
+    f->skipme = 1;
+    for (int i = 2; i + 1 < c->argc; i += 2) {
+        const karg *opt = &c->argv[i], *val = &c->argv[i + 1];
+        if (karg_eq(opt, "id")) {
+            if (!str_to_ll(val->ptr, val->len, &f->id) || f->id <= 0) {
+                reply_error(c, "ERR client-id should be greater than 0");
+                return 0;
+            }
+        } else if (karg_eq(opt, "addr")) {
+            f->addr = val;
+        } else if (karg_eq(opt, "laddr")) {
+            f->laddr = val;
+        } else if (karg_eq(opt, "skipme") && (karg_eq(val, "yes") || karg_eq(val, "no"))) {
+            f->skipme = karg_eq(val, "yes");
+        } else if (karg_eq(opt, "type") && karg_eq(val, "normal")) {
+            continue;
+        } else {
+            reply_syntax_error(c);
+            return 0;
+        }
+    }
+    if (c->argc % 2 != 0) {
+        reply_syntax_error(c);
+        return 0;
+    }
+    return 1;
+}
+
+static void client_kill(client *c) {
+    kill_filter f;
+    int old_form = c->argc == 3;
+    if (old_form) {
+        memset(&f, 0, sizeof(f));
+        f.addr = &c->argv[2];
+    } else if (!kill_parse(c, &f)) {
+        return;
+    }
+    long long killed = 0;
+    for (client *x = srv.clients_head; x; x = x->next) {
+        if ((x->flags & CLIENT_CLOSE_ASAP) || !kill_matches(c, x, &f)) continue;
+        if (x == c) c->flags |= CLIENT_CLOSE_AFTER_REPLY;
+        else client_free_async(x);
+        killed++;
+    }
+    if (!old_form) reply_int(c, killed);
+    else if (killed) reply_ok(c);
+    else reply_error(c, "ERR No such client");
+}
+
+static void client_help(client *c) {
+    static const char *help[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GETNAME", "    Return the name of the current connection.",
+        "ID", "    Return the ID of the current connection.",
+        "INFO", "    Return information about the current client connection.",
+        "KILL <ip:port> | <option> <value> [<option> <value> [...]]", "    Kill connections.",
+        "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
+        "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
+        "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
+        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "HELP", "    Print this help.",
+    };
+    reply_array(c, (long long)K_ARRAY_LEN(help));
+    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
+}
+
+static void client_unknown_sub(client *c, const char *container) {
+    reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try %s HELP.",
+                 (int)(c->argv[1].len > 128 ? 128 : c->argv[1].len), c->argv[1].ptr, container);
+}
+
+static void cmd_client(client *c) {
+    const karg *sub = &c->argv[1];
+    if (karg_eq(sub, "id") && c->argc == 2) reply_int(c, (long long)c->id);
+    else if (karg_eq(sub, "getname") && c->argc == 2) reply_bulk_cstr(c, c->name);
+    else if (karg_eq(sub, "setname") && c->argc == 3) {
+        if (client_set_name(c, &c->argv[2])) reply_ok(c);
+    } else if (karg_eq(sub, "list")) client_list_reply(c, NULL);
+    else if (karg_eq(sub, "info") && c->argc == 2) client_list_reply(c, c);
+    else if (karg_eq(sub, "kill") && c->argc >= 3) client_kill(c);
+    else if (karg_eq(sub, "setinfo") && c->argc == 4) reply_ok(c);
+    else if (karg_eq(sub, "no-evict") && c->argc == 3) {
+        if (karg_eq(&c->argv[2], "on")) c->flags |= CLIENT_NO_EVICT;
+        else if (karg_eq(&c->argv[2], "off")) c->flags &= ~CLIENT_NO_EVICT;
+        else {
+            reply_syntax_error(c);
+            return;
+        }
+        reply_ok(c);
+    } else if (karg_eq(sub, "help") && c->argc == 2) client_help(c);
+    else client_unknown_sub(c, "CLIENT");
+}
+
+/* ---- COMMAND ---- */
+
+static void command_reply_flags(client *c, const command *cmd) {
+    const char *names[32];
+    int n = command_flag_names(cmd, names, 32);
+    reply_set(c, n);
+    for (int i = 0; i < n; i++) reply_simple(c, names[i]);
+}
+
+static void command_reply_acl(client *c, const command *cmd) {
+    const char *cats[6];
+    int n = 0;
+    cats[n++] = cmd->flags & CMD_WRITE ? "@write" : "@read";
+    if (cmd->flags & CMD_FAST) cats[n++] = "@fast";
+    else cats[n++] = "@slow";
+    if (cmd->flags & CMD_ADMIN) cats[n++] = "@admin";
+    if (cmd->flags & CMD_ADMIN) cats[n++] = "@dangerous";
+    if (cmd->group && (!strcmp(cmd->group, "string") || !strcmp(cmd->group, "generic")))
+        cats[n++] = !strcmp(cmd->group, "string") ? "@string" : "@keyspace";
+    if (!(cmd->flags & (CMD_WRITE | CMD_READONLY))) n = 1, cats[0] = cmd->flags & CMD_FAST ? "@fast" : "@slow";
+    reply_set(c, n);
+    for (int i = 0; i < n; i++) reply_simple(c, cats[i]);
+}
+
+/* One key spec derived from first/last/step: index search, range find. */
+static void command_reply_keyspecs(client *c, const command *cmd) {
+    if (cmd->first_key <= 0) {
+        reply_array(c, 0);
+        return;
+    }
+    reply_array(c, 1);
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "flags");
+    reply_set(c, 1);
+    reply_simple(c, cmd->flags & CMD_WRITE ? "RW" : "RO");
+    reply_bulk_cstr(c, "begin_search");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "index");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 1);
+    reply_bulk_cstr(c, "index");
+    reply_int(c, cmd->first_key);
+    reply_bulk_cstr(c, "find_keys");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "range");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "lastkey");
+    reply_int(c, cmd->last_key < 0 ? cmd->last_key : cmd->last_key - cmd->first_key);
+    reply_bulk_cstr(c, "keystep");
+    reply_int(c, cmd->key_step);
+    reply_bulk_cstr(c, "limit");
+    reply_int(c, 0);
+}
+
+static void command_reply_info(client *c, const command *cmd) {
+    if (!cmd) {
+        reply_null_array(c);
+        return;
+    }
+    reply_array(c, 10);
+    reply_bulk_cstr(c, cmd->name);
+    reply_int(c, cmd->arity);
+    command_reply_flags(c, cmd);
+    reply_int(c, cmd->first_key);
+    reply_int(c, cmd->last_key);
+    reply_int(c, cmd->key_step);
+    command_reply_acl(c, cmd);
+    reply_set(c, 0);
+    command_reply_keyspecs(c, cmd);
+    reply_array(c, 0);
+}
+
+static void command_info_cb(command *cmd, void *priv) {
+    command_reply_info(priv, cmd);
+}
+
+static void command_name_cb(command *cmd, void *priv) {
+    reply_bulk_cstr(priv, cmd->name);
+}
+
+static void command_reply_docs(client *c, const command *cmd) {
+    reply_bulk_cstr(c, cmd->name);
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "summary");
+    reply_bulk_cstr(c, cmd->summary ? cmd->summary : "");
+    reply_bulk_cstr(c, "since");
+    reply_bulk_cstr(c, cmd->since ? cmd->since : "1.0.0");
+    reply_bulk_cstr(c, "group");
+    reply_bulk_cstr(c, cmd->module ? "module" : (cmd->group ? cmd->group : "server"));
+}
+
+static void command_docs_cb(command *cmd, void *priv) {
+    command_reply_docs(priv, cmd);
+}
+
+static void command_docs(client *c) {
+    if (c->argc == 2) {
+        reply_map(c, (long long)command_count());
+        command_foreach(command_docs_cb, c);
+        return;
+    }
+    int found = 0;
+    for (int i = 2; i < c->argc; i++) found += command_lookup(c->argv[i].ptr, c->argv[i].len) != NULL;
+    reply_map(c, found);
+    for (int i = 2; i < c->argc; i++) {
+        command *cmd = command_lookup(c->argv[i].ptr, c->argv[i].len);
+        if (cmd) command_reply_docs(c, cmd);
+    }
+}
+
+static void command_getkeys(client *c) {
+    command *cmd = command_lookup(c->argv[2].ptr, c->argv[2].len);
+    int argc = c->argc - 2;
+    if (!cmd) {
+        reply_error(c, "ERR Invalid command specified");
+        return;
+    }
+    if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
+        reply_error(c, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    int keys[256];
+    int n = command_get_keys(cmd, argc, keys, 256);
+    if (n == 0) {
+        reply_error(c, "ERR The command has no key arguments");
+        return;
+    }
+    reply_array(c, n);
+    for (int i = 0; i < n; i++) reply_bulk(c, c->argv[2 + keys[i]].ptr, c->argv[2 + keys[i]].len);
+}
+
+static void cmd_command(client *c) {
+    const karg *sub = c->argc > 1 ? &c->argv[1] : NULL;
+    if (!sub) {
+        reply_array(c, (long long)command_count());
+        command_foreach(command_info_cb, c);
+    } else if (karg_eq(sub, "count") && c->argc == 2) {
+        reply_int(c, (long long)command_count());
+    } else if (karg_eq(sub, "info")) {
+        if (c->argc == 2) {
+            reply_array(c, (long long)command_count());
+            command_foreach(command_info_cb, c);
+            return;
+        }
+        reply_array(c, c->argc - 2);
+        for (int i = 2; i < c->argc; i++) command_reply_info(c, command_lookup(c->argv[i].ptr, c->argv[i].len));
+    } else if (karg_eq(sub, "docs")) {
+        command_docs(c);
+    } else if (karg_eq(sub, "list") && c->argc == 2) {
+        reply_array(c, (long long)command_count());
+        command_foreach(command_name_cb, c);
+    } else if (karg_eq(sub, "getkeys") && c->argc >= 3) {
+        command_getkeys(c);
+    } else {
+        client_unknown_sub(c, "COMMAND");
+    }
+}
+
+/* ---- SHUTDOWN, DEBUG ---- */
+
+static void cmd_shutdown(client *c) {
+    for (int i = 1; i < c->argc; i++) {
+        const karg *a = &c->argv[i];
+        if (!karg_eq(a, "nosave") && !karg_eq(a, "save") && !karg_eq(a, "now") && !karg_eq(a, "force") &&
+            !karg_eq(a, "abort")) {
+            reply_syntax_error(c);
+            return;
+        }
+        if (karg_eq(a, "abort")) {
+            reply_error(c, "ERR No shutdown in progress.");
+            return;
+        }
+    }
+    server_log(LL_WARNING, "User requested shutdown...");
+    srv.shutdown_asap = 1;
+    c->flags |= CLIENT_CLOSE_AFTER_REPLY;
+}
+
+static int debug_allowed(client *c) {
+    if (srv.enable_debug_cmd == 1) return 1;
+    if (srv.enable_debug_cmd == 2 && c->conn) {
+        char addr[128];
+        conn_addr(c->conn, addr, sizeof(addr), 1);
+        if (c->conn->type->is_local || !strncmp(addr, "127.", 4) || !strncmp(addr, "::1:", 4)) return 1;
+    }
+    reply_error(c, "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+                   "you can run it from a local connection, otherwise you need to set this option in the "
+                   "configuration file, and then restart the server.");
+    return 0;
+}
+
+static void cmd_debug(client *c) {
+    if (!debug_allowed(c)) return;
+    const karg *sub = &c->argv[1];
+    if (karg_eq(sub, "sleep") && c->argc == 3) {
+        long double secs;
+        if (!str_to_ld(c->argv[2].ptr, c->argv[2].len, &secs) || secs < 0) {
+            reply_error(c, "ERR value is not a valid float");
+            return;
+        }
+        usleep((useconds_t)(secs * 1000000));
+        reply_ok(c);
+    } else if (karg_eq(sub, "set-active-expire") && c->argc == 3) {
+        srv.active_expire_enabled = karg_eq(&c->argv[2], "1");
+        reply_ok(c);
+    } else if (karg_eq(sub, "help")) {
+        reply_array(c, 3);
+        reply_simple(c, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+        reply_simple(c, "SLEEP <seconds>");
+        reply_simple(c, "SET-ACTIVE-EXPIRE <0|1>");
+    } else {
+        client_unknown_sub(c, "DEBUG");
+    }
+}
+
+static void cmd_info(client *c) {
+    info_command(c);
+}
+
+static void cmd_config(client *c) {
+    config_command(c);
+}
+
+static void cmd_slowlog(client *c) {
+    slowlog_command(c);
+}
+
+#define SRV_CMD(n, p, a, f, s, v) \
+    {.name = n, .proc = p, .arity = a, .flags = f, .group = "server", .summary = s, .since = v}
+#define CONN_CMD(n, p, a, f, s, v) \
+    {.name = n, .proc = p, .arity = a, .flags = f, .group = "connection", .summary = s, .since = v}
+
+static command server_table[] = {
+    CONN_CMD("ping", cmd_ping, -1, CMD_FAST, "Returns the server's liveliness response.", "1.0.0"),
+    CONN_CMD("echo", cmd_echo, 2, CMD_FAST, "Returns the given string.", "1.0.0"),
+    CONN_CMD("hello", cmd_hello, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+             "Handshakes with the server.", "6.0.0"),
+    CONN_CMD("auth", cmd_auth, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+             "Authenticates the connection.", "1.0.0"),
+    CONN_CMD("quit", cmd_quit, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+             "Closes the connection.", "1.0.0"),
+    CONN_CMD("reset", cmd_reset, 1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+             "Resets the connection.", "6.2.0"),
+    CONN_CMD("client", cmd_client, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+             "A container for client connection commands.", "2.4.0"),
+    SRV_CMD("command", cmd_command, -1, CMD_LOADING | CMD_STALE, "Returns detailed information about all commands.", "2.8.13"),
+    SRV_CMD("info", cmd_info, -1, CMD_LOADING | CMD_STALE, "Returns information and statistics about the server.", "1.0.0"),
+    SRV_CMD("config", cmd_config, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+            "A container for server configuration commands.", "2.0.0"),
+    SRV_CMD("slowlog", cmd_slowlog, -2, CMD_ADMIN | CMD_LOADING | CMD_STALE,
+            "A container for slow log commands.", "2.2.12"),
+    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
+    SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
+            "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),
+    SRV_CMD("debug", cmd_debug, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+            "A container for debugging commands.", "1.0.0"),
+};
+
+const command_family commands_server = {server_table, K_ARRAY_LEN(server_table)};

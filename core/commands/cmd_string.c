@@ -1,0 +1,444 @@
+/* cmd_string.c -- the string command family: GET/SET and friends, counters,
+ * ranges. Values from big arguments are stored by reference (the buffer the
+ * socket read filled becomes the value); others are copied into a fresh
+ * object with the most compact encoding. */
+#include "commands/commands.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/reply.h"
+#include "server/server.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#define STRING_MAX_LEN (512LL * 1024 * 1024)
+
+/* The stored form of an argument: adopts a big argument's object. */
+static kobj *arg_to_obj(const karg *a) {
+    if (a->obj) return obj_incref(a->obj);
+    return obj_string(a->ptr, a->len);
+}
+
+int arg_to_ll(client *c, const karg *a, long long *out) {
+    if (str_to_ll(a->ptr, a->len, out)) return 1;
+    reply_not_int(c);
+    return 0;
+}
+
+/* Looks a key up for a string command; replies WRONGTYPE and returns -1 if
+ * it holds another type. */
+static int string_lookup(client *c, const karg *key, db_entry **out) {
+    db_entry *e = db_lookup(c->db, key->ptr, key->len, 1);
+    if (e && e->val->type != OBJ_STRING) {
+        reply_wrongtype(c);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+static void cmd_get(client *c) {
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (e) reply_bulk_obj(c, e->val);
+    else reply_null(c);
+}
+
+/* ---- SET and its options ---- */
+
+#define SET_NX (1 << 0)
+#define SET_XX (1 << 1)
+#define SET_GET (1 << 2)
+#define SET_KEEPTTL (1 << 3)
+#define SET_EXPIRE (1 << 4)
+
+typedef struct set_opts {
+    int flags;
+    int64_t expire_at; /* absolute unix ms with SET_EXPIRE */
+} set_opts;
+
+/* Converts an EX/PX/EXAT/PXAT argument to an absolute time. */
+static int parse_expire(client *c, const karg *a, int unit_ms, int absolute, const char *cmdname,
+                        int64_t *out) {
+    long long v;
+    if (!str_to_ll(a->ptr, a->len, &v)) {
+        reply_not_int(c);
+        return 0;
+    }
+    if (v <= 0 || (unit_ms == 1000 && v > LLONG_MAX / 1000)) goto invalid;
+    v *= unit_ms;
+    if (!absolute) {
+        if (v > LLONG_MAX - server_mstime()) goto invalid;
+        v += server_mstime();
+    }
+    *out = v;
+    return 1;
+invalid:
+    reply_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
+    return 0;
+}
+
+static int set_expire_option(const karg *a, int *unit_ms, int *absolute) {
+    if (karg_eq(a, "ex")) *unit_ms = 1000, *absolute = 0;
+    else if (karg_eq(a, "px")) *unit_ms = 1, *absolute = 0;
+    else if (karg_eq(a, "exat")) *unit_ms = 1000, *absolute = 1;
+    else if (karg_eq(a, "pxat")) *unit_ms = 1, *absolute = 1;
+    else return 0;
+    return 1;
+}
+
+static int set_parse(client *c, set_opts *o) {
+    o->flags = 0;
+    for (int i = 3; i < c->argc; i++) {
+        const karg *a = &c->argv[i];
+        int unit, absolute;
+        if (karg_eq(a, "nx") && !(o->flags & SET_XX)) o->flags |= SET_NX;
+        else if (karg_eq(a, "xx") && !(o->flags & SET_NX)) o->flags |= SET_XX;
+        else if (karg_eq(a, "get")) o->flags |= SET_GET;
+        else if (karg_eq(a, "keepttl") && !(o->flags & SET_EXPIRE)) o->flags |= SET_KEEPTTL;
+        else if (set_expire_option(a, &unit, &absolute) && !(o->flags & (SET_KEEPTTL | SET_EXPIRE)) &&
+                 i + 1 < c->argc) {
+            if (!parse_expire(c, &c->argv[++i], unit, absolute, "set", &o->expire_at)) return 0;
+            o->flags |= SET_EXPIRE;
+        } else {
+            reply_syntax_error(c);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The common core of SET, SETNX, SETEX, PSETEX. Returns 1 if it was set. */
+static int string_set(client *c, const karg *key, const karg *val, const set_opts *o) {
+    db_entry *e = db_lookup_quiet(c->db, key->ptr, key->len);
+    if ((o->flags & SET_NX) && e) return 0;
+    if ((o->flags & SET_XX) && !e) return 0;
+    e = db_set(c->db, key->ptr, key->len, arg_to_obj(val), (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0);
+    if (o->flags & SET_EXPIRE) db_set_expire(c->db, e, o->expire_at);
+    return 1;
+}
+
+static void cmd_set(client *c) {
+    set_opts o;
+    if (!set_parse(c, &o)) return;
+    kobj *old = NULL;
+    if (o.flags & SET_GET) {
+        db_entry *e;
+        if (string_lookup(c, &c->argv[1], &e) < 0) return;
+        if (e) old = obj_incref(e->val);
+    }
+    int done = string_set(c, &c->argv[1], &c->argv[2], &o);
+    if (o.flags & SET_GET) {
+        if (old) reply_bulk_obj(c, old);
+        else reply_null(c);
+    } else if (done) {
+        reply_ok(c);
+    } else {
+        reply_null(c);
+    }
+    if (old) obj_decref(old);
+}
+
+static void cmd_setnx(client *c) {
+    set_opts o = {.flags = SET_NX};
+    reply_int(c, string_set(c, &c->argv[1], &c->argv[2], &o));
+}
+
+static void setex_generic(client *c, int unit_ms, const char *name) {
+    set_opts o = {.flags = SET_EXPIRE};
+    if (!parse_expire(c, &c->argv[2], unit_ms, 0, name, &o.expire_at)) return;
+    string_set(c, &c->argv[1], &c->argv[3], &o);
+    reply_ok(c);
+}
+
+static void cmd_setex(client *c) {
+    setex_generic(c, 1000, "setex");
+}
+
+static void cmd_psetex(client *c) {
+    setex_generic(c, 1, "psetex");
+}
+
+/* ---- GETEX, GETDEL, GETSET ---- */
+
+static void cmd_getex(client *c) {
+    int64_t when = 0;
+    int persist = 0, expire = 0;
+    for (int i = 2; i < c->argc; i++) {
+        int unit, absolute;
+        if (karg_eq(&c->argv[i], "persist") && !expire && !persist) {
+            persist = 1;
+        } else if (set_expire_option(&c->argv[i], &unit, &absolute) && !expire && !persist &&
+                   i + 1 < c->argc) {
+            if (!parse_expire(c, &c->argv[++i], unit, absolute, "getex", &when)) return;
+            expire = 1;
+        } else {
+            reply_syntax_error(c);
+            return;
+        }
+    }
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (!e) {
+        reply_null(c);
+        return;
+    }
+    reply_bulk_obj(c, e->val);
+    if (expire && when <= server_mstime()) db_delete(c->db, e->key, e->keylen);
+    else if (expire) db_set_expire(c->db, e, when);
+    else if (persist && db_persist(c->db, e)) db_signal_modified(c->db, e->key, e->keylen);
+}
+
+static void cmd_getdel(client *c) {
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (!e) {
+        reply_null(c);
+        return;
+    }
+    reply_bulk_obj(c, e->val);
+    db_delete(c->db, c->argv[1].ptr, c->argv[1].len);
+}
+
+static void cmd_getset(client *c) {
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (e) reply_bulk_obj(c, e->val);
+    else reply_null(c);
+    db_set(c->db, c->argv[1].ptr, c->argv[1].len, arg_to_obj(&c->argv[2]), 0);
+}
+
+/* ---- multi-key ---- */
+
+static void cmd_mget(client *c) {
+    reply_array(c, c->argc - 1);
+    for (int i = 1; i < c->argc; i++) {
+        db_entry *e = db_lookup(c->db, c->argv[i].ptr, c->argv[i].len, 1);
+        if (e && e->val->type == OBJ_STRING) reply_bulk_obj(c, e->val);
+        else reply_null(c);
+    }
+}
+
+static void mset_generic(client *c, int nx) {
+    if (c->argc % 2 == 0) {
+        reply_wrong_arity(c);
+        return;
+    }
+    if (nx) {
+        for (int i = 1; i < c->argc; i += 2) {
+            if (db_lookup_quiet(c->db, c->argv[i].ptr, c->argv[i].len)) {
+                reply_int(c, 0);
+                return;
+            }
+        }
+    }
+    for (int i = 1; i < c->argc; i += 2)
+        db_set(c->db, c->argv[i].ptr, c->argv[i].len, arg_to_obj(&c->argv[i + 1]), 0);
+    if (nx) reply_int(c, 1);
+    else reply_ok(c);
+}
+
+static void cmd_mset(client *c) {
+    mset_generic(c, 0);
+}
+
+static void cmd_msetnx(client *c) {
+    mset_generic(c, 1);
+}
+
+/* ---- in-place modification ---- */
+
+static int string_check_len(client *c, long long len) {
+    if (len <= STRING_MAX_LEN) return 1;
+    reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    return 0;
+}
+
+static void cmd_append(client *c) {
+    db_entry *e;
+    const karg *v = &c->argv[2];
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (!e) {
+        e = db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_string_raw(v->ptr, v->len));
+        reply_int(c, (long long)v->len);
+        return;
+    }
+    size_t len = obj_strlen(e->val);
+    if (!string_check_len(c, (long long)(len + v->len))) return;
+    kobj *o = obj_make_writable(obj_incref(e->val), len + v->len);
+    memcpy(o->v.ptr + o->len, v->ptr, v->len);
+    o->len += v->len;
+    o->v.ptr[o->len] = '\0';
+    db_replace_value(c->db, e, o);
+    reply_int(c, (long long)o->len);
+}
+
+static void cmd_strlen(client *c) {
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    reply_int(c, e ? (long long)obj_strlen(e->val) : 0);
+}
+
+static void cmd_setrange(client *c) {
+    long long offset;
+    const karg *v = &c->argv[3];
+    if (!arg_to_ll(c, &c->argv[2], &offset)) return;
+    if (offset < 0) {
+        reply_error(c, "ERR offset is out of range");
+        return;
+    }
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    size_t cur = e ? obj_strlen(e->val) : 0;
+    if (v->len == 0) { /* nothing to write: the key is not created */
+        reply_int(c, (long long)cur);
+        return;
+    }
+    if (!string_check_len(c, offset + (long long)v->len)) return;
+    size_t end = (size_t)offset + v->len;
+    kobj *o = e ? obj_make_writable(obj_incref(e->val), end) : obj_string_alloc(end);
+    if (o->len < end) {
+        memset(o->v.ptr + o->len, 0, end - o->len);
+        o->len = end;
+        o->v.ptr[end] = '\0';
+    }
+    memcpy(o->v.ptr + offset, v->ptr, v->len);
+    if (e) db_replace_value(c->db, e, o);
+    else db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+    reply_int(c, (long long)o->len);
+}
+
+static void cmd_getrange(client *c) {
+    long long start, end;
+    if (!arg_to_ll(c, &c->argv[2], &start) || !arg_to_ll(c, &c->argv[3], &end)) return;
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    char buf[24];
+    size_t len = 0;
+    const char *s = e ? obj_str(e->val, buf, &len) : "";
+    if (start < 0 && end < 0 && start > end) {
+        reply_bulk(c, "", 0);
+        return;
+    }
+    if (start < 0) start += (long long)len;
+    if (end < 0) end += (long long)len;
+    if (start < 0) start = 0;
+    if (end < 0) end = 0;
+    if ((size_t)end >= len) end = (long long)len - 1;
+    if (len == 0 || start > end) reply_bulk(c, "", 0);
+    else reply_bulk(c, s + start, (size_t)(end - start + 1));
+}
+
+/* ---- counters ---- */
+
+static void incr_generic(client *c, long long by) {
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    int64_t cur = 0;
+    if (e && !obj_get_int(e->val, &cur)) {
+        reply_not_int(c);
+        return;
+    }
+    if ((by < 0 && cur < LLONG_MIN - by) || (by > 0 && cur > LLONG_MAX - by)) {
+        reply_error(c, "ERR increment or decrement would overflow");
+        return;
+    }
+    long long v = cur + by;
+    /* Update an unshared INT object in place: no allocation per INCR. */
+    if (e && e->val->encoding == OBJ_ENC_INT && e->val->refcount == 1) {
+        char tmp[24];
+        e->val->v.ival = v;
+        e->val->len = ll_to_str(tmp, v);
+        db_touch(e);
+        db_signal_modified(c->db, e->key, e->keylen);
+    } else if (e) {
+        db_replace_value(c->db, e, obj_int(v));
+    } else {
+        db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_int(v));
+    }
+    reply_int(c, v);
+}
+
+static void cmd_incr(client *c) {
+    incr_generic(c, 1);
+}
+
+static void cmd_decr(client *c) {
+    incr_generic(c, -1);
+}
+
+static void cmd_incrby(client *c) {
+    long long by;
+    if (arg_to_ll(c, &c->argv[2], &by)) incr_generic(c, by);
+}
+
+static void cmd_decrby(client *c) {
+    long long by;
+    if (!arg_to_ll(c, &c->argv[2], &by)) return;
+    if (by == LLONG_MIN) {
+        reply_error(c, "ERR decrement would overflow");
+        return;
+    }
+    incr_generic(c, -by);
+}
+
+static void cmd_incrbyfloat(client *c) {
+    long double by, cur = 0;
+    if (!str_to_ld(c->argv[2].ptr, c->argv[2].len, &by)) {
+        reply_error(c, "ERR value is not a valid float");
+        return;
+    }
+    db_entry *e;
+    if (string_lookup(c, &c->argv[1], &e) < 0) return;
+    if (e) {
+        char buf[24];
+        size_t len;
+        const char *s = obj_str(e->val, buf, &len);
+        if (!str_to_ld(s, len, &cur)) {
+            reply_error(c, "ERR value is not a valid float");
+            return;
+        }
+    }
+    long double v = cur + by;
+    if (isnan(v) || isinf(v)) {
+        reply_error(c, "ERR increment would produce NaN or Infinity");
+        return;
+    }
+    char out[5500];
+    size_t len = ld_to_str(out, sizeof(out), v);
+    kobj *o = obj_string(out, len);
+    if (e) db_replace_value(c->db, e, o);
+    else db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+    reply_bulk(c, out, len);
+}
+
+#define STR_CMD(n, p, a, f, fk, lk, st, s, v) \
+    {.name = n, .proc = p, .arity = a, .flags = f, .first_key = fk, .last_key = lk, \
+     .key_step = st, .group = "string", .summary = s, .since = v}
+
+static command string_table[] = {
+    STR_CMD("get", cmd_get, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "Returns the string value of a key.", "1.0.0"),
+    STR_CMD("set", cmd_set, -3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0"),
+    STR_CMD("setnx", cmd_setnx, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Set the string value of a key only when the key doesn't exist.", "1.0.0"),
+    STR_CMD("setex", cmd_setex, 4, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "2.0.0"),
+    STR_CMD("psetex", cmd_psetex, 4, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "2.6.0"),
+    STR_CMD("getex", cmd_getex, -2, CMD_WRITE | CMD_FAST, 1, 1, 1, "Returns the string value of a key after setting its expiration time.", "6.2.0"),
+    STR_CMD("getdel", cmd_getdel, 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "Returns the string value of a key after deleting the key.", "6.2.0"),
+    STR_CMD("getset", cmd_getset, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Returns the previous string value of a key after setting it to a new value.", "1.0.0"),
+    STR_CMD("mget", cmd_mget, -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "Atomically returns the string values of one or more keys.", "1.0.0"),
+    STR_CMD("mset", cmd_mset, -3, CMD_WRITE | CMD_DENYOOM, 1, -1, 2, "Atomically creates or modifies the string values of one or more keys.", "1.0.1"),
+    STR_CMD("msetnx", cmd_msetnx, -3, CMD_WRITE | CMD_DENYOOM, 1, -1, 2, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1"),
+    STR_CMD("append", cmd_append, 3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0"),
+    STR_CMD("strlen", cmd_strlen, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "Returns the length of a string value.", "2.2.0"),
+    STR_CMD("setrange", cmd_setrange, 4, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0"),
+    STR_CMD("getrange", cmd_getrange, 4, CMD_READONLY, 1, 1, 1, "Returns a substring of the string stored at a key.", "2.4.0"),
+    STR_CMD("substr", cmd_getrange, 4, CMD_READONLY, 1, 1, 1, "Returns a substring from a string value.", "1.0.0"),
+    STR_CMD("incr", cmd_incr, 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+    STR_CMD("decr", cmd_decr, 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+    STR_CMD("incrby", cmd_incrby, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+    STR_CMD("decrby", cmd_decrby, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+    STR_CMD("incrbyfloat", cmd_incrbyfloat, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0"),
+};
+
+const command_family commands_string = {string_table, K_ARRAY_LEN(string_table)};

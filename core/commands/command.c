@@ -1,0 +1,106 @@
+/* command.c -- the command table: registration, lookup, key positions, and
+ * the COMMAND command that clients call when they connect. */
+#include "commands/command.h"
+
+#include "commands/commands.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "ds/hashtable.h"
+#include "server/reply.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#define COMMAND_NAME_MAX 64
+
+static hashtable *commands;
+
+static const void *command_key(const void *entry, size_t *len) {
+    const command *cmd = entry;
+    *len = strlen(cmd->name);
+    return cmd->name;
+}
+
+static const hashtable_type command_type = {.entry_key = command_key};
+
+static const command_family *const builtin_families[] = {
+    &commands_string, &commands_keys, &commands_server, &commands_multi,
+};
+
+void command_setup(void) {
+    commands = hashtable_create(&command_type);
+    for (size_t f = 0; f < K_ARRAY_LEN(builtin_families); f++) {
+        const command_family *fam = builtin_families[f];
+        for (size_t i = 0; i < fam->count; i++) command_register(&fam->table[i]);
+    }
+}
+
+void command_teardown(void) {
+    hashtable_release(commands);
+    commands = NULL;
+}
+
+command *command_lookup(const char *name, size_t len) {
+    char lower[COMMAND_NAME_MAX];
+    if (len >= sizeof(lower)) return NULL;
+    for (size_t i = 0; i < len; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+    return hashtable_find(commands, lower, len);
+}
+
+int command_register(command *cmd) {
+    if (!hashtable_add(commands, cmd, NULL)) return K_ERR;
+    cmd->fullname = (char *)cmd->name;
+    return K_OK;
+}
+
+int command_unregister(const char *name) {
+    return hashtable_delete(commands, name, strlen(name), NULL) ? K_OK : K_ERR;
+}
+
+size_t command_count(void) {
+    return hashtable_size(commands);
+}
+
+void command_foreach(void (*fn)(command *cmd, void *priv), void *priv) {
+    hashtable_iter it;
+    void *entry;
+    hashtable_iter_init(&it, commands, 0);
+    while (hashtable_iter_next(&it, &entry)) fn(entry, priv);
+    hashtable_iter_reset(&it);
+}
+
+int command_get_keys(const command *cmd, int argc, int *keys, int maxkeys) {
+    if (cmd->first_key <= 0) return 0;
+    int last = cmd->last_key < 0 ? argc + cmd->last_key : cmd->last_key;
+    int step = cmd->key_step > 0 ? cmd->key_step : 1;
+    int n = 0;
+    for (int i = cmd->first_key; i <= last && i < argc && n < maxkeys; i += step) keys[n++] = i;
+    return n;
+}
+
+static const struct {
+    uint32_t flag;
+    const char *name;
+} command_flag_table[] = {
+    {CMD_WRITE, "write"},       {CMD_READONLY, "readonly"},     {CMD_DENYOOM, "denyoom"},
+    {CMD_MODULE, "module"},     {CMD_ADMIN, "admin"},           {CMD_PUBSUB, "pubsub"},
+    {CMD_NOSCRIPT, "noscript"}, {CMD_BLOCKING, "blocking"},     {CMD_LOADING, "loading"},
+    {CMD_STALE, "stale"},       {CMD_SKIP_MONITOR, "skip_monitor"}, {CMD_SKIP_SLOWLOG, "skip_slowlog"},
+    {CMD_FAST, "fast"},         {CMD_NO_AUTH, "no_auth"},       {CMD_MAY_REPLICATE, "may_replicate"},
+    {CMD_NO_MULTI, "no_multi"}, {CMD_ALLOW_BUSY, "allow_busy"},
+};
+
+int command_flag_names(const command *cmd, const char **out, int max) {
+    int n = 0;
+    for (size_t i = 0; i < K_ARRAY_LEN(command_flag_table) && n < max; i++)
+        if (cmd->flags & command_flag_table[i].flag) out[n++] = command_flag_table[i].name;
+    return n;
+}
+
+static void command_reset_one(command *cmd, void *priv) {
+    cmd->calls = cmd->usec = cmd->rejected_calls = cmd->failed_calls = 0;
+}
+
+void command_reset_stats(void) {
+    command_foreach(command_reset_one, NULL);
+}

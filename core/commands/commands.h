@@ -1,0 +1,42 @@
+/* commands.h -- the built-in command families. Each family file defines its
+ * procedures and one table of its commands; command.c registers the tables.
+ *
+ * Conventions for command procedures (all run on the main thread):
+ * - c->argv[i] are slices (ptr, len), NOT NUL-terminated; compare with
+ *   karg_eq(), parse numbers with str_to_ll()/str_to_ld().
+ * - Reply exactly once per call through reply.h; errors follow Valkey's
+ *   wording ("ERR ...", "WRONGTYPE ...").
+ * - Read keys with db_lookup(c->db, ..., 1) (counts hits/misses, applies
+ *   lazy expiry); write with db_set/db_add/db_delete, which signal WATCH. */
+#ifndef KEEL_COMMANDS_H
+#define KEEL_COMMANDS_H
+
+#include "commands/command.h"
+#include "server/client.h"
+
+typedef struct command_family {
+    command *table;
+    size_t count;
+} command_family;
+
+extern const command_family commands_string;
+extern const command_family commands_keys;
+extern const command_family commands_server;
+extern const command_family commands_multi;
+
+/* Procedures other files refer to (dispatch treats these specially). */
+void cmd_multi(client *c);
+void cmd_exec(client *c);
+void cmd_discard(client *c);
+void cmd_watch(client *c);
+void cmd_quit(client *c);
+void cmd_reset(client *c);
+
+/* Glob-style pattern matching as in Valkey's KEYS/SCAN MATCH/CONFIG GET:
+ * * ? [abc] [^a-z] and \ escapes. */
+int glob_match(const char *pat, size_t patlen, const char *s, size_t slen, int nocase);
+
+/* Parses an integer argument, replying with the standard error if invalid. */
+int arg_to_ll(client *c, const karg *a, long long *out);
+
+#endif

@@ -1,0 +1,224 @@
+/* multi.c -- MULTI/EXEC/DISCARD transactions and optimistic locking with
+ * WATCH/UNWATCH.
+ *
+ * Each database keeps a table from watched key to the clients watching it;
+ * every write to a key (db_signal_modified) looks the key up there only when
+ * the table is non-empty, so WATCH costs nothing to clients that don't use
+ * it. A touched watcher gets CLIENT_DIRTY_CAS and its EXEC returns a null. */
+#include "commands/multi.h"
+
+#include "commands/commands.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/call.h"
+#include "server/reply.h"
+#include "server/server.h"
+
+#include <string.h>
+
+/* An entry of db->watched: one key and its watchers. */
+typedef struct watch_entry {
+    size_t keylen;
+    char *key;
+    client **clients;
+    int count;
+    int cap;
+} watch_entry;
+
+/* A client's own list of what it watches. */
+typedef struct watched_key {
+    struct watched_key *next;
+    db *db;
+    watch_entry *we;
+} watched_key;
+
+const void *multi_watched_key(const void *entry, size_t *len) {
+    const watch_entry *we = entry;
+    *len = we->keylen;
+    return we->key;
+}
+
+void multi_watched_free(void *entry) {
+    watch_entry *we = entry;
+    km_free(we->key);
+    km_free(we->clients);
+    km_free(we);
+}
+
+static void watch_entry_add_client(watch_entry *we, client *c) {
+    if (we->count == we->cap) {
+        we->cap = we->cap ? we->cap * 2 : 2;
+        we->clients = km_realloc(we->clients, sizeof(client *) * (size_t)we->cap);
+    }
+    we->clients[we->count++] = c;
+}
+
+static void multi_watch_key(client *c, const karg *key) {
+    for (watched_key *wk = c->watched; wk; wk = wk->next)
+        if (wk->db == c->db && wk->we->keylen == key->len && memcmp(wk->we->key, key->ptr, key->len) == 0)
+            return;
+    watch_entry *we = hashtable_find(c->db->watched, key->ptr, key->len);
+    if (!we) {
+        we = km_calloc(1, sizeof(*we));
+        we->key = km_strndup(key->ptr, key->len);
+        we->keylen = key->len;
+        hashtable_add(c->db->watched, we, NULL);
+    }
+    watch_entry_add_client(we, c);
+    watched_key *wk = km_alloc(sizeof(*wk));
+    wk->db = c->db;
+    wk->we = we;
+    wk->next = c->watched;
+    c->watched = wk;
+}
+
+void multi_unwatch_all(client *c) {
+    while (c->watched) {
+        watched_key *wk = c->watched;
+        c->watched = wk->next;
+        watch_entry *we = wk->we;
+        for (int i = 0; i < we->count; i++) {
+            if (we->clients[i] == c) {
+                we->clients[i] = we->clients[--we->count];
+                break;
+            }
+        }
+        if (we->count == 0) hashtable_delete(wk->db->watched, we->key, we->keylen, NULL);
+        km_free(wk);
+    }
+    c->flags &= ~CLIENT_DIRTY_CAS;
+}
+
+void multi_touch_key(db *d, const char *key, size_t len) {
+    watch_entry *we = hashtable_find(d->watched, key, len);
+    if (!we) return;
+    for (int i = 0; i < we->count; i++) we->clients[i]->flags |= CLIENT_DIRTY_CAS;
+}
+
+void multi_touch_db(db *d) {
+    hashtable_iter it;
+    void *entry;
+    hashtable_iter_init(&it, d->watched, 0);
+    while (hashtable_iter_next(&it, &entry)) {
+        watch_entry *we = entry;
+        for (int i = 0; i < we->count; i++) we->clients[i]->flags |= CLIENT_DIRTY_CAS;
+    }
+    hashtable_iter_reset(&it);
+}
+
+/* ---- queueing ---- */
+
+void multi_queue(client *c) {
+    if (c->mcount == c->mcap) {
+        c->mcap = c->mcap ? c->mcap * 2 : 8;
+        c->mcmds = km_realloc(c->mcmds, sizeof(multi_cmd) * (size_t)c->mcap);
+    }
+    multi_cmd *mc = &c->mcmds[c->mcount++];
+    mc->cmd = c->cmd;
+    mc->argc = c->argc;
+    mc->argv = client_copy_args(c->argc, c->argv);
+    reply_simple(c, "QUEUED");
+}
+
+void multi_discard_state(client *c) {
+    for (int i = 0; i < c->mcount; i++) client_free_args(c->mcmds[i].argc, c->mcmds[i].argv);
+    km_free(c->mcmds);
+    c->mcmds = NULL;
+    c->mcount = c->mcap = 0;
+    c->flags &= ~(CLIENT_MULTI | CLIENT_DIRTY_EXEC);
+}
+
+/* ---- commands ---- */
+
+void cmd_multi(client *c) {
+    if (c->flags & CLIENT_MULTI) {
+        reply_error(c, "ERR MULTI calls can not be nested");
+        return;
+    }
+    c->flags |= CLIENT_MULTI;
+    reply_ok(c);
+}
+
+void cmd_discard(client *c) {
+    if (!(c->flags & CLIENT_MULTI)) {
+        reply_error(c, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_discard_state(c);
+    multi_unwatch_all(c);
+    reply_ok(c);
+}
+
+/* Runs the queued commands with the client's argv pointed at each copy. */
+static void multi_exec_queued(client *c) {
+    int saved_argc = c->argc;
+    karg *saved_argv = c->argv;
+    command *exec_cmd = c->cmd;
+    size_t saved_consumed = c->parser.consumed;
+    c->parser.consumed = 0; /* request sizes of queued commands come from args */
+    reply_array(c, c->mcount);
+    for (int i = 0; i < c->mcount; i++) {
+        multi_cmd *mc = &c->mcmds[i];
+        c->argc = mc->argc;
+        c->argv = mc->argv;
+        c->cmd = mc->cmd;
+        call(c);
+    }
+    c->argc = saved_argc;
+    c->argv = saved_argv;
+    c->cmd = exec_cmd;
+    c->parser.consumed = saved_consumed;
+}
+
+void cmd_exec(client *c) {
+    if (!(c->flags & CLIENT_MULTI)) {
+        reply_error(c, "ERR EXEC without MULTI");
+        return;
+    }
+    if (c->flags & CLIENT_DIRTY_EXEC) {
+        reply_error(c, "EXECABORT Transaction discarded because of previous errors.");
+    } else if (c->flags & CLIENT_DIRTY_CAS) {
+        reply_null_array(c);
+    } else {
+        /* Queued commands run with MULTI cleared so they execute. */
+        c->flags &= ~CLIENT_MULTI;
+        multi_exec_queued(c);
+    }
+    multi_discard_state(c);
+    multi_unwatch_all(c);
+}
+
+void cmd_watch(client *c) {
+    if (c->flags & CLIENT_MULTI) {
+        reply_error(c, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    for (int i = 1; i < c->argc; i++) multi_watch_key(c, &c->argv[i]);
+    reply_ok(c);
+}
+
+static void cmd_unwatch(client *c) {
+    multi_unwatch_all(c);
+    reply_ok(c);
+}
+
+static command multi_table[] = {
+    {.name = "multi", .proc = cmd_multi, .arity = 1,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .group = "transactions", .summary = "Starts a transaction.", .since = "1.2.0"},
+    {.name = "exec", .proc = cmd_exec, .arity = 1,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_SKIP_SLOWLOG,
+     .group = "transactions", .summary = "Executes all commands in a transaction.", .since = "1.2.0"},
+    {.name = "discard", .proc = cmd_discard, .arity = 1,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .group = "transactions", .summary = "Discards a transaction.", .since = "2.0.0"},
+    {.name = "watch", .proc = cmd_watch, .arity = -2,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .first_key = 1, .last_key = -1, .key_step = 1,
+     .group = "transactions", .summary = "Monitors changes to keys to determine the execution of a transaction.", .since = "2.2.0"},
+    {.name = "unwatch", .proc = cmd_unwatch, .arity = 1,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .group = "transactions", .summary = "Forgets about watched keys of a transaction.", .since = "2.2.0"},
+};
+
+const command_family commands_multi = {multi_table, K_ARRAY_LEN(multi_table)};

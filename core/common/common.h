@@ -1,0 +1,17 @@
+/* common.h -- return codes and small helpers shared by every subsystem. */
+#ifndef KEEL_COMMON_H
+#define KEEL_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define K_OK 0
+#define K_ERR -1
+#define K_EAGAIN -2
+
+#define K_LIKELY(x) __builtin_expect(!!(x), 1)
+#define K_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define K_UNUSED(x) (void)(x)
+#define K_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

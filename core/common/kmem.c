@@ -1,0 +1,87 @@
+/* kmem.c -- allocation wrappers over jemalloc, and its memory accounting. */
+#include "kmem.h"
+
+#ifdef KEEL_HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#else
+/* Sanitizer builds use the sanitizer's allocator (ASan and jemalloc cannot
+ * both own malloc); glibc's mallinfo2 stands in for jemalloc's statistics. */
+#include <malloc.h>
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void km_oom(size_t size) {
+    fprintf(stderr, "keel: out of memory allocating %zu bytes\n", size);
+    fflush(stderr);
+    abort();
+}
+
+void *km_alloc(size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (!p) km_oom(size);
+    return p;
+}
+
+void *km_calloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) km_oom(count * size);
+    return p;
+}
+
+void *km_realloc(void *ptr, size_t size) {
+    void *p = realloc(ptr, size ? size : 1);
+    if (!p) km_oom(size);
+    return p;
+}
+
+void km_free(void *ptr) {
+    free(ptr);
+}
+
+char *km_strndup(const char *s, size_t len) {
+    char *p = km_alloc(len + 1);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *km_strdup(const char *s) {
+    return km_strndup(s, strlen(s));
+}
+
+size_t km_usable(const void *ptr) {
+    return ptr ? malloc_usable_size((void *)ptr) : 0;
+}
+
+#ifdef KEEL_HAVE_JEMALLOC
+static size_t km_stat(const char *name) {
+    uint64_t epoch = 1;
+    size_t sz = sizeof(epoch);
+    mallctl("epoch", &epoch, &sz, &epoch, sz);
+    size_t value = 0;
+    sz = sizeof(value);
+    if (mallctl(name, &value, &sz, NULL, 0) != 0) return 0;
+    return value;
+}
+
+size_t km_used_memory(void) {
+    return km_stat("stats.allocated");
+}
+
+size_t km_resident_memory(void) {
+    return km_stat("stats.resident");
+}
+#else
+size_t km_used_memory(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+size_t km_resident_memory(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return mi.arena + mi.hblkhd;
+}
+#endif

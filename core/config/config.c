@@ -1,0 +1,735 @@
+/* config.c -- the directive table and CONFIG GET/SET/RESETSTAT/REWRITE. */
+#include "config/config.h"
+
+#include "commands/commands.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "config/config_file.h"
+#include "server/reply.h"
+#include "server/server.h"
+#include "server/slowlog.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+typedef enum config_kind {
+    CFG_BOOL,
+    CFG_INT,
+    CFG_LL,
+    CFG_MEMORY,
+    CFG_ENUM,
+    CFG_STRING,
+    CFG_SPECIAL,
+} config_kind;
+
+#define CFG_IMMUTABLE (1 << 0) /* start-up only */
+#define CFG_OUT_OF_RANGE (-3)  /* parse result: a number outside min..max */
+
+typedef struct config_enum {
+    const char *name;
+    int value;
+} config_enum;
+
+typedef struct config_def config_def;
+struct config_def {
+    const char *name;
+    const char *alias;
+    config_kind kind;
+    int flags;
+    void *value;
+    const char *dflt;
+    long long min, max;
+    const config_enum *enums;
+    /* CFG_SPECIAL: parse and format by hand. */
+    int (*set)(const config_def *d, int argc, char **argv, const char **err);
+    void (*get)(const config_def *d, char *buf, size_t len);
+    /* Runs after a successful run-time change. */
+    void (*apply)(void);
+};
+
+/* ---- enums ---- */
+
+static const config_enum enum_loglevel[] = {
+    {"debug", LL_DEBUG}, {"verbose", LL_VERBOSE}, {"notice", LL_NOTICE}, {"warning", LL_WARNING}, {NULL, 0}};
+static const config_enum enum_policy[] = {
+    {"volatile-lru", MAXMEMORY_VOLATILE_LRU},   {"volatile-lfu", MAXMEMORY_VOLATILE_LFU},
+    {"volatile-random", MAXMEMORY_VOLATILE_RANDOM}, {"volatile-ttl", MAXMEMORY_VOLATILE_TTL},
+    {"allkeys-lru", MAXMEMORY_ALLKEYS_LRU},     {"allkeys-lfu", MAXMEMORY_ALLKEYS_LFU},
+    {"allkeys-random", MAXMEMORY_ALLKEYS_RANDOM}, {"noeviction", MAXMEMORY_NOEVICTION}, {NULL, 0}};
+static const config_enum enum_debug_cmd[] = {{"no", 0}, {"yes", 1}, {"local", 2}, {NULL, 0}};
+
+/* ---- special directives ---- */
+
+static int set_bind(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc > CONN_MAX_BINDS) {
+        *err = "Too many bind addresses specified.";
+        return K_ERR;
+    }
+    for (int i = 0; i < srv.bindaddr_count; i++) km_free(srv.bindaddr[i]);
+    for (int i = 0; i < argc; i++) srv.bindaddr[i] = km_strdup(argv[i]);
+    srv.bindaddr_count = argc;
+    return K_OK;
+}
+
+static void get_bind(const config_def *d, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t off = 0;
+    for (int i = 0; i < srv.bindaddr_count && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", srv.bindaddr[i]);
+}
+
+static int set_octal(const config_def *d, int argc, char **argv, const char **err) {
+    char *end;
+    errno = 0;
+    long v = strtol(argv[0], &end, 8);
+    if (argc != 1 || *end || errno || v < 0 || v > 0777) {
+        *err = "Invalid socket file permissions";
+        return K_ERR;
+    }
+    *(unsigned int *)d->value = (unsigned int)v;
+    return K_OK;
+}
+
+static void get_octal(const config_def *d, char *buf, size_t len) {
+    snprintf(buf, len, "%o", *(unsigned int *)d->value);
+}
+
+static int set_obuf_limit(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc % 4 != 0) {
+        *err = "Wrong number of arguments in buffer limit configuration.";
+        return K_ERR;
+    }
+    for (int i = 0; i < argc; i += 4) {
+        unsigned long long hard, soft;
+        char *end;
+        long long secs = strtoll(argv[i + 3], &end, 10);
+        if (config_parse_memory(argv[i + 1], &hard) != K_OK || config_parse_memory(argv[i + 2], &soft) != K_OK ||
+            *end || secs < 0) {
+            *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+            return K_ERR;
+        }
+        if (strcasecmp(argv[i], "normal") == 0)
+            srv.obuf_limit_normal = (client_buffer_limit){hard, soft, secs};
+        else if (strcasecmp(argv[i], "replica") && strcasecmp(argv[i], "slave") && strcasecmp(argv[i], "pubsub")) {
+            *err = "Invalid client class specified in buffer limit configuration.";
+            return K_ERR;
+        }
+    }
+    return K_OK;
+}
+
+static void get_obuf_limit(const config_def *d, char *buf, size_t len) {
+    const client_buffer_limit *l = &srv.obuf_limit_normal;
+    snprintf(buf, len, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+             l->hard, l->soft, l->soft_seconds);
+}
+
+static config_module_line *module_lines;
+static config_module_line **module_lines_tail = &module_lines;
+static const char *current_file;
+static int current_line;
+
+static int set_loadmodule(const config_def *d, int argc, char **argv, const char **err) {
+    config_module_line *m = km_calloc(1, sizeof(*m));
+    m->path = km_strdup(argv[0]);
+    m->argc = argc - 1;
+    m->argv = km_calloc((size_t)(argc ? argc : 1), sizeof(char *));
+    for (int i = 1; i < argc; i++) m->argv[i - 1] = km_strdup(argv[i]);
+    m->file = km_strdup(current_file ? current_file : "(command line)");
+    m->line = current_line;
+    *module_lines_tail = m;
+    module_lines_tail = &m->next;
+    return K_OK;
+}
+
+static void get_empty(const config_def *d, char *buf, size_t len) {
+    buf[0] = '\0';
+}
+
+/* ---- apply hooks ---- */
+
+static void apply_maxclients(void) {
+    int want = srv.maxclients + 128;
+    if (srv.el && want > event_loop_setsize(srv.el)) event_loop_resize(srv.el, want);
+}
+
+static void apply_maxmemory(void) {
+    if (srv.maxmemory) server_check_maxmemory();
+}
+
+static void apply_proto_max_bulk_len(void) {
+    for (client *c = srv.clients_head; c; c = c->next) c->parser.max_bulk_len = srv.proto_max_bulk_len;
+}
+
+/* ---- the table ---- */
+
+#define B(n, f, field, d) {.name = n, .kind = CFG_BOOL, .flags = f, .value = &srv.field, .dflt = d}
+#define I(n, f, field, d, lo, hi, ap) \
+    {.name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, .apply = ap}
+#define L(n, f, field, d, lo, hi) \
+    {.name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi}
+#define M(n, f, field, d, ap) {.name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .apply = ap}
+#define E(n, f, field, d, tbl) {.name = n, .kind = CFG_ENUM, .flags = f, .value = &srv.field, .dflt = d, .enums = tbl}
+#define S(n, f, field, d) {.name = n, .kind = CFG_STRING, .flags = f, .value = &srv.field, .dflt = d}
+#define X(n, f, field, d, s, g) \
+    {.name = n, .kind = CFG_SPECIAL, .flags = f, .value = field, .dflt = d, .set = s, .get = g}
+
+static const config_def config_table[] = {
+    X("bind", CFG_IMMUTABLE, NULL, "* -::*", set_bind, get_bind),
+    I("port", CFG_IMMUTABLE, port, "6379", 0, 65535, NULL),
+    S("unixsocket", CFG_IMMUTABLE, unixsocket, ""),
+    X("unixsocketperm", CFG_IMMUTABLE, &srv.unixsocketperm, "0", set_octal, get_octal),
+    I("tcp-backlog", CFG_IMMUTABLE, tcp_backlog, "511", 0, INT_MAX, NULL),
+    I("maxclients", 0, maxclients, "10000", 1, INT_MAX - 256, apply_maxclients),
+    I("timeout", 0, maxidletime, "0", 0, INT_MAX, NULL),
+    I("tcp-keepalive", 0, tcp_keepalive, "300", 0, INT_MAX, NULL),
+    B("protected-mode", 0, protected_mode, "yes"),
+    S("requirepass", 0, requirepass, ""),
+    I("databases", CFG_IMMUTABLE, databases, "16", 1, INT_MAX, NULL),
+    I("hz", 0, hz, "10", 1, 500, NULL),
+    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", apply_proto_max_bulk_len),
+    M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", NULL),
+    X("client-output-buffer-limit", 0, NULL, "normal 0 0 0", set_obuf_limit, get_obuf_limit),
+    M("maxmemory", 0, maxmemory, "0", apply_maxmemory),
+    E("maxmemory-policy", 0, maxmemory_policy, "noeviction", enum_policy),
+    I("maxmemory-samples", 0, maxmemory_samples, "5", 1, 64, NULL),
+    I("lfu-log-factor", 0, lfu_log_factor, "10", 0, INT_MAX, NULL),
+    I("lfu-decay-time", 0, lfu_decay_time, "1", 0, INT_MAX, NULL),
+    L("slowlog-log-slower-than", 0, slowlog_log_slower_than, "10000", -1, LLONG_MAX),
+    L("slowlog-max-len", 0, slowlog_max_len, "128", 0, LONG_MAX),
+    E("loglevel", 0, verbosity, "notice", enum_loglevel),
+    S("logfile", CFG_IMMUTABLE, logfile, ""),
+    S("pidfile", CFG_IMMUTABLE, pidfile, ""),
+    B("daemonize", CFG_IMMUTABLE, daemonize, "no"),
+    I("io-threads", CFG_IMMUTABLE, io_threads_num, "1", 1, 256, NULL),
+    B("io-threads-do-reads", CFG_IMMUTABLE, io_threads_do_reads, "no"),
+    I("active-expire-effort", 0, active_expire_effort, "1", 1, 10, NULL),
+    B("lazyfree-lazy-user-del", 0, lazyfree_lazy_user_del, "no"),
+    B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
+    E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
+    X("loadmodule", CFG_IMMUTABLE, NULL, NULL, set_loadmodule, get_empty),
+};
+
+/* Valkey directives Keel accepts but does not implement (a file using them
+ * starts with a warning naming each). */
+static const char *const valkey_known[] = {
+    "acl-pubsub-default", "aclfile", "acllog-max-len", "active-defrag-cycle-max", "active-defrag-cycle-min",
+    "active-defrag-ignore-bytes", "active-defrag-max-scan-fields", "active-defrag-threshold-lower",
+    "active-defrag-threshold-upper", "activedefrag", "activerehashing", "always-show-logo",
+    "aof-disable-auto-gc", "aof-load-truncated", "aof-rewrite-incremental-fsync", "aof-timestamp-enabled",
+    "aof-use-rdb-preamble", "appenddirname", "appendfilename", "appendfsync", "appendonly",
+    "auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage", "availability-zone", "bind-source-addr",
+    "busy-reply-threshold", "client-default-resp", "cluster-allow-pubsubshard-when-down",
+    "cluster-allow-reads-when-down", "cluster-allow-replica-migration", "cluster-announce-bus-port",
+    "cluster-announce-client-ipv4", "cluster-announce-client-ipv6", "cluster-announce-hostname",
+    "cluster-announce-human-nodename", "cluster-announce-ip", "cluster-announce-port",
+    "cluster-announce-tls-port", "cluster-blacklist-ttl", "cluster-config-file", "cluster-enabled",
+    "cluster-link-sendbuf-limit", "cluster-migration-barrier", "cluster-node-timeout", "cluster-ping-interval",
+    "cluster-port", "cluster-preferred-endpoint-type", "cluster-replica-no-failover",
+    "cluster-replica-validity-factor", "cluster-require-full-coverage", "cluster-slave-no-failover",
+    "cluster-slave-validity-factor", "cluster-slot-stats-enabled", "crash-log-enabled", "crash-memcheck-enabled",
+    "dbfilename", "debug-context", "dir", "disable-thp", "dual-channel-replication-enabled", "dynamic-hz",
+    "enable-debug-assert", "enable-module-command", "enable-protected-configs", "events-per-io-thread",
+    "extended-redis-compatibility", "hash-max-listpack-entries", "hash-max-listpack-value",
+    "hash-max-ziplist-entries", "hash-max-ziplist-value", "hide-user-data-from-log", "hll-sparse-max-bytes",
+    "ignore-warnings", "jemalloc-bg-thread", "key-load-delay", "latency-monitor-threshold", "latency-tracking",
+    "latency-tracking-info-percentiles", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
+    "lazyfree-lazy-server-del", "list-compress-depth", "list-max-listpack-size", "list-max-ziplist-size",
+    "loading-process-events-interval-bytes", "locale-collate", "log-format", "log-timestamp-format",
+    "lua-time-limit", "masterauth", "masteruser", "max-new-connections-per-cycle",
+    "max-new-tls-connections-per-cycle", "maxmemory-clients", "maxmemory-eviction-tenacity",
+    "min-replicas-max-lag", "min-replicas-to-write", "min-slaves-max-lag", "min-slaves-to-write",
+    "no-appendfsync-on-rewrite", "notify-keyspace-events", "oom-score-adj", "oom-score-adj-values",
+    "prefetch-batch-max-size", "primaryauth", "primaryuser", "proc-title-template", "propagation-error-behavior",
+    "rdb-del-sync-files", "rdb-key-save-delay", "rdb-save-incremental-fsync", "rdbchecksum", "rdbcompression",
+    "rename-command", "repl-backlog-size", "repl-backlog-ttl", "repl-disable-tcp-nodelay", "repl-diskless-load",
+    "repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
+    "repl-ping-replica-period", "repl-ping-slave-period", "repl-timeout", "replica-announce-ip",
+    "replica-announce-port", "replica-announced", "replica-ignore-disk-write-errors", "replica-ignore-maxmemory",
+    "replica-lazy-flush", "replica-priority", "replica-read-only", "replica-serve-stale-data", "replicaof",
+    "req-res-logfile", "sanitize-dump-payload", "save", "set-max-intset-entries", "set-max-listpack-entries",
+    "set-max-listpack-value", "set-proc-title", "shutdown-on-sigint", "shutdown-on-sigterm", "shutdown-timeout",
+    "slave-announce-ip", "slave-announce-port", "slave-ignore-maxmemory", "slave-lazy-flush", "slave-priority",
+    "slave-read-only", "slave-serve-stale-data", "slaveof", "socket-mark-id", "stop-writes-on-bgsave-error",
+    "stream-node-max-bytes", "stream-node-max-entries", "supervised", "syslog-enabled", "syslog-facility",
+    "syslog-ident", "tls-auth-clients", "tls-ca-cert-dir", "tls-ca-cert-file", "tls-cert-file", "tls-ciphers",
+    "tls-ciphersuites", "tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass", "tls-cluster",
+    "tls-dh-params-file", "tls-key-file", "tls-key-file-pass", "tls-port", "tls-prefer-server-ciphers",
+    "tls-protocols", "tls-replication", "tls-session-cache-size", "tls-session-cache-timeout",
+    "tls-session-caching", "tracking-table-max-keys", "unixsocketgroup", "use-exit-on-panic", "user",
+    "watchdog-period", "zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries",
+    "zset-max-ziplist-value", "sentinel",
+};
+
+static const config_def *config_find(const char *name) {
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
+        const config_def *d = &config_table[i];
+        if (!strcasecmp(d->name, name) || (d->alias && !strcasecmp(d->alias, name))) return d;
+    }
+    return NULL;
+}
+
+static int config_valkey_known(const char *name) {
+    for (size_t i = 0; i < K_ARRAY_LEN(valkey_known); i++)
+        if (!strcasecmp(valkey_known[i], name)) return 1;
+    return 0;
+}
+
+/* ---- value parsing ---- */
+
+int config_parse_memory(const char *s, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    if (!*s || *s == '-') return K_ERR;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return K_ERR;
+    static const struct {
+        const char *unit;
+        unsigned long long mul;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 1000}, {"kb", 1024}, {"m", 1000000}, {"mb", 1024 * 1024},
+                 {"g", 1000000000ULL}, {"gb", 1024ULL * 1024 * 1024}};
+    for (size_t i = 0; i < K_ARRAY_LEN(units); i++) {
+        if (strcasecmp(end, units[i].unit) == 0) {
+            if (v > ULLONG_MAX / units[i].mul) return K_ERR;
+            *out = v * units[i].mul;
+            return K_OK;
+        }
+    }
+    return K_ERR;
+}
+
+static int config_parse_bool(const char *s, int *out) {
+    if (!strcasecmp(s, "yes")) *out = 1;
+    else if (!strcasecmp(s, "no")) *out = 0;
+    else return K_ERR;
+    return K_OK;
+}
+
+static int config_parse_ll(const char *s, long long min, long long max, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) {
+        unsigned long long m; /* "1k" style values are accepted for numbers too */
+        if (config_parse_memory(s, &m) != K_OK || m > LLONG_MAX) return K_ERR;
+        v = (long long)m;
+    }
+    if (v < min || v > max) return CFG_OUT_OF_RANGE;
+    *out = v;
+    return K_OK;
+}
+
+static int config_set_enum(const config_def *d, const char *s, const char **err) {
+    for (const config_enum *e = d->enums; e->name; e++) {
+        if (!strcasecmp(e->name, s)) {
+            *(int *)d->value = e->value;
+            return K_OK;
+        }
+    }
+    *err = "argument(s) must be one of the following values";
+    return K_ERR;
+}
+
+static int config_set_number(const config_def *d, const char *s, const char **err) {
+    long long v;
+    int rv = config_parse_ll(s, d->min, d->max, &v);
+    if (rv == K_ERR) {
+        *err = "argument couldn't be parsed into an integer";
+        return K_ERR;
+    }
+    if (rv == CFG_OUT_OF_RANGE) {
+        *err = "argument must be between the allowed range";
+        return K_ERR;
+    }
+    if (d->kind == CFG_INT) *(int *)d->value = (int)v;
+    else *(long long *)d->value = v;
+    return K_OK;
+}
+
+/* Applies argv to d. Returns K_OK or K_ERR with *err a static reason. */
+static int config_apply_args(const config_def *d, int argc, char **argv, const char **err) {
+    if (d->kind == CFG_SPECIAL) return d->set(d, argc, argv, err);
+    if (argc != 1) {
+        *err = "wrong number of arguments";
+        return K_ERR;
+    }
+    const char *s = argv[0];
+    switch (d->kind) {
+    case CFG_BOOL:
+        if (config_parse_bool(s, (int *)d->value) == K_OK) return K_OK;
+        *err = "argument must be 'yes' or 'no'";
+        return K_ERR;
+    case CFG_INT:
+    case CFG_LL: return config_set_number(d, s, err);
+    case CFG_MEMORY: {
+        unsigned long long v;
+        if (config_parse_memory(s, &v) != K_OK || v > LLONG_MAX) {
+            *err = "argument must be a memory value";
+            return K_ERR;
+        }
+        *(unsigned long long *)d->value = v;
+        return K_OK;
+    }
+    case CFG_ENUM: return config_set_enum(d, s, err);
+    case CFG_STRING: {
+        char **slot = d->value;
+        km_free(*slot);
+        *slot = s[0] ? km_strdup(s) : NULL;
+        return K_OK;
+    }
+    default: return K_ERR;
+    }
+}
+
+static void config_format(const config_def *d, char *buf, size_t len) {
+    switch (d->kind) {
+    case CFG_BOOL: snprintf(buf, len, "%s", *(int *)d->value ? "yes" : "no"); break;
+    case CFG_INT: snprintf(buf, len, "%d", *(int *)d->value); break;
+    case CFG_LL: snprintf(buf, len, "%lld", *(long long *)d->value); break;
+    case CFG_MEMORY: snprintf(buf, len, "%llu", *(unsigned long long *)d->value); break;
+    case CFG_ENUM:
+        buf[0] = '\0';
+        for (const config_enum *e = d->enums; e->name; e++)
+            if (e->value == *(int *)d->value) snprintf(buf, len, "%s", e->name);
+        break;
+    case CFG_STRING: snprintf(buf, len, "%s", *(char **)d->value ? *(char **)d->value : ""); break;
+    case CFG_SPECIAL: d->get(d, buf, len); break;
+    }
+}
+
+/* ---- defaults and loading ---- */
+
+/* Splits a default like "* -::*" and applies it. */
+static void config_apply_default(const config_def *d) {
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", d->dflt);
+    char *argv[16];
+    int argc = 0;
+    for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    if (d->kind == CFG_STRING && argc == 0) argv[argc++] = buf;
+    const char *err;
+    config_apply_args(d, argc, argv, &err);
+}
+
+void config_set_defaults(void) {
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
+        if (config_table[i].dflt) config_apply_default(&config_table[i]);
+    srv.active_expire_enabled = 1;
+}
+
+static char *config_errf(const char *fmt, const char *a, const char *b) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), fmt, a, b);
+    return km_strdup(buf);
+}
+
+static int config_line(void *priv, const char *file, int line, int argc, char **argv, char **err) {
+    current_file = file;
+    current_line = line;
+    const config_def *d = config_find(argv[0]);
+    if (!d) {
+        if (config_valkey_known(argv[0])) {
+            server_log(LL_WARNING, "%s:%d: directive '%s' is not implemented by Keel and is ignored", file, line,
+                       argv[0]);
+            return 0;
+        }
+        *err = config_errf("Bad directive or wrong number of arguments: '%s'%s", argv[0], "");
+        return -1;
+    }
+    const char *reason;
+    if (argc < 2 && d->kind != CFG_STRING) {
+        *err = config_errf("wrong number of arguments for '%s'%s", argv[0], "");
+        return -1;
+    }
+    char *empty = "";
+    if (config_apply_args(d, argc > 1 ? argc - 1 : 1, argc > 1 ? argv + 1 : &empty, &reason) != K_OK) {
+        *err = config_errf("'%s': %s", argv[0], reason);
+        return -1;
+    }
+    return 0;
+}
+
+int config_load(const char *path, const char *overrides, char **err) {
+    if (path && config_file_load(path, config_line, NULL, err) != 0) return K_ERR;
+    if (overrides && config_text_load(overrides, strlen(overrides), "(command line)", config_line, NULL, err) != 0)
+        return K_ERR;
+    current_file = NULL;
+    return K_OK;
+}
+
+int config_set(const char *name, const char *value, char **err) {
+    const config_def *d = config_find(name);
+    if (!d || (d->flags & CFG_IMMUTABLE)) {
+        *err = config_errf(d ? "can't set immutable config '%s'%s" : "Unknown option '%s'%s", name, "");
+        return K_ERR;
+    }
+    const char *reason;
+    char *argv[64];
+    int argc = 0;
+    char *copy = km_strdup(value);
+    if (d->kind == CFG_SPECIAL) {
+        for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    } else {
+        argv[argc++] = copy;
+    }
+    int rv = config_apply_args(d, argc, argv, &reason);
+    km_free(copy);
+    if (rv != K_OK) {
+        *err = km_strdup(reason);
+        return K_ERR;
+    }
+    if (d->apply) d->apply();
+    return K_OK;
+}
+
+int config_get(const char *name, char *buf, size_t len) {
+    const config_def *d = config_find(name);
+    if (!d) return K_ERR;
+    config_format(d, buf, len);
+    return K_OK;
+}
+
+config_module_line *config_module_lines(void) {
+    return module_lines;
+}
+
+void config_free(void) {
+    while (module_lines) {
+        config_module_line *m = module_lines;
+        module_lines = m->next;
+        for (int i = 0; i < m->argc; i++) km_free(m->argv[i]);
+        km_free(m->argv);
+        km_free(m->path);
+        km_free(m->file);
+        km_free(m);
+    }
+    module_lines_tail = &module_lines;
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
+        if (config_table[i].kind == CFG_STRING) {
+            km_free(*(char **)config_table[i].value);
+            *(char **)config_table[i].value = NULL;
+        }
+    for (int i = 0; i < srv.bindaddr_count; i++) km_free(srv.bindaddr[i]);
+    srv.bindaddr_count = 0;
+}
+
+/* ---- CONFIG command ---- */
+
+static void config_cmd_get(client *c) {
+    char buf[1024];
+    const config_def *hits[K_ARRAY_LEN(config_table)];
+    int n = 0;
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
+        const config_def *d = &config_table[i];
+        for (int a = 2; a < c->argc; a++) {
+            if (glob_match(c->argv[a].ptr, c->argv[a].len, d->name, strlen(d->name), 1)) {
+                hits[n++] = d;
+                break;
+            }
+        }
+    }
+    reply_map(c, n);
+    for (int i = 0; i < n; i++) {
+        config_format(hits[i], buf, sizeof(buf));
+        reply_bulk_cstr(c, hits[i]->name);
+        reply_bulk_cstr(c, buf);
+    }
+}
+
+/* Applies name/value pairs all or nothing: on a failure the values set so
+ * far are put back. */
+static void config_cmd_set(client *c) {
+    int pairs = (c->argc - 2) / 2;
+    if (c->argc < 4 || (c->argc - 2) % 2) {
+        reply_wrong_arity(c);
+        return;
+    }
+    char **old = km_calloc((size_t)pairs, sizeof(char *));
+    const config_def **defs = km_calloc((size_t)pairs, sizeof(config_def *));
+    int done = 0;
+    char *err = NULL;
+    const char *failed = NULL;
+    for (int i = 0; i < pairs; i++) {
+        char name[128], value[4096], buf[1024];
+        snprintf(name, sizeof(name), "%.*s", (int)c->argv[2 + 2 * i].len, c->argv[2 + 2 * i].ptr);
+        snprintf(value, sizeof(value), "%.*s", (int)c->argv[3 + 2 * i].len, c->argv[3 + 2 * i].ptr);
+        defs[i] = config_find(name);
+        for (int j = 0; j < i && defs[i]; j++)
+            if (defs[j] == defs[i]) err = km_strdup("duplicate parameter");
+        if (!defs[i]) {
+            reply_errorf(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
+            break;
+        }
+        if (!err) {
+            config_format(defs[i], buf, sizeof(buf));
+            old[i] = km_strdup(buf);
+            if (config_set(name, value, &err) == K_OK) {
+                done++;
+                continue;
+            }
+        }
+        failed = defs[i]->name;
+        break;
+    }
+    if (failed) {
+        reply_errorf(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", failed, err);
+    } else if (done == pairs) {
+        reply_ok(c);
+    }
+    if (done < pairs) {
+        for (int i = 0; i < done; i++) {
+            char *ignore = NULL;
+            config_set(defs[i]->name, old[i], &ignore);
+            km_free(ignore);
+        }
+    }
+    for (int i = 0; i < pairs; i++) km_free(old[i]);
+    km_free(old);
+    km_free(defs);
+    km_free(err);
+}
+
+static void config_reset_stats(void) {
+    long long *zero[] = {
+        &srv.stat_numcommands, &srv.stat_numconnections, &srv.stat_rejected_conn, &srv.stat_expiredkeys,
+        &srv.stat_evictedkeys, &srv.stat_keyspace_hits, &srv.stat_keyspace_misses, &srv.stat_net_input_bytes,
+        &srv.stat_net_output_bytes, &srv.stat_total_error_replies, &srv.stat_unexpected_error_replies,
+        &srv.stat_io_reads_processed, &srv.stat_io_writes_processed, &srv.stat_client_qbuf_limit_disconnections,
+        &srv.stat_client_outbuf_limit_disconnections, &srv.stat_expired_time_cap_reached_count,
+        &srv.stat_evictedclients,
+    };
+    for (size_t i = 0; i < K_ARRAY_LEN(zero); i++) *zero[i] = 0;
+    srv.stat_peak_memory = 0;
+    command_reset_stats();
+    reply_errorstats_reset();
+}
+
+/* Writes a value so that splitargs reads it back unchanged. */
+static void config_quote(FILE *f, const char *v) {
+    if (*v && !strpbrk(v, " \t\"'\\")) {
+        fputs(v, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\') fputc('\\', f);
+        fputc(*v, f);
+    }
+    fputc('"', f);
+}
+
+static void config_write_directive(FILE *f, const config_def *d) {
+    char buf[1024];
+    config_format(d, buf, sizeof(buf));
+    fprintf(f, "%s ", d->name);
+    if (d->kind == CFG_SPECIAL) fputs(buf, f); /* already space-separated words */
+    else config_quote(f, buf);
+    fputc('\n', f);
+}
+
+static int config_is_default(const config_def *d) {
+    char cur[1024];
+    config_format(d, cur, sizeof(cur));
+    if (d->kind == CFG_MEMORY || d->kind == CFG_INT || d->kind == CFG_LL) {
+        unsigned long long dv;
+        config_parse_memory(d->dflt, &dv);
+        return strtoull(cur, NULL, 10) == dv;
+    }
+    return d->dflt && strcmp(cur, d->dflt) == 0;
+}
+
+/* Rewrites the file: lines of known directives get their current value
+ * (first occurrence; later ones are dropped), every other line is kept as
+ * it was, and changed directives the file lacked are appended. */
+static int config_rewrite(const char *path, char **err) {
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
+        return K_ERR;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid());
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        fclose(in);
+        *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
+        return K_ERR;
+    }
+    char seen[K_ARRAY_LEN(config_table)] = {0};
+    char line[8192];
+    while (fgets(line, sizeof(line), in)) {
+        char name[128] = "";
+        sscanf(line, " %127s", name);
+        const config_def *d = name[0] && name[0] != '#' ? config_find(name) : NULL;
+        if (!d || d->get == get_empty) {
+            fputs(line, out);
+            continue;
+        }
+        size_t idx = (size_t)(d - config_table);
+        if (!seen[idx]) config_write_directive(out, d);
+        seen[idx] = 1;
+    }
+    fclose(in);
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
+        const config_def *d = &config_table[i];
+        if (!seen[i] && d->get != get_empty && !config_is_default(d)) config_write_directive(out, d);
+    }
+    if (fflush(out) != 0 || fsync(fileno(out)) != 0 || fclose(out) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
+        return K_ERR;
+    }
+    return K_OK;
+}
+
+static void config_cmd_rewrite(client *c) {
+    char *err = NULL;
+    if (!srv.configfile) {
+        reply_error(c, "ERR The server is running without a config file");
+    } else if (config_rewrite(srv.configfile, &err) != K_OK) {
+        server_log(LL_WARNING, "CONFIG REWRITE failed: %s", err);
+        reply_errorf(c, "ERR %s", err);
+        km_free(err);
+    } else {
+        server_log(LL_NOTICE, "CONFIG REWRITE executed with success.");
+        reply_ok(c);
+    }
+}
+
+static void config_cmd_help(client *c) {
+    static const char *help[] = {
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+        "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        "REWRITE", "    Rewrite the configuration file.",
+        "HELP", "    Print this help.",
+    };
+    reply_array(c, (long long)K_ARRAY_LEN(help));
+    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
+}
+
+void config_command(client *c) {
+    const karg *sub = &c->argv[1];
+    if (karg_eq(sub, "get") && c->argc >= 3) {
+        config_cmd_get(c);
+    } else if (karg_eq(sub, "set")) {
+        config_cmd_set(c);
+    } else if (karg_eq(sub, "resetstat") && c->argc == 2) {
+        config_reset_stats();
+        reply_ok(c);
+    } else if (karg_eq(sub, "rewrite") && c->argc == 2) {
+        config_cmd_rewrite(c);
+    } else if (karg_eq(sub, "help") && c->argc == 2) {
+        config_cmd_help(c);
+    } else {
+        reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try CONFIG HELP.",
+                     (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
+    }
+}

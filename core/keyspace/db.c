@@ -1,0 +1,333 @@
+/* db.c -- databases, keys, lazy and active expiry, access clocks. */
+#include "keyspace/db.h"
+
+#include "commands/multi.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/server.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LRU_CLOCK_MAX ((1u << 24) - 1)
+#define LFU_INIT_VAL 5
+
+static db *dbs;
+static int db_count;
+
+static const void *db_entry_key(const void *entry, size_t *len) {
+    const db_entry *e = entry;
+    *len = e->keylen;
+    return e->key;
+}
+
+static void db_entry_free(void *entry) {
+    db_entry *e = entry;
+    obj_decref(e->val);
+    km_free(e);
+}
+
+const hashtable_type db_keys_type = {.entry_key = db_entry_key, .entry_free = db_entry_free};
+const hashtable_type db_expires_type = {.entry_key = db_entry_key, .entry_free = NULL};
+
+static const void *watched_key_of(const void *entry, size_t *len);
+static void watched_free(void *entry);
+static const hashtable_type db_watched_type = {.entry_key = watched_key_of, .entry_free = watched_free};
+
+/* The watched table's entries are owned by multi.c; db.c only needs their
+ * key, which multi.c lays out as a db_entry-like header. */
+extern const void *multi_watched_key(const void *entry, size_t *len);
+extern void multi_watched_free(void *entry);
+static const void *watched_key_of(const void *entry, size_t *len) {
+    return multi_watched_key(entry, len);
+}
+static void watched_free(void *entry) {
+    multi_watched_free(entry);
+}
+
+void db_setup(void) {
+    db_count = srv.databases;
+    dbs = km_calloc((size_t)db_count, sizeof(db));
+    for (int i = 0; i < db_count; i++) {
+        dbs[i].id = i;
+        dbs[i].keys = hashtable_create(&db_keys_type);
+        dbs[i].expires = hashtable_create(&db_expires_type);
+        dbs[i].watched = hashtable_create(&db_watched_type);
+    }
+}
+
+void db_teardown(void) {
+    for (int i = 0; i < db_count; i++) {
+        hashtable_release(dbs[i].expires);
+        hashtable_release(dbs[i].keys);
+        hashtable_release(dbs[i].watched);
+    }
+    km_free(dbs);
+    dbs = NULL;
+    db_count = 0;
+}
+
+db *db_get(int id) {
+    return id >= 0 && id < db_count ? &dbs[id] : NULL;
+}
+
+/* ---- access clocks ---- */
+
+uint32_t db_lru_clock(void) {
+    return (uint32_t)((server_mstime() / 1000) & LRU_CLOCK_MAX);
+}
+
+static int db_lfu_mode(void) {
+    return srv.maxmemory_policy == MAXMEMORY_ALLKEYS_LFU ||
+           srv.maxmemory_policy == MAXMEMORY_VOLATILE_LFU;
+}
+
+static uint32_t lfu_minutes(void) {
+    return (uint32_t)((server_mstime() / 60000) & 0xffff);
+}
+
+static unsigned lfu_decay(const db_entry *e) {
+    uint32_t then = e->lru >> 8, now = lfu_minutes();
+    uint32_t elapsed = now >= then ? now - then : 0xffff - then + now;
+    unsigned counter = e->lru & 0xff;
+    if (srv.lfu_decay_time <= 0) return counter;
+    uint32_t periods = elapsed / (uint32_t)srv.lfu_decay_time;
+    return periods > counter ? 0 : counter - periods;
+}
+
+/* Logarithmic increment: the more hits a key has, the less likely one more
+ * raises the counter, so 8 bits cover millions of accesses. */
+static unsigned lfu_incr(unsigned counter) {
+    if (counter == 255) return 255;
+    double r = (double)rand() / RAND_MAX;
+    double base = counter > LFU_INIT_VAL ? counter - LFU_INIT_VAL : 0;
+    double p = 1.0 / (base * srv.lfu_log_factor + 1);
+    return r < p ? counter + 1 : counter;
+}
+
+static void db_init_clock(db_entry *e) {
+    if (db_lfu_mode()) e->lru = (lfu_minutes() << 8) | LFU_INIT_VAL;
+    else e->lru = db_lru_clock();
+}
+
+void db_touch(db_entry *e) {
+    if (db_lfu_mode()) e->lru = (lfu_minutes() << 8) | lfu_incr(lfu_decay(e));
+    else e->lru = db_lru_clock();
+}
+
+uint64_t db_idle_seconds(const db_entry *e) {
+    uint32_t now = db_lru_clock(), then = e->lru & LRU_CLOCK_MAX;
+    return now >= then ? now - then : (LRU_CLOCK_MAX - then) + now;
+}
+
+unsigned db_lfu_freq(db_entry *e) {
+    return lfu_decay(e);
+}
+
+/* ---- lookup ---- */
+
+int db_is_expired(const db_entry *e) {
+    return e->expire != -1 && e->expire <= server_mstime();
+}
+
+static void db_expire_entry(db *d, db_entry *e) {
+    srv.stat_expiredkeys++;
+    db_delete(d, e->key, e->keylen);
+}
+
+db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
+    db_entry *e = hashtable_find(d->keys, key, len);
+    if (e && db_is_expired(e)) {
+        db_expire_entry(d, e);
+        return NULL;
+    }
+    return e;
+}
+
+db_entry *db_lookup(db *d, const char *key, size_t len, int stats) {
+    db_entry *e = db_lookup_quiet(d, key, len);
+    if (stats) {
+        if (e) srv.stat_keyspace_hits++;
+        else srv.stat_keyspace_misses++;
+    }
+    if (e) db_touch(e);
+    return e;
+}
+
+/* ---- modification ---- */
+
+static db_entry *db_entry_new(const char *key, size_t len, kobj *val) {
+    db_entry *e = km_alloc(sizeof(db_entry) + len + 1);
+    e->val = val;
+    e->expire = -1;
+    e->keylen = (uint32_t)len;
+    memcpy(e->key, key, len);
+    e->key[len] = '\0';
+    db_init_clock(e);
+    return e;
+}
+
+db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
+    db_entry *e = db_entry_new(key, len, val);
+    if (!hashtable_add(d->keys, e, NULL)) {
+        e->val = NULL;
+        km_free(e);
+        return NULL;
+    }
+    db_signal_modified(d, key, len);
+    return e;
+}
+
+void db_replace_value(db *d, db_entry *e, kobj *val) {
+    kobj *old = e->val;
+    e->val = val;
+    obj_decref(old);
+    db_touch(e);
+    db_signal_modified(d, e->key, e->keylen);
+}
+
+db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
+    db_entry *e = db_lookup_quiet(d, key, len);
+    if (!e) return db_add(d, key, len, val);
+    if (!(flags & DB_SET_KEEPTTL) && e->expire != -1) db_persist(d, e);
+    db_replace_value(d, e, val);
+    return e;
+}
+
+int db_delete(db *d, const char *key, size_t len) {
+    void *popped;
+    if (!hashtable_delete(d->keys, key, len, &popped)) return 0;
+    db_entry *e = popped;
+    if (e->expire != -1) hashtable_delete(d->expires, key, len, NULL);
+    db_signal_modified(d, key, len);
+    db_entry_free(e);
+    return 1;
+}
+
+void db_set_expire(db *d, db_entry *e, int64_t when_ms) {
+    if (e->expire == -1) hashtable_add(d->expires, e, NULL);
+    e->expire = when_ms;
+    db_signal_modified(d, e->key, e->keylen);
+}
+
+int db_persist(db *d, db_entry *e) {
+    if (e->expire == -1) return 0;
+    hashtable_delete(d->expires, e->key, e->keylen, NULL);
+    e->expire = -1;
+    return 1;
+}
+
+size_t db_size(const db *d) {
+    return hashtable_size(d->keys);
+}
+
+size_t db_expires_count(const db *d) {
+    return hashtable_size(d->expires);
+}
+
+size_t db_flush(db *d) {
+    size_t n = hashtable_size(d->keys);
+    multi_touch_db(d);
+    hashtable_empty(d->expires);
+    hashtable_empty(d->keys);
+    d->avg_ttl = 0;
+    d->expire_cursor = 0;
+    return n;
+}
+
+size_t db_flush_all(void) {
+    size_t n = 0;
+    for (int i = 0; i < db_count; i++) n += db_flush(&dbs[i]);
+    return n;
+}
+
+void db_swap(int a, int b) {
+    db *x = &dbs[a], *y = &dbs[b];
+    multi_touch_db(x);
+    multi_touch_db(y);
+    hashtable *keys = x->keys, *expires = x->expires;
+    long long avg = x->avg_ttl;
+    x->keys = y->keys;
+    x->expires = y->expires;
+    x->avg_ttl = y->avg_ttl;
+    y->keys = keys;
+    y->expires = expires;
+    y->avg_ttl = avg;
+    x->expire_cursor = y->expire_cursor = 0;
+}
+
+void db_signal_modified(db *d, const char *key, size_t len) {
+    if (hashtable_size(d->watched)) multi_touch_key(d, key, len);
+}
+
+/* ---- active expiry ---- */
+
+typedef struct expire_scan {
+    db *d;
+    int64_t now;
+    size_t sampled;
+    size_t expired;
+    long long ttl_sum;
+    size_t ttl_count;
+} expire_scan;
+
+static void db_expire_scan_cb(void *priv, void *entry) {
+    expire_scan *s = priv;
+    db_entry *e = entry;
+    s->sampled++;
+    if (e->expire <= s->now) {
+        db_expire_entry(s->d, e);
+        s->expired++;
+    } else {
+        s->ttl_sum += e->expire - s->now;
+        s->ttl_count++;
+    }
+}
+
+#define EXPIRE_KEYS_PER_LOOP 20
+#define EXPIRE_ACCEPTABLE_STALE 10 /* percent */
+
+/* One database: scan buckets until the sample is mostly live or the time
+ * budget is spent. Returns 1 if the budget ran out. */
+static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
+    size_t per_loop = (size_t)EXPIRE_KEYS_PER_LOOP * (size_t)(1 + srv.active_expire_effort / 4);
+    for (int iter = 0;; iter++) {
+        if (!hashtable_size(d->expires)) return 0;
+        expire_scan s = {.d = d, .now = server_mstime()};
+        while (s.sampled < per_loop) {
+            d->expire_cursor = hashtable_scan(d->expires, d->expire_cursor, db_expire_scan_cb, &s);
+            if (d->expire_cursor == 0) break;
+        }
+        *expired += s.expired;
+        if (s.ttl_count) {
+            long long avg = s.ttl_sum / (long long)s.ttl_count;
+            d->avg_ttl = d->avg_ttl ? (d->avg_ttl / 50) * 49 + avg / 50 : avg;
+        }
+        if ((iter & 15) == 0 && event_mono_us() > deadline) return 1;
+        if (s.sampled == 0 || s.expired * 100 / s.sampled <= EXPIRE_ACCEPTABLE_STALE) return 0;
+    }
+}
+
+size_t db_active_expire_cycle(uint64_t budget_us) {
+    static int next_db;
+    uint64_t deadline = event_mono_us() + budget_us;
+    size_t expired = 0;
+    for (int n = 0; n < db_count; n++) {
+        db *d = &dbs[next_db];
+        next_db = (next_db + 1) % db_count;
+        if (db_expire_db(d, deadline, &expired)) {
+            srv.stat_expired_time_cap_reached_count++;
+            break;
+        }
+    }
+    return expired;
+}
+
+void db_cron(void) {
+    for (int i = 0; i < db_count; i++) {
+        hashtable_shrink_if_needed(dbs[i].keys);
+        hashtable_shrink_if_needed(dbs[i].expires);
+        hashtable_rehash_micros(dbs[i].keys, 1000);
+        hashtable_rehash_micros(dbs[i].expires, 1000);
+    }
+}

@@ -1,0 +1,117 @@
+/* evict.c -- maxmemory eviction (see evict.h). */
+#include "keyspace/evict.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/server.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static evict_pool pool;
+
+static int evict_volatile(int policy) {
+    return policy == MAXMEMORY_VOLATILE_LRU || policy == MAXMEMORY_VOLATILE_LFU ||
+           policy == MAXMEMORY_VOLATILE_RANDOM || policy == MAXMEMORY_VOLATILE_TTL;
+}
+
+uint64_t evict_score(db_entry *e, int policy) {
+    switch (policy) {
+    case MAXMEMORY_ALLKEYS_LFU:
+    case MAXMEMORY_VOLATILE_LFU: return 255 - db_lfu_freq(e);
+    case MAXMEMORY_VOLATILE_TTL: return UINT64_MAX - (uint64_t)e->expire;
+    default: return db_idle_seconds(e);
+    }
+}
+
+void evict_pool_insert(evict_pool *p, uint64_t score, int dbid, const char *key, size_t len) {
+    int i = 0;
+    while (i < p->count && p->items[i].score < score) i++;
+    if (i == 0 && p->count == EVPOOL_SIZE) return; /* worse than everything kept */
+    for (int j = 0; j < p->count; j++) /* already a candidate: keep the fresher score */
+        if (p->items[j].dbid == dbid && p->items[j].keylen == len && memcmp(p->items[j].key, key, len) == 0)
+            return;
+    if (p->count == EVPOOL_SIZE) {
+        /* Drop the worst (index 0) to make room; the slot shifts down. */
+        km_free(p->items[0].key);
+        memmove(&p->items[0], &p->items[1], sizeof(evict_candidate) * (size_t)(i - 1));
+        i--;
+    } else {
+        memmove(&p->items[i + 1], &p->items[i], sizeof(evict_candidate) * (size_t)(p->count - i));
+        p->count++;
+    }
+    p->items[i] = (evict_candidate){.score = score, .dbid = dbid, .keylen = len, .key = km_strndup(key, len)};
+}
+
+int evict_pool_pop(evict_pool *p, evict_candidate *out) {
+    if (p->count == 0) return 0;
+    *out = p->items[--p->count];
+    return 1;
+}
+
+void evict_pool_clear(evict_pool *p) {
+    for (int i = 0; i < p->count; i++) km_free(p->items[i].key);
+    p->count = 0;
+}
+
+void evict_teardown(void) {
+    evict_pool_clear(&pool);
+}
+
+static size_t evict_entry_size(const db_entry *e) {
+    return km_usable(e) + obj_mem_usage(e->val) + 2 * sizeof(void *);
+}
+
+static void evict_fill_pool(int policy) {
+    void *sample[64];
+    size_t want = srv.maxmemory_samples > 64 ? 64 : (size_t)srv.maxmemory_samples;
+    for (int i = 0; i < srv.databases; i++) {
+        db *d = db_get(i);
+        hashtable *t = evict_volatile(policy) ? d->expires : d->keys;
+        size_t n = hashtable_sample(t, sample, want);
+        for (size_t j = 0; j < n; j++) {
+            db_entry *e = sample[j];
+            evict_pool_insert(&pool, evict_score(e, policy), i, e->key, e->keylen);
+        }
+    }
+}
+
+/* Picks and deletes one key; returns the bytes it used, 0 if none. */
+static size_t evict_one(int policy) {
+    if (policy == MAXMEMORY_ALLKEYS_RANDOM || policy == MAXMEMORY_VOLATILE_RANDOM) {
+        for (int tries = 0; tries < srv.databases; tries++) {
+            db *d = db_get(rand() % srv.databases);
+            db_entry *e = hashtable_random(policy == MAXMEMORY_ALLKEYS_RANDOM ? d->keys : d->expires);
+            if (!e) continue;
+            size_t sz = evict_entry_size(e);
+            db_delete(d, e->key, e->keylen);
+            return sz;
+        }
+        return 0;
+    }
+    for (int round = 0; round < 4; round++) {
+        evict_fill_pool(policy);
+        evict_candidate cand;
+        while (evict_pool_pop(&pool, &cand)) {
+            db *d = db_get(cand.dbid);
+            db_entry *e = hashtable_find(d->keys, cand.key, cand.keylen);
+            km_free(cand.key);
+            if (!e || (evict_volatile(policy) && e->expire == -1)) continue; /* stale */
+            size_t sz = evict_entry_size(e);
+            db_delete(d, e->key, e->keylen);
+            return sz;
+        }
+    }
+    return 0;
+}
+
+size_t evict_free_memory(size_t need) {
+    size_t freed = 0;
+    while (freed < need) {
+        size_t n = evict_one(srv.maxmemory_policy);
+        if (n == 0) break;
+        freed += n;
+        srv.stat_evictedkeys++;
+    }
+    return freed;
+}

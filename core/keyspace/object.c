@@ -1,0 +1,226 @@
+/* object.c -- value objects: creation, encodings, reference counts. */
+#include "keyspace/object.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Module values are freed through their type; the module layer sets this. */
+void (*obj_module_free_hook)(kobj *o);
+size_t (*obj_module_usage_hook)(const kobj *o);
+
+int str_to_ll(const char *s, size_t len, long long *out) {
+    if (len == 0 || len > 20) return 0;
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-') {
+        neg = 1;
+        if (++i == len) return 0;
+    }
+    if (s[i] == '0' && (len - i > 1 || neg)) return 0; /* "0" alone only */
+    unsigned long long v = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        unsigned long long d = (unsigned long long)(s[i] - '0');
+        if (v > (ULLONG_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (unsigned long long)LLONG_MAX + 1) return 0;
+        *out = (long long)(0 - v);
+    } else {
+        if (v > (unsigned long long)LLONG_MAX) return 0;
+        *out = (long long)v;
+    }
+    return 1;
+}
+
+size_t ll_to_str(char *buf, long long v) {
+    char tmp[24];
+    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t len = 0;
+    if (v < 0) buf[len++] = '-';
+    while (n) buf[len++] = tmp[--n];
+    buf[len] = '\0';
+    return len;
+}
+
+int str_to_ld(const char *s, size_t len, long double *out) {
+    char buf[5120];
+    if (len == 0 || len >= sizeof(buf) || isspace((unsigned char)s[0])) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    long double v = strtold(buf, &end);
+    if ((size_t)(end - buf) != len || errno == ERANGE || isnan(v)) return 0;
+    *out = v;
+    return 1;
+}
+
+int str_to_double(const char *s, size_t len, double *out) {
+    long double v;
+    if (!str_to_ld(s, len, &v)) return 0;
+    *out = (double)v;
+    return 1;
+}
+
+size_t ld_to_str(char *buf, size_t buflen, long double v) {
+    if (isinf(v)) return (size_t)snprintf(buf, buflen, v > 0 ? "inf" : "-inf");
+    int n = snprintf(buf, buflen, "%.17Lf", v);
+    /* Trim trailing zeros and a trailing dot: "3.50000" -> "3.5". */
+    if (strchr(buf, '.')) {
+        while (n > 0 && buf[n - 1] == '0') n--;
+        if (n > 0 && buf[n - 1] == '.') n--;
+    }
+    buf[n] = '\0';
+    if (n == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        buf[1] = '\0';
+        n = 1;
+    }
+    return (size_t)n;
+}
+
+static kobj *obj_new(uint8_t encoding, size_t extra) {
+    kobj *o = km_alloc(sizeof(kobj) + extra);
+    o->refcount = 1;
+    o->type = OBJ_STRING;
+    o->encoding = encoding;
+    o->unused = 0;
+    o->cap = 0;
+    o->mod_type = NULL;
+    return o;
+}
+
+kobj *obj_int(int64_t value) {
+    kobj *o = obj_new(OBJ_ENC_INT, 0);
+    char tmp[24];
+    o->len = ll_to_str(tmp, value);
+    o->v.ival = value;
+    return o;
+}
+
+static kobj *obj_embstr(const char *s, size_t len) {
+    kobj *o = obj_new(OBJ_ENC_EMBSTR, len + 1);
+    o->v.ptr = (char *)(o + 1);
+    memcpy(o->v.ptr, s, len);
+    o->v.ptr[len] = '\0';
+    o->len = len;
+    return o;
+}
+
+kobj *obj_string_alloc(size_t cap) {
+    kobj *o = obj_new(OBJ_ENC_RAW, 0);
+    o->v.ptr = km_alloc(cap + 1);
+    o->v.ptr[0] = '\0';
+    o->len = 0;
+    o->cap = cap;
+    return o;
+}
+
+kobj *obj_string_raw(const char *s, size_t len) {
+    kobj *o = obj_string_alloc(len);
+    memcpy(o->v.ptr, s, len);
+    o->v.ptr[len] = '\0';
+    o->len = len;
+    return o;
+}
+
+kobj *obj_string_adopt(char *buf, size_t len, size_t cap) {
+    kobj *o = obj_new(OBJ_ENC_RAW, 0);
+    o->v.ptr = buf;
+    o->v.ptr[len] = '\0';
+    o->len = len;
+    o->cap = cap;
+    return o;
+}
+
+kobj *obj_string(const char *s, size_t len) {
+    long long v;
+    if (len <= 20 && str_to_ll(s, len, &v)) return obj_int(v);
+    if (len <= OBJ_EMBSTR_MAX) return obj_embstr(s, len);
+    return obj_string_raw(s, len);
+}
+
+void obj_decref(kobj *o) {
+    if (--o->refcount > 0) return;
+    if (o->type == OBJ_MODULE) {
+        if (obj_module_free_hook) obj_module_free_hook(o);
+    } else if (o->encoding == OBJ_ENC_RAW) {
+        km_free(o->v.ptr);
+    }
+    km_free(o);
+}
+
+const char *obj_str(const kobj *o, char *buf, size_t *len) {
+    if (o->encoding == OBJ_ENC_INT) {
+        *len = ll_to_str(buf, o->v.ival);
+        return buf;
+    }
+    *len = o->len;
+    return o->v.ptr;
+}
+
+size_t obj_strlen(const kobj *o) {
+    return o->len;
+}
+
+int obj_get_int(const kobj *o, int64_t *out) {
+    if (o->encoding == OBJ_ENC_INT) {
+        *out = o->v.ival;
+        return 1;
+    }
+    long long v;
+    if (!str_to_ll(o->v.ptr, o->len, &v)) return 0;
+    *out = v;
+    return 1;
+}
+
+kobj *obj_make_writable(kobj *o, size_t need) {
+    if (o->encoding == OBJ_ENC_RAW && o->refcount == 1) {
+        if (o->cap < need) {
+            size_t cap = need < 1024 * 1024 ? need * 2 : need + 1024 * 1024;
+            o->v.ptr = km_realloc(o->v.ptr, cap + 1);
+            o->cap = cap;
+        }
+        return o;
+    }
+    char buf[24];
+    size_t len;
+    const char *s = obj_str(o, buf, &len);
+    kobj *n = obj_string_alloc(need > len ? need : len);
+    memcpy(n->v.ptr, s, len);
+    n->v.ptr[len] = '\0';
+    n->len = len;
+    obj_decref(o);
+    return n;
+}
+
+size_t obj_mem_usage(const kobj *o) {
+    size_t n = km_usable(o);
+    if (o->type == OBJ_MODULE) return n + (obj_module_usage_hook ? obj_module_usage_hook(o) : 0);
+    if (o->encoding == OBJ_ENC_RAW) n += km_usable(o->v.ptr);
+    return n;
+}
+
+const char *obj_encoding_name(const kobj *o) {
+    if (o->type == OBJ_MODULE) return "raw";
+    switch (o->encoding) {
+    case OBJ_ENC_INT: return "int";
+    case OBJ_ENC_EMBSTR: return "embstr";
+    default: return "raw";
+    }
+}

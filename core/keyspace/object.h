@@ -1,0 +1,92 @@
+/* object.h -- reference-counted values.
+ *
+ * Every stored value is a kobj. Strings have three encodings, as in Valkey:
+ * INT (a 64-bit integer kept in the object, for strings that are canonical
+ * decimal integers), EMBSTR (short strings whose bytes follow the header in
+ * the same allocation), and RAW (bytes in a separate buffer: long strings,
+ * strings that grow with APPEND/SETRANGE, and big request arguments whose
+ * socket buffer became the value without a copy).
+ *
+ * Values are shared by reference: a reply to GET may point at the object
+ * instead of copying it, so an object lives until its last reference is
+ * dropped, even after the key was overwritten or deleted.
+ *
+ * Threads: references are taken and dropped on the main thread. */
+#ifndef KEEL_OBJECT_H
+#define KEEL_OBJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OBJ_STRING 0
+#define OBJ_MODULE 5 /* a module's custom data type (see the SDK) */
+
+#define OBJ_ENC_RAW 0
+#define OBJ_ENC_INT 1
+#define OBJ_ENC_EMBSTR 8
+
+/* Strings up to this length are embedded (header + bytes fit 64 bytes). */
+#define OBJ_EMBSTR_MAX 44
+
+typedef struct kobj {
+    uint32_t refcount;
+    uint8_t type;
+    uint8_t encoding;
+    uint16_t unused;
+    size_t len; /* string length (for INT: digits of the value) */
+    union {
+        int64_t ival; /* INT */
+        char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated */
+        void *mod;    /* MODULE: the module's value */
+    } v;
+    size_t cap;           /* RAW: allocated bytes at ptr (excl. NUL) */
+    const void *mod_type; /* MODULE: its type */
+} kobj;
+
+/* A string object holding a copy of s[0..len): INT, EMBSTR or RAW. */
+kobj *obj_string(const char *s, size_t len);
+/* A RAW string without integer detection (values that will grow). */
+kobj *obj_string_raw(const char *s, size_t len);
+/* A RAW string taking ownership of buf (km_alloc'ed, cap bytes + 1 for the
+ * NUL); len bytes are valid. Used for big arguments read off the socket. */
+kobj *obj_string_adopt(char *buf, size_t len, size_t cap);
+/* An empty RAW string with room for cap bytes, to be filled by the caller. */
+kobj *obj_string_alloc(size_t cap);
+kobj *obj_int(int64_t value);
+
+static inline kobj *obj_incref(kobj *o) {
+    o->refcount++;
+    return o;
+}
+void obj_decref(kobj *o);
+
+/* The bytes of a string. INT objects are formatted into buf, which must
+ * hold at least 21 bytes. */
+const char *obj_str(const kobj *o, char *buf, size_t *len);
+/* Length of the string value without formatting. */
+size_t obj_strlen(const kobj *o);
+/* 1 and *out if the string is a valid 64-bit integer. */
+int obj_get_int(const kobj *o, int64_t *out);
+
+/* Makes a string value writable in place (RAW, refcount 1, room for at least
+ * need bytes); returns the object to store, which may be a new one (the
+ * caller's reference to o is consumed). */
+kobj *obj_make_writable(kobj *o, size_t need);
+
+/* Bytes this object uses (header, buffers), for MEMORY USAGE and sampling. */
+size_t obj_mem_usage(const kobj *o);
+
+const char *obj_encoding_name(const kobj *o);
+
+/* Strict decimal parsing (no spaces, no '+', no leading zeros but "0"); the
+ * test used to decide the INT encoding and for command arguments. */
+int str_to_ll(const char *s, size_t len, long long *out);
+/* Formats v into buf (at least 21 bytes); returns the length. */
+size_t ll_to_str(char *buf, long long v);
+/* Parses a long double as Valkey does for INCRBYFLOAT (no spaces, finite). */
+int str_to_ld(const char *s, size_t len, long double *out);
+int str_to_double(const char *s, size_t len, double *out);
+/* Formats a long double in Valkey's human style ("%.17Lg" trimmed). */
+size_t ld_to_str(char *buf, size_t buflen, long double v);
+
+#endif

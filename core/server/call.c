@@ -1,0 +1,125 @@
+/* call.c -- command execution wrapper and the module hook lists. */
+#include "server/call.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/reply.h"
+#include "server/server.h"
+#include "server/slowlog.h"
+
+#include <string.h>
+
+typedef struct hook {
+    union {
+        call_filter_fn filter;
+        call_observer_fn observer;
+        call_client_event_fn event;
+    } fn;
+    void *priv;
+    void *owner;
+} hook;
+
+typedef struct hook_list {
+    hook *items;
+    int count;
+    int cap;
+} hook_list;
+
+static hook_list filters, observers, events;
+
+static int hook_add(hook_list *l, hook h) {
+    if (l->count == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4;
+        l->items = km_realloc(l->items, sizeof(hook) * (size_t)l->cap);
+    }
+    l->items[l->count++] = h;
+    return K_OK;
+}
+
+static void hook_remove_owner(hook_list *l, void *owner) {
+    int j = 0;
+    for (int i = 0; i < l->count; i++)
+        if (l->items[i].owner != owner) l->items[j++] = l->items[i];
+    l->count = j;
+}
+
+int call_add_filter(call_filter_fn fn, void *priv, void *owner) {
+    return hook_add(&filters, (hook){.fn.filter = fn, .priv = priv, .owner = owner});
+}
+
+int call_add_observer(call_observer_fn fn, void *priv, void *owner) {
+    return hook_add(&observers, (hook){.fn.observer = fn, .priv = priv, .owner = owner});
+}
+
+int call_add_client_event(call_client_event_fn fn, void *priv, void *owner) {
+    return hook_add(&events, (hook){.fn.event = fn, .priv = priv, .owner = owner});
+}
+
+void call_remove_owner(void *owner) {
+    hook_remove_owner(&filters, owner);
+    hook_remove_owner(&observers, owner);
+    hook_remove_owner(&events, owner);
+}
+
+int call_filters(client *c) {
+    for (int i = 0; i < filters.count; i++) {
+        const char *err = filters.items[i].fn.filter(c, c->cmd, filters.items[i].priv);
+        if (err) {
+            reply_error(c, err);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void call_client_event(client *c, int event) {
+    for (int i = 0; i < events.count; i++) events.items[i].fn.event(c, event, events.items[i].priv);
+}
+
+static size_t call_request_bytes(const client *c) {
+    /* The parser's consumed length is the request as received; inside EXEC
+     * (queued copies) it is recomputed from the arguments. */
+    if (c->parser.consumed) return c->parser.consumed;
+    size_t n = 0;
+    for (int i = 0; i < c->argc; i++) n += c->argv[i].len + 16;
+    return n;
+}
+
+static void call_notify_observers(client *c, uint64_t us, size_t reply_before) {
+    call_info info = {
+        .c = c,
+        .cmd = c->cmd,
+        .duration_us = us,
+        .request_bytes = call_request_bytes(c),
+        .reply_bytes = c->reply_bytes - reply_before,
+        .failed = c->cmd_errors > 0,
+    };
+    for (int i = 0; i < observers.count; i++) observers.items[i].fn.observer(&info, observers.items[i].priv);
+}
+
+void call(client *c) {
+    command *cmd = c->cmd;
+    size_t reply_before = c->reply_bytes;
+    long long errors_before = c->cmd_errors;
+    uint64_t start = event_mono_us();
+    server_update_time();
+    cmd->proc(c);
+    uint64_t us = event_mono_us() - start;
+    /* EXEC runs its commands through call(): count only the inner ones. */
+    cmd = c->cmd;
+    cmd->calls++;
+    cmd->usec += (long long)us;
+    if (c->cmd_errors > errors_before) cmd->failed_calls++;
+    srv.stat_numcommands++;
+    if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
+    if (observers.count) call_notify_observers(c, us, reply_before);
+}
+
+void call_teardown(void) {
+    km_free(filters.items);
+    km_free(observers.items);
+    km_free(events.items);
+    memset(&filters, 0, sizeof(filters));
+    memset(&observers, 0, sizeof(observers));
+    memset(&events, 0, sizeof(events));
+}

@@ -1,0 +1,53 @@
+/* call.h -- running one command: timing, statistics, the slow log, and the
+ * hooks modules attach around every command.
+ *
+ * Hooks are the seam for throttling and metrics modules: a filter runs
+ * before execution and may refuse the command with an error; an observer
+ * runs after it and sees the command, the client, its duration and the
+ * request and reply sizes. With no hook registered the cost is one branch.
+ *
+ * Threads: main thread. */
+#ifndef KEEL_CALL_H
+#define KEEL_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/client.h"
+
+typedef struct call_info {
+    client *c;
+    command *cmd;
+    uint64_t duration_us;
+    size_t request_bytes;
+    size_t reply_bytes;
+    int failed;
+} call_info;
+
+/* Returns NULL to let the command run, or an error message (without '-')
+ * that is sent instead. The string must stay valid until the next filter
+ * call from this hook. */
+typedef const char *(*call_filter_fn)(client *c, command *cmd, void *priv);
+typedef void (*call_observer_fn)(const call_info *info, void *priv);
+
+#define CALL_EVENT_CONNECT 1
+#define CALL_EVENT_AUTH 2
+#define CALL_EVENT_CLOSE 3
+typedef void (*call_client_event_fn)(client *c, int event, void *priv);
+
+int call_add_filter(call_filter_fn fn, void *priv, void *owner);
+int call_add_observer(call_observer_fn fn, void *priv, void *owner);
+int call_add_client_event(call_client_event_fn fn, void *priv, void *owner);
+/* Removes every hook owned by owner (module unload). */
+void call_remove_owner(void *owner);
+
+/* Runs filters; replies with the error and returns 0 if one refuses. */
+int call_filters(client *c);
+void call_client_event(client *c, int event);
+
+/* Executes c->cmd with c->argv. */
+void call(client *c);
+
+void call_teardown(void);
+
+#endif

@@ -1,0 +1,548 @@
+/* client.c -- client lifecycle, the read path (query buffer, parsing, big
+ * arguments), command dispatch, and the write path (reply chain, writev). */
+#include "server/client.h"
+
+#include "commands/commands.h"
+#include "commands/multi.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "server/call.h"
+#include "server/reply.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define CLIENT_WRITEV_IOVS 128
+
+/* Clients that have replies to send: written in before-sleep. */
+static client *pending_head;
+/* Clients to free once no command of theirs is on the stack. */
+static client **close_list;
+static size_t close_count, close_cap;
+
+static void client_link(client *c) {
+    c->next = srv.clients_head;
+    if (srv.clients_head) srv.clients_head->prev = c;
+    srv.clients_head = c;
+    srv.connected_clients++;
+}
+
+static void client_unlink(client *c) {
+    if (c->prev) c->prev->next = c->next;
+    else srv.clients_head = c->next;
+    if (c->next) c->next->prev = c->prev;
+    srv.connected_clients--;
+}
+
+void client_schedule_write(client *c) {
+    c->flags |= CLIENT_PENDING_WRITE;
+    c->pw_prev = NULL;
+    c->pw_next = pending_head;
+    if (pending_head) pending_head->pw_prev = c;
+    pending_head = c;
+}
+
+static void client_unschedule_write(client *c) {
+    if (!(c->flags & CLIENT_PENDING_WRITE)) return;
+    if (c->pw_prev) c->pw_prev->pw_next = c->pw_next;
+    else pending_head = c->pw_next;
+    if (c->pw_next) c->pw_next->pw_prev = c->pw_prev;
+    c->pw_prev = c->pw_next = NULL;
+    c->flags &= ~CLIENT_PENDING_WRITE;
+}
+
+client *client_create(conn *cn) {
+    client *c = km_calloc(1, sizeof(*c));
+    c->id = ++srv.next_client_id;
+    c->conn = cn;
+    c->resp = 2;
+    c->ctime = c->last_interaction = server_mstime();
+    client_set_db(c, 0);
+    resp_parser_init(&c->parser);
+    c->parser.max_bulk_len = srv.proto_max_bulk_len;
+    if (!srv.requirepass) c->flags |= CLIENT_AUTHENTICATED;
+    if (cn) {
+        cn->private_data = c;
+        conn_set_nodelay(cn, 1);
+        if (srv.tcp_keepalive > 0 && !cn->type->is_local) conn_set_keepalive(cn, srv.tcp_keepalive);
+        conn_set_read_handler(cn, client_read_handler);
+    }
+    client_link(c);
+    return c;
+}
+
+void client_set_db(client *c, int id) {
+    c->db = db_get(id);
+}
+
+static void client_free_reply(client *c) {
+    reply_block *b = c->reply_head;
+    while (b) {
+        reply_block *next = b->next;
+        if (b->obj) obj_decref(b->obj);
+        km_free(b);
+        b = next;
+    }
+    c->reply_head = c->reply_tail = NULL;
+    c->reply_bytes = 0;
+}
+
+/* Big-argument objects the parser holds for the request in progress. */
+static void client_release_parser_bigs(client *c) {
+    for (int i = 0; i < c->parser.argc; i++)
+        if (c->parser.argv[i].big) obj_decref(c->parser.argv[i].big);
+    c->parser.argc = 0;
+    if (c->big) {
+        obj_decref(c->big);
+        c->big = NULL;
+    }
+}
+
+static void client_free_now(client *c) {
+    client_unschedule_write(c);
+    multi_discard_state(c);
+    multi_unwatch_all(c);
+    call_client_event(c, CALL_EVENT_CLOSE);
+    client_release_parser_bigs(c);
+    resp_parser_free(&c->parser);
+    client_free_reply(c);
+    if (c->conn) conn_close(c->conn);
+    client_unlink(c);
+    km_free(c->qbuf);
+    km_free(c->argv);
+    km_free(c->name);
+    km_free(c);
+}
+
+void client_free_async(client *c) {
+    if (c->flags & CLIENT_CLOSE_ASAP) return;
+    c->flags |= CLIENT_CLOSE_ASAP;
+    if (close_count == close_cap) {
+        close_cap = close_cap ? close_cap * 2 : 16;
+        close_list = km_realloc(close_list, close_cap * sizeof(client *));
+    }
+    close_list[close_count++] = c;
+}
+
+void client_free(client *c) {
+    if (c->flags & CLIENT_PROTECTED) client_free_async(c);
+    else if (!(c->flags & CLIENT_CLOSE_ASAP)) client_free_now(c);
+}
+
+void client_free_closed(void) {
+    /* Freeing may queue nothing new, but index-walk in case it does. */
+    for (size_t i = 0; i < close_count; i++) client_free_now(close_list[i]);
+    close_count = 0;
+}
+
+/* ---- arguments ---- */
+
+karg *client_copy_args(int argc, const karg *argv) {
+    karg *copy = km_alloc(sizeof(karg) * (size_t)(argc ? argc : 1));
+    for (int i = 0; i < argc; i++) {
+        copy[i].len = argv[i].len;
+        copy[i].obj = argv[i].obj ? obj_incref(argv[i].obj) : NULL;
+        copy[i].ptr = copy[i].obj ? copy[i].obj->v.ptr : km_strndup(argv[i].ptr, argv[i].len);
+    }
+    return copy;
+}
+
+void client_free_args(int argc, karg *argv) {
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].obj) obj_decref(argv[i].obj);
+        else km_free((char *)argv[i].ptr);
+    }
+    km_free(argv);
+}
+
+/* Points c->argv at the parsed request: slices of the query buffer, or the
+ * big-argument objects. */
+static void client_load_args(client *c) {
+    resp_parser *p = &c->parser;
+    if (p->argc > c->argv_cap) {
+        c->argv_cap = p->argc;
+        c->argv = km_realloc(c->argv, sizeof(karg) * (size_t)c->argv_cap);
+    }
+    const char *base = c->qbuf + c->qbuf_pos;
+    for (int i = 0; i < p->argc; i++) {
+        resp_arg *a = &p->argv[i];
+        c->argv[i].len = a->len;
+        c->argv[i].obj = a->big;
+        c->argv[i].ptr = a->big ? ((kobj *)a->big)->v.ptr : base + a->off;
+        if (a->big) ((kobj *)a->big)->len = a->len;
+    }
+    c->argc = p->argc;
+}
+
+/* ---- the read path ---- */
+
+static void client_proto_error(client *c) {
+    reply_errorf(c, "ERR %s", c->parser.error);
+    server_log(LL_VERBOSE, "Protocol error (%s) from client id=%llu", c->parser.error,
+               (unsigned long long)c->id);
+    c->flags |= CLIENT_CLOSE_AFTER_REPLY;
+}
+
+/* A big bulk starts: allocate the buffer that will become the value and
+ * move in what the query buffer already holds of it. */
+static void client_start_big(client *c) {
+    resp_parser *p = &c->parser;
+    size_t len = (size_t)p->big_len;
+    size_t avail = c->qbuf_len - c->qbuf_pos - p->pos;
+    size_t take = avail < len ? avail : len;
+    c->big = obj_string_alloc(len);
+    memcpy(c->big->v.ptr, c->qbuf + c->qbuf_pos + p->pos, take);
+    c->big_filled = take;
+    c->big_taken = take;
+}
+
+static int client_finish_big_if_full(client *c) {
+    if (!c->big || c->big_filled < (size_t)c->parser.big_len) return 0;
+    c->big->len = c->big_filled;
+    c->big->v.ptr[c->big->len] = '\0';
+    resp_parser_big_done(&c->parser, c->big, c->big_taken);
+    c->big = NULL;
+    return 1;
+}
+
+static void client_compact_qbuf(client *c) {
+    if (c->qbuf_pos == 0) return;
+    size_t left = c->qbuf_len - c->qbuf_pos;
+    if (left) memmove(c->qbuf, c->qbuf + c->qbuf_pos, left);
+    c->qbuf_len = left;
+    c->qbuf_pos = 0;
+}
+
+static void client_run_request(client *c) {
+    client_load_args(c);
+    if (c->argc > 0) client_execute(c);
+    /* Big arguments are owned by argv now; commands that kept them took
+     * their own reference. */
+    for (int i = 0; i < c->argc; i++)
+        if (c->argv[i].obj) obj_decref(c->argv[i].obj);
+    c->argc = 0;
+    c->parser.argc = 0;
+    c->qbuf_pos += c->parser.consumed;
+    resp_parser_reset(&c->parser);
+}
+
+/* Parses and runs every complete request in the query buffer. */
+static void client_process_input(client *c) {
+    c->flags |= CLIENT_PROTECTED;
+    while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big) {
+        resp_status st = resp_parse(&c->parser, c->qbuf + c->qbuf_pos, c->qbuf_len - c->qbuf_pos);
+        if (st == RESP_INCOMPLETE) break;
+        if (st == RESP_PROTO_ERROR) {
+            client_proto_error(c);
+            break;
+        }
+        if (st == RESP_NEED_BIG) {
+            client_start_big(c);
+            if (!client_finish_big_if_full(c)) break;
+            continue;
+        }
+        client_run_request(c);
+    }
+    c->flags &= ~CLIENT_PROTECTED;
+    client_compact_qbuf(c);
+}
+
+static int client_qbuf_over_limit(client *c) {
+    if ((long long)(c->qbuf_len - c->qbuf_pos) <= srv.client_max_querybuf_len) return 0;
+    server_log(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
+               (unsigned long long)c->id);
+    srv.stat_client_qbuf_limit_disconnections++;
+    return 1;
+}
+
+static ssize_t client_read_some(client *c) {
+    if (c->big) {
+        size_t want = (size_t)c->parser.big_len - c->big_filled;
+        ssize_t n = conn_read(c->conn, c->big->v.ptr + c->big_filled, want);
+        if (n > 0) c->big_filled += (size_t)n;
+        return n;
+    }
+    if (c->qbuf_cap - c->qbuf_len < CLIENT_IOBUF_LEN) {
+        size_t cap = c->qbuf_cap ? c->qbuf_cap * 2 : CLIENT_IOBUF_LEN;
+        while (cap - c->qbuf_len < CLIENT_IOBUF_LEN) cap *= 2;
+        c->qbuf = km_realloc(c->qbuf, cap);
+        c->qbuf_cap = cap;
+    }
+    ssize_t n = conn_read(c->conn, c->qbuf + c->qbuf_len, c->qbuf_cap - c->qbuf_len);
+    if (n > 0) c->qbuf_len += (size_t)n;
+    return n;
+}
+
+void client_read_handler(conn *cn) {
+    client *c = cn->private_data;
+    ssize_t n = client_read_some(c);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        client_free(c);
+        return;
+    }
+    if (n < 0) return;
+    c->net_in += n;
+    srv.stat_net_input_bytes += n;
+    c->last_interaction = server_mstime();
+    if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
+    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free(c);
+    if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
+    /* An idle client gives its query buffer back. */
+    if (c->qbuf_len == 0 && c->qbuf_cap > CLIENT_IOBUF_LEN * 2) {
+        km_free(c->qbuf);
+        c->qbuf = NULL;
+        c->qbuf_cap = 0;
+    }
+}
+
+/* ---- dispatch ---- */
+
+static void client_unknown_command(client *c) {
+    char args[256];
+    size_t off = 0;
+    args[0] = '\0';
+    for (int i = 1; i < c->argc && off < sizeof(args) - 1; i++) {
+        int n = snprintf(args + off, sizeof(args) - off, "'%.*s' ",
+                         (int)(c->argv[i].len > 128 ? 128 : c->argv[i].len), c->argv[i].ptr);
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+    reply_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+                 (int)(c->argv[0].len > 128 ? 128 : c->argv[0].len), c->argv[0].ptr, args);
+}
+
+static int client_arity_ok(const command *cmd, int argc) {
+    return cmd->arity > 0 ? argc == cmd->arity : argc >= -cmd->arity;
+}
+
+static int client_is_multi_control(const command *cmd) {
+    return cmd->proc == cmd_exec || cmd->proc == cmd_discard || cmd->proc == cmd_multi ||
+           cmd->proc == cmd_watch || cmd->proc == cmd_quit || cmd->proc == cmd_reset;
+}
+
+
+/* Checks that fail a command before it runs; replies and returns 0. */
+static int client_precheck(client *c) {
+    command *cmd = c->cmd;
+    if (!cmd) {
+        client_unknown_command(c);
+        return 0;
+    }
+    if (!client_arity_ok(cmd, c->argc)) {
+        reply_wrong_arity(c);
+        return 0;
+    }
+    if (!(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
+        reply_error(c, "NOAUTH Authentication required.");
+        return 0;
+    }
+    if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI) && !client_is_multi_control(cmd)) {
+        reply_error(c, "ERR Command not allowed inside a transaction");
+        return 0;
+    }
+    if (srv.maxmemory && (cmd->flags & CMD_DENYOOM) && server_check_maxmemory() != K_OK) {
+        reply_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+        return 0;
+    }
+    return call_filters(c);
+}
+
+void client_execute(client *c) {
+    c->cmd = command_lookup(c->argv[0].ptr, c->argv[0].len);
+    c->cmd_errors = 0;
+    srv.current_client = c;
+    if (!client_precheck(c)) {
+        if (c->cmd) c->cmd->rejected_calls++;
+        if (c->flags & CLIENT_MULTI) c->flags |= CLIENT_DIRTY_EXEC;
+    } else if ((c->flags & CLIENT_MULTI) && !client_is_multi_control(c->cmd)) {
+        multi_queue(c);
+    } else {
+        call(c);
+    }
+    c->lastcmd = c->cmd;
+    srv.current_client = NULL;
+}
+
+/* ---- the write path ---- */
+
+/* Fills iov from the reply chain. */
+static int client_build_iov(client *c, struct iovec *iov, size_t *total) {
+    int n = 0;
+    *total = 0;
+    for (reply_block *b = c->reply_head; b && n < CLIENT_WRITEV_IOVS; b = b->next) {
+        const char *base = b->obj ? b->obj->v.ptr : b->buf;
+        if (b->used == b->sent) continue;
+        iov[n].iov_base = (char *)base + b->sent;
+        iov[n].iov_len = b->used - b->sent;
+        *total += iov[n].iov_len;
+        n++;
+    }
+    return n;
+}
+
+/* Drops sent bytes from the head of the chain. The last buffer block is kept
+ * (emptied) so the next small reply needs no allocation. */
+static void client_consume_reply(client *c, size_t sent) {
+    c->reply_bytes -= sent;
+    while (c->reply_head) {
+        reply_block *b = c->reply_head;
+        size_t left = b->used - b->sent;
+        size_t n = sent < left ? sent : left;
+        b->sent += n;
+        sent -= n;
+        if (b->sent < b->used) break;
+        if (!b->next && !b->obj) {
+            b->used = b->sent = 0;
+            break;
+        }
+        c->reply_head = b->next;
+        if (!c->reply_head) c->reply_tail = NULL;
+        if (b->obj) obj_decref(b->obj);
+        km_free(b);
+    }
+}
+
+/* Writes as much as the socket takes. Returns K_ERR if the client was
+ * freed. */
+static int client_write(client *c) {
+    struct iovec iov[CLIENT_WRITEV_IOVS];
+    while (c->reply_bytes > 0) {
+        size_t total;
+        int n = client_build_iov(c, iov, &total);
+        ssize_t w = conn_writev(c->conn, iov, n);
+        if (w <= 0) {
+            if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
+            client_free(c);
+            return K_ERR;
+        }
+        c->net_out += w;
+        srv.stat_net_output_bytes += w;
+        client_consume_reply(c, (size_t)w);
+        if ((size_t)w < total) break;
+    }
+    if (c->reply_bytes == 0 && (c->flags & CLIENT_CLOSE_AFTER_REPLY)) {
+        client_free(c);
+        return K_ERR;
+    }
+    return K_OK;
+}
+
+static void client_write_handler(conn *cn) {
+    client *c = cn->private_data;
+    if (client_write(c) != K_OK) return;
+    if (c->reply_bytes == 0) conn_set_write_handler(cn, NULL);
+}
+
+void client_handle_pending_writes(void) {
+    while (pending_head) {
+        client *c = pending_head;
+        client_unschedule_write(c);
+        if (c->flags & CLIENT_CLOSE_ASAP) continue;
+        if (!c->conn) { /* fake clients (modules) have nowhere to write */
+            client_free_reply(c);
+            continue;
+        }
+        if (client_write(c) != K_OK) continue;
+        if (c->reply_bytes > 0) conn_set_write_handler(c->conn, client_write_handler);
+    }
+}
+
+/* ---- cron ---- */
+
+static int client_obuf_over_limit(client *c) {
+    const client_buffer_limit *l = &srv.obuf_limit_normal;
+    unsigned long long used = c->reply_bytes;
+    if (l->hard && used >= l->hard) return 1;
+    if (!l->soft || used < l->soft) {
+        c->obuf_soft_limit_since = 0;
+        return 0;
+    }
+    if (!c->obuf_soft_limit_since) c->obuf_soft_limit_since = server_mstime();
+    return server_mstime() - c->obuf_soft_limit_since >= l->soft_seconds * 1000;
+}
+
+void client_cron(void) {
+    int64_t now = server_mstime();
+    for (client *c = srv.clients_head, *next; c; c = next) {
+        next = c->next;
+        if (c->flags & CLIENT_CLOSE_ASAP) continue;
+        if (srv.maxidletime && c->conn && !(c->flags & CLIENT_MULTI) &&
+            now - c->last_interaction > (int64_t)srv.maxidletime * 1000) {
+            server_log(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
+            client_free(c);
+            continue;
+        }
+        if ((srv.obuf_limit_normal.hard || srv.obuf_limit_normal.soft) && client_obuf_over_limit(c)) {
+            server_log(LL_WARNING, "Client id=%llu scheduled to be closed for overcoming of output buffer limits.",
+                       (unsigned long long)c->id);
+            srv.stat_client_outbuf_limit_disconnections++;
+            client_free_async(c);
+        }
+    }
+}
+
+/* Checks the hard output limit as replies grow, so a client that reads
+ * nothing cannot make the server buffer without bound between crons. */
+void client_check_obuf_now(client *c) {
+    if (srv.obuf_limit_normal.hard && c->reply_bytes >= srv.obuf_limit_normal.hard &&
+        !(c->flags & CLIENT_CLOSE_ASAP)) {
+        srv.stat_client_outbuf_limit_disconnections++;
+        client_free_async(c);
+    }
+}
+
+/* ---- introspection ---- */
+
+client *client_by_id(uint64_t id) {
+    for (client *c = srv.clients_head; c; c = c->next)
+        if (c->id == id) return c;
+    return NULL;
+}
+
+void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {
+    *max_qbuf = *max_obuf = 0;
+    for (client *c = srv.clients_head; c; c = c->next) {
+        if (c->qbuf_cap > *max_qbuf) *max_qbuf = c->qbuf_cap;
+        if (c->reply_bytes > *max_obuf) *max_obuf = c->reply_bytes;
+    }
+}
+
+static void client_flags_str(client *c, char *buf) {
+    char *p = buf;
+    if (c->flags & CLIENT_MULTI) *p++ = 'x';
+    if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
+    if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
+    if (c->flags & CLIENT_CLOSE_ASAP) *p++ = 'A';
+    if (c->flags & CLIENT_NO_EVICT) *p++ = 'e';
+    if (p == buf) *p++ = 'N';
+    *p = '\0';
+}
+
+size_t client_info_line(client *c, char *buf, size_t len) {
+    char addr[128] = "", laddr[128] = "", flags[16];
+    if (c->conn) {
+        conn_addr(c->conn, addr, sizeof(addr), 1);
+        conn_addr(c->conn, laddr, sizeof(laddr), 0);
+    }
+    client_flags_str(c, flags);
+    int64_t now = server_mstime();
+    const command *last = c->lastcmd;
+    int n = snprintf(buf, len,
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
+                     "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
+                     "multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
+                     "cmd=%s user=default redir=-1 resp=%d lib-name= lib-ver=\n",
+                     (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1,
+                     c->name ? c->name : "", (long long)(now - c->ctime) / 1000,
+                     (long long)(now - c->last_interaction) / 1000, flags, c->db->id,
+                     (c->flags & CLIENT_MULTI) ? c->mcount : -1, 0, c->qbuf_len - c->qbuf_pos,
+                     c->qbuf_cap - c->qbuf_len, CLIENT_REPLY_CHUNK, c->reply_bytes,
+                     c->qbuf_cap + c->reply_bytes + sizeof(client),
+                     (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
+                     last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp);
+    return n < 0 ? 0 : (size_t)n;
+}

@@ -1,0 +1,151 @@
+/* client.h -- a connected client: its query buffer, parsed arguments, reply
+ * chain, transaction state and flags.
+ *
+ * Request path: the connection's read handler reads into the query buffer
+ * (or, for big arguments, straight into the buffer that becomes the value),
+ * the RESP parser cuts complete requests into argument slices, and
+ * client_execute() runs each through the command table. Replies accumulate in
+ * a chain of blocks; a block is either bytes or a reference to a value
+ * object, so a large GET is sent with writev straight from the object.
+ * Clients with pending replies are written in the before-sleep hook, and only
+ * wait for writability when the socket is full.
+ *
+ * Threads: main thread only (I/O threads will take over the read/parse and
+ * write steps through the same functions). */
+#ifndef KEEL_CLIENT_H
+#define KEEL_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "commands/command.h"
+#include "keyspace/db.h"
+#include "net/conn.h"
+#include "protocol/resp_parse.h"
+
+#define CLIENT_CLOSE_AFTER_REPLY (1u << 0)
+#define CLIENT_CLOSE_ASAP (1u << 1)
+#define CLIENT_MULTI (1u << 2)
+#define CLIENT_DIRTY_CAS (1u << 3)  /* a watched key changed: EXEC fails */
+#define CLIENT_DIRTY_EXEC (1u << 4) /* a queued command was refused */
+#define CLIENT_AUTHENTICATED (1u << 5)
+#define CLIENT_PENDING_WRITE (1u << 6)
+#define CLIENT_PROTECTED (1u << 7) /* being executed: free later */
+#define CLIENT_NO_EVICT (1u << 8)
+
+#define CLIENT_IOBUF_LEN (16 * 1024)
+#define CLIENT_REPLY_CHUNK (16 * 1024)
+/* Values at least this big are sent by reference, not copied. */
+#define CLIENT_REPLY_REF_MIN (16 * 1024)
+
+/* One argument of the command being executed. */
+typedef struct karg {
+    const char *ptr;
+    size_t len;
+    kobj *obj; /* set for big arguments: the value object they became */
+} karg;
+
+/* Case-insensitive comparison of an argument with a literal (arguments are
+ * slices of the query buffer, not NUL-terminated). */
+static inline int karg_eq(const karg *a, const char *lit) {
+    size_t n = 0;
+    while (lit[n]) n++;
+    if (a->len != n) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char x = a->ptr[i], y = lit[i];
+        if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+        if (y >= 'A' && y <= 'Z') y = (char)(y + 32);
+        if (x != y) return 0;
+    }
+    return 1;
+}
+
+typedef struct reply_block {
+    struct reply_block *next;
+    kobj *obj;   /* non-NULL: this block sends obj's bytes */
+    size_t size; /* capacity of buf */
+    size_t used;
+    size_t sent;
+    char buf[];
+} reply_block;
+
+typedef struct multi_cmd {
+    command *cmd;
+    int argc;
+    karg *argv; /* owned copies */
+} multi_cmd;
+
+typedef struct client {
+    uint64_t id;
+    conn *conn;
+    db *db;
+    int resp;
+    uint32_t flags;
+    char *name;
+    int64_t ctime;            /* ms */
+    int64_t last_interaction; /* ms */
+    struct client *prev, *next;         /* server list */
+    struct client *pw_prev, *pw_next;   /* pending-write list */
+
+    /* Input. */
+    char *qbuf;
+    size_t qbuf_len;  /* bytes held */
+    size_t qbuf_cap;
+    size_t qbuf_pos;  /* start of the request being parsed */
+    size_t qbuf_peak;
+    resp_parser parser;
+    kobj *big;         /* a big argument being read */
+    size_t big_filled;
+    size_t big_taken;
+
+    /* The command being executed. */
+    int argc;
+    karg *argv;
+    int argv_cap;
+    command *cmd;
+    command *lastcmd;
+    uint64_t cmd_start_us;
+    long long cmd_errors; /* error replies during this command */
+
+    /* Output. */
+    reply_block *reply_head;
+    reply_block *reply_tail;
+    size_t reply_bytes; /* not yet sent */
+    int64_t obuf_soft_limit_since;
+    long long net_in, net_out;
+
+    /* MULTI/EXEC. */
+    multi_cmd *mcmds;
+    int mcount;
+    int mcap;
+    struct watched_key *watched; /* singly linked */
+} client;
+
+client *client_create(conn *cn);
+/* Frees now, or at the end of the current command when the client is busy. */
+void client_free(client *c);
+void client_free_async(client *c);
+void client_set_db(client *c, int id);
+
+/* Event-loop glue (server.c calls these). */
+void client_read_handler(conn *cn);
+void client_handle_pending_writes(void);
+void client_free_closed(void);
+/* Closes idle clients and enforces buffer limits (cron). */
+void client_cron(void);
+
+/* Runs one parsed command; used by the read path and EXEC. */
+void client_execute(client *c);
+
+/* Makes c->argv own copies of its arguments (MULTI queueing). */
+karg *client_copy_args(int argc, const karg *argv);
+void client_free_args(int argc, karg *argv);
+
+/* CLIENT LIST/INFO line. */
+size_t client_info_line(client *c, char *buf, size_t len);
+
+/* For INFO clients. */
+void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf);
+client *client_by_id(uint64_t id);
+
+#endif

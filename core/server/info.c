@@ -1,0 +1,269 @@
+/* info.c -- INFO sections: server, clients, memory, stats, keyspace,
+ * commandstats, errorstats, and sections added by modules. */
+#include "server/info.h"
+
+#include "commands/command.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "keyspace/db.h"
+#include "server/reply.h"
+#include "server/server.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#define INST_SAMPLES 16
+
+void info_appendf(info_buf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap ? b->cap * 2 : 4096;
+        if (n > 0 && b->cap - b->len <= (size_t)n) b->cap = b->len + (size_t)n + 1;
+        b->data = km_realloc(b->data, b->cap);
+    }
+}
+
+/* ---- module sections ---- */
+
+typedef struct info_extra {
+    char *name;
+    info_section_fn fn;
+    void *priv;
+    void *owner;
+} info_extra;
+
+static info_extra *extras;
+static int extras_count;
+
+int info_add_section(const char *name, info_section_fn fn, void *priv, void *owner) {
+    for (int i = 0; i < extras_count; i++)
+        if (!strcasecmp(extras[i].name, name)) return K_ERR;
+    extras = km_realloc(extras, sizeof(info_extra) * (size_t)(extras_count + 1));
+    extras[extras_count++] = (info_extra){km_strdup(name), fn, priv, owner};
+    return K_OK;
+}
+
+void info_remove_owner(void *owner) {
+    int j = 0;
+    for (int i = 0; i < extras_count; i++) {
+        if (extras[i].owner == owner) km_free(extras[i].name);
+        else extras[j++] = extras[i];
+    }
+    extras_count = j;
+}
+
+void info_teardown(void) {
+    for (int i = 0; i < extras_count; i++) km_free(extras[i].name);
+    km_free(extras);
+    extras = NULL;
+    extras_count = 0;
+}
+
+/* ---- helpers ---- */
+
+static void bytes_human(char *buf, size_t len, unsigned long long n) {
+    const char *units = "BKMGTP";
+    double d = (double)n;
+    int u = 0;
+    while (d >= 1024 && u < 5) d /= 1024, u++;
+    if (u == 0) snprintf(buf, len, "%lluB", n);
+    else snprintf(buf, len, "%.2f%c", d, units[u]);
+}
+
+static long long inst_avg(const long long *samples) {
+    long long sum = 0;
+    for (int i = 0; i < INST_SAMPLES; i++) sum += samples[i];
+    return sum / INST_SAMPLES;
+}
+
+void info_track_instantaneous(void) {
+    uint64_t now = event_mono_us();
+    uint64_t dt = now - srv.inst_last_us;
+    if (srv.inst_last_us && dt < 100000) return; /* one sample per 100 ms */
+    if (srv.inst_last_us && dt > 0) {
+        int i = srv.inst_idx;
+        srv.inst_ops_samples[i] = (srv.stat_numcommands - srv.inst_last_ops) * 1000000 / (long long)dt;
+        srv.inst_in_samples[i] = (srv.stat_net_input_bytes - srv.inst_last_in) * 1000000 / (long long)dt;
+        srv.inst_out_samples[i] = (srv.stat_net_output_bytes - srv.inst_last_out) * 1000000 / (long long)dt;
+        srv.inst_idx = (i + 1) % INST_SAMPLES;
+    }
+    srv.inst_last_us = now;
+    srv.inst_last_ops = srv.stat_numcommands;
+    srv.inst_last_in = srv.stat_net_input_bytes;
+    srv.inst_last_out = srv.stat_net_output_bytes;
+}
+
+/* ---- sections ---- */
+
+static void info_server(info_buf *b) {
+    struct utsname u;
+    uname(&u);
+    uint64_t uptime = (event_mono_us() - srv.start_us) / 1000000;
+    info_appendf(b,
+                 "# Server\r\nredis_version:%s\r\nvalkey_version:%s\r\nkeel_version:%s\r\nserver_name:keel\r\n"
+                 "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nserver_mode:standalone\r\n"
+                 "redis_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\nmonotonic_clock:POSIX clock_gettime\r\n"
+                 "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
+                 "tcp_port:%d\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
+                 "hz:%d\r\nconfigured_hz:%d\r\nlru_clock:%u\r\nexecutable:%s\r\nconfig_file:%s\r\n"
+                 "io_threads_active:0\r\n",
+                 KEEL_REDIS_COMPAT_VERSION, KEEL_VALKEY_COMPAT_VERSION, KEEL_VERSION, u.sysname, u.release,
+                 u.machine, (int)sizeof(long) * 8, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)srv.pid,
+                 srv.runid, srv.port, (unsigned long long)event_now_us(), (unsigned long long)uptime,
+                 (unsigned long long)uptime / 86400, srv.hz, srv.hz, db_lru_clock(),
+                 srv.executable ? srv.executable : "", srv.configfile ? srv.configfile : "");
+}
+
+static void info_clients(info_buf *b) {
+    size_t max_qbuf, max_obuf;
+    client_buffer_stats(&max_qbuf, &max_obuf);
+    info_appendf(b,
+                 "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
+                 "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
+                 "blocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:0\r\n"
+                 "clients_in_timeout_table:0\r\ntotal_watched_keys:0\r\ntotal_blocking_keys:0\r\n"
+                 "total_blocking_keys_on_nokey:0\r\n",
+                 srv.connected_clients, srv.maxclients, max_qbuf, max_obuf);
+}
+
+static void info_memory(info_buf *b) {
+    size_t used = km_used_memory(), rss = km_resident_memory();
+    if (used > srv.stat_peak_memory) srv.stat_peak_memory = used;
+    char h_used[32], h_peak[32], h_rss[32], h_max[32];
+    bytes_human(h_used, sizeof(h_used), used);
+    bytes_human(h_peak, sizeof(h_peak), srv.stat_peak_memory);
+    bytes_human(h_rss, sizeof(h_rss), rss);
+    bytes_human(h_max, sizeof(h_max), srv.maxmemory);
+    const char *policy = "noeviction";
+    static const char *names[] = {"noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
+                                  "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"};
+    if (srv.maxmemory_policy >= 0 && srv.maxmemory_policy < 8) policy = names[srv.maxmemory_policy];
+    info_appendf(b,
+                 "# Memory\r\nused_memory:%zu\r\nused_memory_human:%s\r\nused_memory_rss:%zu\r\n"
+                 "used_memory_rss_human:%s\r\nused_memory_peak:%llu\r\nused_memory_peak_human:%s\r\n"
+                 "maxmemory:%llu\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
+                 "mem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\nlazyfree_pending_objects:0\r\n",
+                 used, h_used, rss, h_rss, (unsigned long long)srv.stat_peak_memory, h_peak, srv.maxmemory, h_max,
+                 policy, used ? (double)rss / (double)used : 0.0,
+#ifdef KEEL_HAVE_JEMALLOC
+                 "jemalloc"
+#else
+                 "libc"
+#endif
+    );
+}
+
+static void info_stats(info_buf *b) {
+    info_appendf(b,
+                 "# Stats\r\ntotal_connections_received:%lld\r\ntotal_commands_processed:%lld\r\n"
+                 "instantaneous_ops_per_sec:%lld\r\ntotal_net_input_bytes:%lld\r\ntotal_net_output_bytes:%lld\r\n"
+                 "instantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\n"
+                 "rejected_connections:%lld\r\nexpired_keys:%lld\r\nexpired_time_cap_reached_count:%lld\r\n"
+                 "evicted_keys:%lld\r\nevicted_clients:%lld\r\nkeyspace_hits:%lld\r\nkeyspace_misses:%lld\r\n"
+                 "pubsub_channels:0\r\npubsub_patterns:0\r\nclient_query_buffer_limit_disconnections:%lld\r\n"
+                 "client_output_buffer_limit_disconnections:%lld\r\ntotal_error_replies:%lld\r\n"
+                 "unexpected_error_replies:%lld\r\nio_threaded_reads_processed:%lld\r\n"
+                 "io_threaded_writes_processed:%lld\r\n",
+                 srv.stat_numconnections, srv.stat_numcommands, inst_avg(srv.inst_ops_samples),
+                 srv.stat_net_input_bytes, srv.stat_net_output_bytes, inst_avg(srv.inst_in_samples) / 1024.0,
+                 inst_avg(srv.inst_out_samples) / 1024.0, srv.stat_rejected_conn, srv.stat_expiredkeys,
+                 srv.stat_expired_time_cap_reached_count, srv.stat_evictedkeys, srv.stat_evictedclients,
+                 srv.stat_keyspace_hits, srv.stat_keyspace_misses, srv.stat_client_qbuf_limit_disconnections,
+                 srv.stat_client_outbuf_limit_disconnections, srv.stat_total_error_replies,
+                 srv.stat_unexpected_error_replies, srv.stat_io_reads_processed, srv.stat_io_writes_processed);
+}
+
+static void info_cpu(info_buf *b) {
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    info_appendf(b, "# CPU\r\nused_cpu_sys:%ld.%06ld\r\nused_cpu_user:%ld.%06ld\r\n", (long)self.ru_stime.tv_sec,
+                 (long)self.ru_stime.tv_usec, (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec);
+}
+
+static void info_keyspace(info_buf *b) {
+    info_appendf(b, "# Keyspace\r\n");
+    for (int i = 0; i < srv.databases; i++) {
+        db *d = db_get(i);
+        if (!db_size(d)) continue;
+        info_appendf(b, "db%d:keys=%zu,expires=%zu,avg_ttl=%lld\r\n", i, db_size(d), db_expires_count(d),
+                     d->avg_ttl);
+    }
+}
+
+static void info_cmdstat(command *cmd, void *priv) {
+    if (!cmd->calls && !cmd->failed_calls && !cmd->rejected_calls) return;
+    info_appendf(priv, "cmdstat_%s:calls=%lld,usec=%lld,usec_per_call=%.2f,rejected_calls=%lld,failed_calls=%lld\r\n",
+                 cmd->name, cmd->calls, cmd->usec, cmd->calls ? (double)cmd->usec / (double)cmd->calls : 0.0,
+                 cmd->rejected_calls, cmd->failed_calls);
+}
+
+static void info_commandstats(info_buf *b) {
+    info_appendf(b, "# Commandstats\r\n");
+    command_foreach(info_cmdstat, b);
+}
+
+static void info_errstat(const char *prefix, long long count, void *priv) {
+    info_appendf(priv, "errorstat_%s:count=%lld\r\n", prefix, count);
+}
+
+static void info_errorstats(info_buf *b) {
+    info_appendf(b, "# Errorstats\r\n");
+    reply_errorstats_foreach(info_errstat, b);
+}
+
+typedef struct info_section {
+    const char *name;
+    void (*fn)(info_buf *b);
+    int in_default;
+} info_section;
+
+static const info_section sections[] = {
+    {"server", info_server, 1},   {"clients", info_clients, 1},         {"memory", info_memory, 1},
+    {"stats", info_stats, 1},     {"cpu", info_cpu, 1},                 {"keyspace", info_keyspace, 1},
+    {"commandstats", info_commandstats, 0}, {"errorstats", info_errorstats, 1},
+};
+
+static int info_wanted(const char *name, int in_default, int argc, const karg *argv) {
+    if (argc == 0) return in_default;
+    for (int i = 0; i < argc; i++) {
+        if (karg_eq(&argv[i], name) || karg_eq(&argv[i], "all") || karg_eq(&argv[i], "everything")) return 1;
+        if (karg_eq(&argv[i], "default") && in_default) return 1;
+    }
+    return 0;
+}
+
+void info_generate(info_buf *b, int argc, const karg *argv) {
+    for (size_t i = 0; i < K_ARRAY_LEN(sections); i++) {
+        if (!info_wanted(sections[i].name, sections[i].in_default, argc, argv)) continue;
+        if (b->len) info_appendf(b, "\r\n");
+        sections[i].fn(b);
+    }
+    for (int i = 0; i < extras_count; i++) {
+        if (!info_wanted(extras[i].name, 0, argc, argv)) {
+            int modules = 0;
+            for (int a = 0; a < argc; a++) modules |= karg_eq(&argv[a], "modules") || karg_eq(&argv[a], "everything");
+            if (!modules) continue;
+        }
+        if (b->len) info_appendf(b, "\r\n");
+        info_appendf(b, "# %s\r\n", extras[i].name);
+        extras[i].fn(b, extras[i].priv);
+    }
+}
+
+void info_command(client *c) {
+    info_buf b = {0};
+    info_generate(&b, c->argc - 1, c->argv + 1);
+    reply_verbatim(c, b.data ? b.data : "", b.len, "txt");
+    km_free(b.data);
+}

@@ -1,0 +1,33 @@
+/* info.h -- the INFO command: sections with Valkey's field names.
+ *
+ * Modules add sections through info_add_section(); their generator appends
+ * "name:value" lines with info_field(). */
+#ifndef KEEL_INFO_H
+#define KEEL_INFO_H
+
+#include <stddef.h>
+
+#include "server/client.h"
+
+typedef struct info_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} info_buf;
+
+void info_appendf(info_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+typedef void (*info_section_fn)(info_buf *b, void *priv);
+/* Registers an extra section (modules). Returns -1 if the name is taken. */
+int info_add_section(const char *name, info_section_fn fn, void *priv, void *owner);
+void info_remove_owner(void *owner);
+
+/* Builds the INFO text for the given section names (NULL/0: default). */
+void info_generate(info_buf *b, int argc, const karg *argv);
+void info_command(client *c);
+void info_teardown(void);
+
+/* Refreshes instantaneous metrics; called by the cron. */
+void info_track_instantaneous(void);
+
+#endif

@@ -1,0 +1,86 @@
+/* main.c -- keel-server's entry point: command line, configuration, run. */
+#include "common/common.h"
+#include "common/kmem.h"
+#include "config/config.h"
+#include "server/server.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int server_setup(char **err);
+void server_run(void);
+void server_teardown(void);
+
+static void usage(void) {
+    fprintf(stderr,
+            "Usage: ./keel-server [/path/to/keel.conf] [options]\n"
+            "       ./keel-server -v or --version\n"
+            "       ./keel-server -h or --help\n\n"
+            "Examples:\n"
+            "       ./keel-server (run the server with the default configuration)\n"
+            "       ./keel-server /etc/keel/6379.conf\n"
+            "       ./keel-server --port 7777\n"
+            "       ./keel-server /etc/myconf.conf --loglevel verbose\n");
+}
+
+/* Turns "--port 7777 --bind a b" into "port 7777\nbind a b\n". */
+static char *overrides_from_args(int argc, char **argv, int first) {
+    size_t cap = 256, len = 0;
+    char *text = km_alloc(cap);
+    text[0] = '\0';
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        int is_name = a[0] == '-' && a[1] == '-' && a[2];
+        size_t need = strlen(a) + 8;
+        if (len + need >= cap) text = km_realloc(text, cap = (cap + need) * 2);
+        if (is_name) len += (size_t)sprintf(text + len, "%s%s", len ? "\n" : "", a + 2);
+        else len += (size_t)sprintf(text + len, " \"%s\"", a);
+    }
+    text[len++] = '\n';
+    text[len] = '\0';
+    return text;
+}
+
+static char *absolute_path(const char *p) {
+    char buf[PATH_MAX];
+    return km_strdup(realpath(p, buf) ? buf : p);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version"))) {
+        printf("Keel server v=%s (Valkey/Redis compatible %s)\n", KEEL_VERSION, KEEL_REDIS_COMPAT_VERSION);
+        return 0;
+    }
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage();
+        return 0;
+    }
+    int first = 1;
+    const char *path = NULL;
+    if (argc >= 2 && argv[1][0] != '-') {
+        path = argv[1];
+        first = 2;
+    }
+    config_set_defaults();
+    srv.executable = absolute_path(argv[0]);
+    if (path) srv.configfile = absolute_path(path);
+    char *overrides = overrides_from_args(argc, argv, first);
+    char *err = NULL;
+    int rv = config_load(path, overrides, &err);
+    km_free(overrides);
+    if (rv != K_OK) {
+        fprintf(stderr, "\n*** FATAL CONFIG FILE ERROR (Keel %s) ***\n%s\n", KEEL_VERSION, err);
+        km_free(err);
+        return 1;
+    }
+    if (server_setup(&err) != K_OK) {
+        server_log(LL_WARNING, "Failed starting the server: %s", err);
+        km_free(err);
+        return 1;
+    }
+    server_run();
+    server_teardown();
+    return 0;
+}

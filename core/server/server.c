@@ -1,0 +1,262 @@
+/* server.c -- start-up, the accept path, the cron, before-sleep, logging,
+ * the memory limit, and clean shutdown. */
+#include "server/server.h"
+
+#include "commands/command.h"
+#include "common/common.h"
+#include "common/kmem.h"
+#include "config/config.h"
+#include "keyspace/db.h"
+#include "keyspace/evict.h"
+#include "server/call.h"
+#include "server/client.h"
+#include "server/info.h"
+#include "module/module.h"
+#include "server/reply.h"
+#include "server/slowlog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+server srv;
+
+static volatile sig_atomic_t shutdown_signal;
+/* Used memory read from jemalloc at most once per event-loop iteration:
+ * refreshing its statistics costs microseconds, too much per command. */
+static size_t used_memory_cache;
+static int used_memory_fresh;
+
+void server_log(int level, const char *fmt, ...) {
+    if (level < srv.verbosity) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    char ts[64];
+    struct tm tm;
+    localtime_r(&tv.tv_sec, &tm);
+    size_t off = strftime(ts, sizeof(ts), "%d %b %Y %H:%M:%S.", &tm);
+    snprintf(ts + off, sizeof(ts) - off, "%03d", (int)tv.tv_usec / 1000);
+    FILE *f = srv.logfile ? fopen(srv.logfile, "a") : stdout;
+    if (!f) return;
+    fprintf(f, "%d:M %s %c %s\n", (int)getpid(), ts, ".-*#"[level], msg);
+    fflush(f);
+    if (srv.logfile) fclose(f);
+}
+
+void server_update_time(void) {
+    srv.mstime = event_now_ms();
+}
+
+/* ---- memory limit ---- */
+
+int server_check_maxmemory(void) {
+    if (!srv.maxmemory) return K_OK;
+    if (!used_memory_fresh) {
+        used_memory_cache = km_used_memory();
+        used_memory_fresh = 1;
+    }
+    if (used_memory_cache <= srv.maxmemory) return K_OK;
+    if (srv.maxmemory_policy == MAXMEMORY_NOEVICTION) return K_ERR;
+    size_t need = used_memory_cache - srv.maxmemory;
+    size_t freed = evict_free_memory(need);
+    used_memory_cache = freed > used_memory_cache ? 0 : used_memory_cache - freed;
+    return freed >= need ? K_OK : K_ERR;
+}
+
+/* ---- accepting ---- */
+
+static int server_is_loopback(conn *cn) {
+    char addr[128];
+    if (cn->type->is_local) return 1;
+    conn_addr(cn, addr, sizeof(addr), 1);
+    return !strncmp(addr, "127.", 4) || !strncmp(addr, "::1:", 4);
+}
+
+static void server_reject(conn *cn, const char *msg, long long *counter) {
+    conn_write_all_sync(cn, msg, strlen(msg), 100);
+    conn_close(cn);
+    if (counter) (*counter)++;
+}
+
+static void server_accept_done(conn *cn) {
+    client *c = client_create(cn);
+    call_client_event(c, CALL_EVENT_CONNECT);
+}
+
+static void server_on_accept(conn *cn, void *priv) {
+    if (srv.connected_clients >= (unsigned long)srv.maxclients) {
+        server_reject(cn, "-ERR max number of clients reached\r\n", &srv.stat_rejected_conn);
+        return;
+    }
+    if (srv.protected_mode && !srv.requirepass && !server_is_loopback(cn)) {
+        server_reject(cn,
+                      "-DENIED Running in protected mode because protected mode is enabled and no password is "
+                      "set for the default user. In this mode connections are only accepted from the loopback "
+                      "interface. Set a password with requirepass, bind to a specific address, or disable "
+                      "protected mode with CONFIG SET protected-mode no.\r\n",
+                      &srv.stat_rejected_conn);
+        return;
+    }
+    srv.stat_numconnections++;
+    cn->type->accept(cn, server_accept_done);
+}
+
+static int server_listen(char **err) {
+    char msg[256];
+    conn_listener *tcp = &srv.listeners[0], *unx = &srv.listeners[1];
+    *tcp = (conn_listener){.type = &conn_type_tcp, .port = srv.port, .backlog = srv.tcp_backlog,
+                           .on_accept = server_on_accept};
+    for (int i = 0; i < srv.bindaddr_count; i++) tcp->bindaddr[i] = srv.bindaddr[i];
+    tcp->bindaddr_count = srv.bindaddr_count;
+    *unx = (conn_listener){.type = &conn_type_unix, .path = srv.unixsocket, .perm = srv.unixsocketperm,
+                           .backlog = srv.tcp_backlog, .on_accept = server_on_accept};
+    for (int i = 0; i < 2; i++) {
+        if (srv.listeners[i].type->listen(&srv.listeners[i], srv.el, msg, sizeof(msg)) != K_OK) {
+            *err = km_strdup(msg);
+            return K_ERR;
+        }
+    }
+    return K_OK;
+}
+
+/* ---- the cron and the loop hooks ---- */
+
+static int64_t server_cron(event_loop *el, int64_t id, void *data) {
+    server_update_time();
+    srv.cronloops++;
+    info_track_instantaneous();
+    size_t used = km_used_memory();
+    if (used > srv.stat_peak_memory) srv.stat_peak_memory = used;
+    client_cron();
+    if (srv.active_expire_enabled) db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
+    db_cron();
+    if (srv.maxmemory) server_check_maxmemory();
+    if (shutdown_signal) {
+        server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        srv.shutdown_asap = 1;
+    }
+    if (srv.shutdown_asap) event_loop_stop(el);
+    return 1000 / srv.hz;
+}
+
+static void server_before_sleep(event_loop *el) {
+    client_handle_pending_writes();
+    client_free_closed();
+    used_memory_fresh = 0;
+    if (srv.shutdown_asap || shutdown_signal) event_loop_stop(el);
+}
+
+static void server_after_sleep(event_loop *el) {
+    server_update_time();
+}
+
+static void server_signal(int sig) {
+    shutdown_signal = sig;
+}
+
+static void server_setup_signals(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = server_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void server_make_runid(void) {
+    unsigned char rnd[20];
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd == -1 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+        for (size_t i = 0; i < sizeof(rnd); i++) rnd[i] = (unsigned char)(rand() ^ (int)event_now_us());
+    }
+    if (fd != -1) close(fd);
+    for (size_t i = 0; i < sizeof(rnd); i++) snprintf(srv.runid + i * 2, 3, "%02x", rnd[i]);
+    uint8_t seed[16];
+    memcpy(seed, rnd, sizeof(seed));
+    hashtable_set_seed(seed);
+    srand((unsigned)(rnd[0] | rnd[1] << 8 | rnd[2] << 16));
+}
+
+static void server_write_pidfile(void) {
+    if (!srv.pidfile) return;
+    FILE *f = fopen(srv.pidfile, "w");
+    if (!f) {
+        server_log(LL_WARNING, "Failed to write PID file: %s", strerror(errno));
+        return;
+    }
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+}
+
+static void server_daemonize(void) {
+    if (fork() != 0) exit(0);
+    setsid();
+    int fd = open("/dev/null", O_RDWR);
+    if (fd != -1) {
+        dup2(fd, STDIN_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        if (fd > STDERR_FILENO) close(fd);
+    }
+}
+
+int server_setup(char **err) {
+    if (srv.daemonize) server_daemonize();
+    srv.pid = getpid();
+    srv.start_us = event_mono_us();
+    server_update_time();
+    server_make_runid();
+    srv.el = event_loop_create(srv.maxclients + 128);
+    if (!srv.el) {
+        *err = km_strdup("cannot create the event loop");
+        return K_ERR;
+    }
+    db_setup();
+    command_setup();
+    if (server_listen(err) != K_OK) return K_ERR;
+    if (module_load_configured(err) != K_OK) return K_ERR;
+    event_timer_add(srv.el, 1, server_cron, NULL);
+    event_set_before_sleep(srv.el, server_before_sleep);
+    event_set_after_sleep(srv.el, server_after_sleep);
+    server_setup_signals();
+    server_write_pidfile();
+    return K_OK;
+}
+
+void server_run(void) {
+    server_log(LL_NOTICE, "Ready to accept connections tcp");
+    event_loop_run(srv.el);
+}
+
+/* Closes clients and frees everything so leak checkers see a clean exit. */
+void server_teardown(void) {
+    server_log(LL_WARNING, "Keel is now ready to exit, bye bye...");
+    client_handle_pending_writes();
+    while (srv.clients_head) client_free(srv.clients_head);
+    client_free_closed();
+    module_teardown();
+    for (int i = 0; i < 2; i++) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
+    if (srv.pidfile) unlink(srv.pidfile);
+    command_teardown();
+    db_teardown();
+    evict_teardown();
+    slowlog_teardown();
+    info_teardown();
+    call_teardown();
+    event_loop_release(srv.el);
+    config_free();
+    km_free(srv.configfile);
+    km_free(srv.executable);
+}

@@ -1,0 +1,136 @@
+/* server.h -- the server's global state: configuration values, listeners,
+ * clients, statistics. Subsystems keep their own state in their own files;
+ * what lives here is what INFO reports and CONFIG sets across subsystems.
+ *
+ * Threads: main thread only, unless a field says otherwise. */
+#ifndef KEEL_SERVER_H
+#define KEEL_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event/event.h"
+#include "net/conn.h"
+
+#define KEEL_REDIS_COMPAT_VERSION "7.2.4"
+#define KEEL_VALKEY_COMPAT_VERSION "8.0.1"
+
+#define MAXMEMORY_NOEVICTION 0
+#define MAXMEMORY_ALLKEYS_LRU 1
+#define MAXMEMORY_ALLKEYS_LFU 2
+#define MAXMEMORY_ALLKEYS_RANDOM 3
+#define MAXMEMORY_VOLATILE_LRU 4
+#define MAXMEMORY_VOLATILE_LFU 5
+#define MAXMEMORY_VOLATILE_RANDOM 6
+#define MAXMEMORY_VOLATILE_TTL 7
+
+#define LL_DEBUG 0
+#define LL_VERBOSE 1
+#define LL_NOTICE 2
+#define LL_WARNING 3
+
+typedef struct client client;
+
+typedef struct client_buffer_limit {
+    unsigned long long hard;
+    unsigned long long soft;
+    long long soft_seconds;
+} client_buffer_limit;
+
+typedef struct server {
+    /* Configuration (see config.c for the directive table). */
+    char *bindaddr[CONN_MAX_BINDS];
+    int bindaddr_count;
+    int port;
+    char *unixsocket;
+    unsigned int unixsocketperm;
+    int tcp_backlog;
+    int maxclients;
+    int maxidletime; /* timeout */
+    int tcp_keepalive;
+    int protected_mode;
+    char *requirepass;
+    int databases;
+    int hz;
+    long long proto_max_bulk_len;
+    long long client_max_querybuf_len;
+    client_buffer_limit obuf_limit_normal;
+    unsigned long long maxmemory;
+    int maxmemory_policy;
+    int maxmemory_samples;
+    int lfu_log_factor;
+    int lfu_decay_time;
+    long long slowlog_log_slower_than;
+    unsigned long slowlog_max_len;
+    int verbosity;
+    char *logfile;
+    char *pidfile;
+    int daemonize;
+    int io_threads_num;
+    int io_threads_do_reads;
+    int active_expire_effort;
+    int lazyfree_lazy_user_del;
+    int lazyfree_lazy_user_flush;
+    int enable_debug_cmd; /* 0 no, 1 yes, 2 local */
+    int active_expire_enabled;
+    char *configfile; /* absolute path, NULL without a file */
+    char *executable;
+
+    /* Runtime. */
+    event_loop *el;
+    conn_listener listeners[2]; /* [0] tcp, [1] unix */
+    pid_t pid;
+    uint64_t start_us;
+    int64_t mstime; /* cached at each event loop iteration */
+    long long cronloops;
+    int shutdown_asap;
+    char runid[41];
+    uint64_t next_client_id;
+    client *clients_head; /* all clients, doubly linked */
+    unsigned long connected_clients;
+    client *current_client;
+    uint64_t lruclock;
+
+    /* Statistics (INFO stats). */
+    long long stat_numcommands;
+    long long stat_numconnections;
+    long long stat_rejected_conn;
+    long long stat_expiredkeys;
+    long long stat_evictedkeys;
+    long long stat_keyspace_hits;
+    long long stat_keyspace_misses;
+    long long stat_net_input_bytes;
+    long long stat_net_output_bytes;
+    long long stat_total_error_replies;
+    long long stat_unexpected_error_replies;
+    long long stat_io_reads_processed;
+    long long stat_io_writes_processed;
+    long long stat_client_qbuf_limit_disconnections;
+    long long stat_client_outbuf_limit_disconnections;
+    long long stat_expired_time_cap_reached_count;
+    long long stat_evictedclients;
+    uint64_t stat_peak_memory;
+    /* Instantaneous metrics: samples per cron second. */
+    long long inst_ops_samples[16];
+    long long inst_in_samples[16];
+    long long inst_out_samples[16];
+    int inst_idx;
+    long long inst_last_ops, inst_last_in, inst_last_out;
+    uint64_t inst_last_us;
+} server;
+
+extern server srv;
+
+void server_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads the cached clock (refreshed once per event-loop iteration and
+ * before each command), as Valkey does to keep the hot path cheap. */
+static inline int64_t server_mstime(void) {
+    return srv.mstime;
+}
+void server_update_time(void);
+
+/* Runs the memory limit; returns 0 if the write may proceed. */
+int server_check_maxmemory(void);
+
+#endif

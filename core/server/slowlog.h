@@ -1,0 +1,13 @@
+/* slowlog.h -- SLOWLOG: commands slower than slowlog-log-slower-than. */
+#ifndef KEEL_SLOWLOG_H
+#define KEEL_SLOWLOG_H
+
+#include <stdint.h>
+
+#include "server/client.h"
+
+void slowlog_push(client *c, uint64_t us);
+void slowlog_command(client *c);
+void slowlog_teardown(void);
+
+#endif
