@@ -148,6 +148,25 @@ static int set_loadmodule(const config_def *d, int argc, char **argv, const char
     return K_OK;
 }
 
+/* Keel keeps no persistence: `save ""` and `appendonly no` are the only
+ * values it can honour; anything else is refused rather than ignored, so
+ * an operator never believes data is being written to disk. */
+static int set_save(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc == 1 && argv[0][0] == '\0') return K_OK;
+    *err = "Keel has no persistence: only save \"\" is supported";
+    return K_ERR;
+}
+
+static int set_appendonly(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc == 1 && !strcasecmp(argv[0], "no")) return K_OK;
+    *err = "Keel has no persistence: only appendonly no is supported";
+    return K_ERR;
+}
+
+static void get_no(const config_def *d, char *buf, size_t len) {
+    snprintf(buf, len, "no");
+}
+
 static void get_empty(const config_def *d, char *buf, size_t len) {
     buf[0] = '\0';
 }
@@ -214,6 +233,8 @@ static const config_def config_table[] = {
     B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
     E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
     X("loadmodule", CFG_IMMUTABLE, NULL, NULL, set_loadmodule, get_empty),
+    X("save", 0, NULL, "", set_save, get_empty),
+    X("appendonly", 0, NULL, "no", set_appendonly, get_no),
 };
 
 /* Valkey directives Keel accepts but does not implement (a file using them
@@ -223,7 +244,7 @@ static const char *const valkey_known[] = {
     "active-defrag-ignore-bytes", "active-defrag-max-scan-fields", "active-defrag-threshold-lower",
     "active-defrag-threshold-upper", "activedefrag", "activerehashing", "always-show-logo",
     "aof-disable-auto-gc", "aof-load-truncated", "aof-rewrite-incremental-fsync", "aof-timestamp-enabled",
-    "aof-use-rdb-preamble", "appenddirname", "appendfilename", "appendfsync", "appendonly",
+    "aof-use-rdb-preamble", "appenddirname", "appendfilename", "appendfsync",
     "auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage", "availability-zone", "bind-source-addr",
     "busy-reply-threshold", "client-default-resp", "cluster-allow-pubsubshard-when-down",
     "cluster-allow-reads-when-down", "cluster-allow-replica-migration", "cluster-announce-bus-port",
@@ -253,7 +274,7 @@ static const char *const valkey_known[] = {
     "repl-ping-replica-period", "repl-ping-slave-period", "repl-timeout", "replica-announce-ip",
     "replica-announce-port", "replica-announced", "replica-ignore-disk-write-errors", "replica-ignore-maxmemory",
     "replica-lazy-flush", "replica-priority", "replica-read-only", "replica-serve-stale-data", "replicaof",
-    "req-res-logfile", "sanitize-dump-payload", "save", "set-max-intset-entries", "set-max-listpack-entries",
+    "req-res-logfile", "sanitize-dump-payload", "set-max-intset-entries", "set-max-listpack-entries",
     "set-max-listpack-value", "set-proc-title", "shutdown-on-sigint", "shutdown-on-sigterm", "shutdown-timeout",
     "slave-announce-ip", "slave-announce-port", "slave-ignore-maxmemory", "slave-lazy-flush", "slave-priority",
     "slave-read-only", "slave-serve-stale-data", "slaveof", "socket-mark-id", "stop-writes-on-bgsave-error",
@@ -412,7 +433,7 @@ static void config_apply_default(const config_def *d) {
     char *argv[16];
     int argc = 0;
     for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " ")) argv[argc++] = tok;
-    if (d->kind == CFG_STRING && argc == 0) argv[argc++] = buf;
+    if (argc == 0) argv[argc++] = buf;
     const char *err;
     config_apply_args(d, argc, argv, &err);
 }
@@ -475,6 +496,7 @@ int config_set(const char *name, const char *value, char **err) {
     char *copy = km_strdup(value);
     if (d->kind == CFG_SPECIAL) {
         for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+        if (argc == 0) argv[argc++] = copy; /* an empty value, e.g. save "" */
     } else {
         argv[argc++] = copy;
     }

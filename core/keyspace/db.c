@@ -292,7 +292,10 @@ static void db_expire_scan_cb(void *priv, void *entry) {
 static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
     size_t per_loop = (size_t)EXPIRE_KEYS_PER_LOOP * (size_t)(1 + srv.active_expire_effort / 4);
     for (int iter = 0;; iter++) {
-        if (!hashtable_size(d->expires)) return 0;
+        if (!hashtable_size(d->expires)) {
+            d->avg_ttl = 0;
+            return 0;
+        }
         expire_scan s = {.d = d, .now = server_mstime()};
         while (s.sampled < per_loop) {
             d->expire_cursor = hashtable_scan(d->expires, d->expire_cursor, db_expire_scan_cb, &s);

@@ -259,6 +259,15 @@ static int client_qbuf_over_limit(client *c) {
     return 1;
 }
 
+/* Makes room for one read of CLIENT_IOBUF_LEN bytes. */
+static void client_reserve_qbuf(client *c) {
+    if (c->qbuf_cap - c->qbuf_len >= CLIENT_IOBUF_LEN) return;
+    size_t cap = c->qbuf_cap ? c->qbuf_cap * 2 : CLIENT_IOBUF_LEN;
+    while (cap - c->qbuf_len < CLIENT_IOBUF_LEN) cap *= 2;
+    c->qbuf = km_realloc(c->qbuf, cap);
+    c->qbuf_cap = cap;
+}
+
 static ssize_t client_read_some(client *c) {
     if (c->big) {
         size_t want = (size_t)c->parser.big_len - c->big_filled;
@@ -266,15 +275,29 @@ static ssize_t client_read_some(client *c) {
         if (n > 0) c->big_filled += (size_t)n;
         return n;
     }
-    if (c->qbuf_cap - c->qbuf_len < CLIENT_IOBUF_LEN) {
-        size_t cap = c->qbuf_cap ? c->qbuf_cap * 2 : CLIENT_IOBUF_LEN;
-        while (cap - c->qbuf_len < CLIENT_IOBUF_LEN) cap *= 2;
-        c->qbuf = km_realloc(c->qbuf, cap);
-        c->qbuf_cap = cap;
-    }
+    client_reserve_qbuf(c);
     ssize_t n = conn_read(c->conn, c->qbuf + c->qbuf_len, c->qbuf_cap - c->qbuf_len);
     if (n > 0) c->qbuf_len += (size_t)n;
     return n;
+}
+
+/* Everything after bytes arrived, wherever they came from. */
+static void client_after_input(client *c, size_t n) {
+    c->net_in += (long long)n;
+    srv.stat_net_input_bytes += (long long)n;
+    c->last_interaction = server_mstime();
+    if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
+    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free(c);
+    if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
+}
+
+/* An idle client gives a grown query buffer back. */
+static void client_trim_qbuf(client *c) {
+    if (c->qbuf_len == 0 && c->qbuf_cap > CLIENT_IOBUF_LEN * 2) {
+        km_free(c->qbuf);
+        c->qbuf = NULL;
+        c->qbuf_cap = 0;
+    }
 }
 
 void client_read_handler(conn *cn) {
@@ -285,17 +308,28 @@ void client_read_handler(conn *cn) {
         return;
     }
     if (n < 0) return;
-    c->net_in += n;
-    srv.stat_net_input_bytes += n;
-    c->last_interaction = server_mstime();
-    if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
-    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free(c);
-    if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
-    /* An idle client gives its query buffer back. */
-    if (c->qbuf_len == 0 && c->qbuf_cap > CLIENT_IOBUF_LEN * 2) {
-        km_free(c->qbuf);
-        c->qbuf = NULL;
-        c->qbuf_cap = 0;
+    client_after_input(c, (size_t)n);
+    if (!(c->flags & CLIENT_CLOSE_ASAP)) client_trim_qbuf(c);
+}
+
+void client_feed_input(client *c, const char *buf, size_t len) {
+    while (len > 0 && !(c->flags & (CLIENT_CLOSE_ASAP | CLIENT_CLOSE_AFTER_REPLY))) {
+        size_t n;
+        if (c->big) {
+            n = (size_t)c->parser.big_len - c->big_filled;
+            n = n < len ? n : len;
+            memcpy(c->big->v.ptr + c->big_filled, buf, n);
+            c->big_filled += n;
+        } else {
+            client_reserve_qbuf(c);
+            n = c->qbuf_cap - c->qbuf_len;
+            n = n < len ? n : len;
+            memcpy(c->qbuf + c->qbuf_len, buf, n);
+            c->qbuf_len += n;
+        }
+        buf += n;
+        len -= n;
+        client_after_input(c, n);
     }
 }
 

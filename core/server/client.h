@@ -134,6 +134,9 @@ void client_free_closed(void);
 /* Closes idle clients and enforces buffer limits (cron). */
 void client_cron(void);
 
+/* Feeds bytes as if read from the connection (fuzzing, fake clients). */
+void client_feed_input(client *c, const char *buf, size_t len);
+
 /* Runs one parsed command; used by the read path and EXEC. */
 void client_execute(client *c);
 

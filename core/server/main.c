@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int server_setup(char **err);
-void server_run(void);
-void server_teardown(void);
-
 static void usage(void) {
     fprintf(stderr,
             "Usage: ./keel-server [/path/to/keel.conf] [options]\n"

@@ -212,8 +212,7 @@ static void server_daemonize(void) {
     }
 }
 
-int server_setup(char **err) {
-    if (srv.daemonize) server_daemonize();
+int server_init_core(char **err) {
     srv.pid = getpid();
     srv.start_us = event_mono_us();
     server_update_time();
@@ -225,6 +224,12 @@ int server_setup(char **err) {
     }
     db_setup();
     command_setup();
+    return K_OK;
+}
+
+int server_setup(char **err) {
+    if (srv.daemonize) server_daemonize();
+    if (server_init_core(err) != K_OK) return K_ERR;
     if (server_listen(err) != K_OK) return K_ERR;
     if (module_load_configured(err) != K_OK) return K_ERR;
     event_timer_add(srv.el, 1, server_cron, NULL);
@@ -247,7 +252,8 @@ void server_teardown(void) {
     while (srv.clients_head) client_free(srv.clients_head);
     client_free_closed();
     module_teardown();
-    for (int i = 0; i < 2; i++) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
+    for (int i = 0; i < 2; i++)
+        if (srv.listeners[i].type) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
     if (srv.pidfile) unlink(srv.pidfile);
     command_teardown();
     db_teardown();

@@ -130,6 +130,15 @@ static inline int64_t server_mstime(void) {
 }
 void server_update_time(void);
 
+/* Start-up in two steps: the core alone (event loop, databases, command
+ * table: what the fuzzer and embedded tests need), then listeners, modules,
+ * the cron and signals. Each returns 0, or -1 with *err (km_free it). */
+int server_init_core(char **err);
+int server_setup(char **err);
+void server_run(void);
+/* Frees everything so leak checkers see a clean exit. */
+void server_teardown(void);
+
 /* Runs the memory limit; returns 0 if the write may proceed. */
 int server_check_maxmemory(void);
 
