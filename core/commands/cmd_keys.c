@@ -18,6 +18,7 @@
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
+#include "module/module.h"
 #include "server/reply.h"
 #include "server/server.h"
 
@@ -75,7 +76,7 @@ static db *arg_to_db(client *c, const karg *a) {
 
 static const char *type_name(const db_entry *e) {
     if (!e) return "none";
-    return e->val->type == OBJ_STRING ? "string" : "module";
+    return e->val->type == OBJ_STRING ? "string" : module_type_name(e->val);
 }
 
 static int lfu_policy(void) {
@@ -226,10 +227,10 @@ static int copy_parse_options(client *c, db **dst, int *replace) {
     return 1;
 }
 
-/* A new object with the same value and encoding; NULL for module values,
- * which can only be copied through their type's callbacks. */
+/* A new object with the same value and encoding; module values are copied
+ * by their type's callback (NULL if it has none). */
 static kobj *dup_value(const kobj *o) {
-    if (o->type != OBJ_STRING) return NULL;
+    if (o->type == OBJ_MODULE) return module_copy_value(o);
     if (o->encoding == OBJ_ENC_INT) return obj_int(o->v.ival);
     if (o->encoding == OBJ_ENC_RAW) return obj_string_raw(o->v.ptr, o->len);
     return obj_string(o->v.ptr, o->len); /* EMBSTR stays EMBSTR */
@@ -617,33 +618,6 @@ static void cmd_persist(client *c) {
 
 /* ---- container commands: OBJECT, MEMORY ---- */
 
-/* One subcommand of a container registered as a single command: the
- * container's proc resolves argv[1] here, with the errors Valkey's command
- * lookup gives for subcommands. */
-typedef struct subcommand {
-    const char *name;
-    const char *fullname; /* for the arity error: "object|encoding" */
-    int arity;            /* counted from the container name, as in Valkey */
-    command_proc proc;
-} subcommand;
-
-static void dispatch_subcommand(client *c, const char *container, const subcommand *subs,
-                                size_t n) {
-    const karg *sub = &c->argv[1];
-    for (size_t i = 0; i < n; i++) {
-        if (!karg_eq(sub, subs[i].name)) continue;
-        int arity = subs[i].arity;
-        if ((arity > 0 && c->argc != arity) || (arity < 0 && c->argc < -arity)) {
-            reply_errorf(c, "ERR wrong number of arguments for '%s' command", subs[i].fullname);
-            return;
-        }
-        subs[i].proc(c);
-        return;
-    }
-    reply_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
-                 (int)(sub->len > 128 ? 128 : sub->len), sub->ptr, container);
-}
-
 /* Valkey's help layout: a header, the lines, then HELP itself. */
 static void reply_help(client *c, const char *container, const char *const *lines, size_t n) {
     char header[96];
@@ -718,18 +692,6 @@ static void object_help(client *c) {
     reply_help(c, "OBJECT", lines, K_ARRAY_LEN(lines));
 }
 
-static const subcommand object_subcommands[] = {
-    {"encoding", "object|encoding", 3, object_encoding},
-    {"freq", "object|freq", 3, object_freq},
-    {"help", "object|help", 2, object_help},
-    {"idletime", "object|idletime", 3, object_idletime},
-    {"refcount", "object|refcount", 3, object_refcount},
-};
-
-static void cmd_object(client *c) {
-    dispatch_subcommand(c, "OBJECT", object_subcommands, K_ARRAY_LEN(object_subcommands));
-}
-
 /* MEMORY USAGE options: [SAMPLES count]. Strings have nothing to sample,
  * but the option is validated as Valkey does. */
 static int memory_parse_samples(client *c) {
@@ -762,22 +724,51 @@ static void memory_usage(client *c) {
     reply_int(c, (long long)(km_usable(e) + obj_mem_usage(e->val)));
 }
 
+/* MEMORY STATS: the overall figures Valkey reports that Keel can measure
+ * (jemalloc's accounting); per-database overheads are folded into
+ * dataset.bytes. */
+static void memory_stats(client *c) {
+    size_t used = km_used_memory(), rss = km_resident_memory();
+    size_t keys = 0, overhead = 0;
+    for (int i = 0; i < srv.databases; i++) {
+        db *d = db_get(i);
+        keys += db_size(d);
+        overhead += hashtable_mem_usage(d->keys) + hashtable_mem_usage(d->expires);
+    }
+    if (used > srv.stat_peak_memory) srv.stat_peak_memory = used;
+    size_t dataset = used > overhead ? used - overhead : 0;
+    reply_map(c, 10);
+    reply_bulk_cstr(c, "peak.allocated");
+    reply_int(c, (long long)srv.stat_peak_memory);
+    reply_bulk_cstr(c, "total.allocated");
+    reply_int(c, (long long)used);
+    reply_bulk_cstr(c, "clients.normal");
+    reply_int(c, (long long)srv.connected_clients);
+    reply_bulk_cstr(c, "overhead.hashtable.main");
+    reply_int(c, (long long)overhead);
+    reply_bulk_cstr(c, "keys.count");
+    reply_int(c, (long long)keys);
+    reply_bulk_cstr(c, "keys.bytes-per-key");
+    reply_int(c, keys ? (long long)(used / keys) : 0);
+    reply_bulk_cstr(c, "dataset.bytes");
+    reply_int(c, (long long)dataset);
+    reply_bulk_cstr(c, "dataset.percentage");
+    reply_double(c, used ? 100.0 * (double)dataset / (double)used : 0.0);
+    reply_bulk_cstr(c, "peak.percentage");
+    reply_double(c, srv.stat_peak_memory ? 100.0 * (double)used / (double)srv.stat_peak_memory : 0.0);
+    reply_bulk_cstr(c, "fragmentation");
+    reply_double(c, used ? (double)rss / (double)used : 0.0);
+}
+
 static void memory_help(client *c) {
     static const char *const lines[] = {
+        "STATS",
+        "    Return information about the memory usage of the server.",
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",
     };
     reply_help(c, "MEMORY", lines, K_ARRAY_LEN(lines));
-}
-
-static const subcommand memory_subcommands[] = {
-    {"usage", "memory|usage", -3, memory_usage},
-    {"help", "memory|help", 2, memory_help},
-};
-
-static void cmd_memory(client *c) {
-    dispatch_subcommand(c, "MEMORY", memory_subcommands, K_ARRAY_LEN(memory_subcommands));
 }
 
 /* ---- the table (arity, flags, key positions, group, since: Valkey's) ---- */
@@ -786,6 +777,26 @@ static void cmd_memory(client *c) {
 #define KEY_CMD(n, p, a, f, fk, lk, st, g, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .first_key = fk, .last_key = lk, \
      .key_step = st, .group = g, .summary = s, .since = v}
+
+#define SUB(n, p, a, fk, s) \
+    {.name = n, .proc = p, .arity = a, .flags = CMD_READONLY, .first_key = fk, .last_key = fk, \
+     .key_step = fk ? 1 : 0, .summary = s}
+
+static command object_subcommands[] = {
+    SUB("encoding", object_encoding, 3, 2, "Returns the internal encoding of an object."),
+    SUB("freq", object_freq, 3, 2, "Returns the logarithmic access frequency counter of an object."),
+    SUB("idletime", object_idletime, 3, 2, "Returns the time since the last access to an object."),
+    SUB("refcount", object_refcount, 3, 2, "Returns the reference count of a value of a key."),
+    SUB("help", object_help, 2, 0, "Returns helpful text about the different subcommands."),
+    {.name = NULL},
+};
+
+static command memory_subcommands[] = {
+    SUB("usage", memory_usage, -3, 2, "Estimates the memory usage of a key."),
+    SUB("stats", memory_stats, 2, 0, "Returns details about memory usage."),
+    SUB("help", memory_help, 2, 0, "Returns helpful text about the different subcommands."),
+    {.name = NULL},
+};
 
 static command keys_table[] = {
     KEY_CMD("del", cmd_del, -2, CMD_WRITE, 1, -1, 1, "generic", "Deletes one or more keys.", "1.0.0"),
@@ -814,10 +825,10 @@ static command keys_table[] = {
     KEY_CMD("expiretime", cmd_expiretime, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "generic", "Returns the expiration time of a key as a Unix timestamp.", "7.0.0"),
     KEY_CMD("pexpiretime", cmd_pexpiretime, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "generic", "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0"),
     KEY_CMD("persist", cmd_persist, 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "generic", "Removes the expiration time of a key.", "2.2.0"),
-    /* Containers: one entry each, its proc resolving the subcommand; the
-     * key is argument 2 (OBJECT ENCODING key) and every subcommand reads. */
-    KEY_CMD("object", cmd_object, -2, CMD_READONLY, 2, 2, 1, "generic", "A container for object introspection commands.", "2.2.3"),
-    KEY_CMD("memory", cmd_memory, -2, CMD_READONLY, 2, 2, 1, "server", "A container for memory diagnostics commands.", "4.0.0"),
+    {.name = "object", .arity = -2, .group = "generic", .since = "2.2.3",
+     .summary = "A container for object introspection commands.", .subcommands = object_subcommands},
+    {.name = "memory", .arity = -2, .group = "server", .since = "4.0.0",
+     .summary = "A container for memory diagnostics commands.", .subcommands = memory_subcommands},
 };
 /* clang-format on */
 

@@ -42,8 +42,11 @@ static void cmd_time(client *c) {
 static int auth_check(client *c, const karg *user, const karg *pass) {
     if (user && !karg_eq(user, "default")) return 0;
     if (!srv.requirepass) return user != NULL; /* default user has nopass */
+    /* Compare in time independent of where the first difference is. */
     size_t n = strlen(srv.requirepass);
-    return pass->len == n && memcmp(pass->ptr, srv.requirepass, n) == 0;
+    unsigned char diff = pass->len != n;
+    for (size_t i = 0; i < pass->len; i++) diff |= (unsigned char)(pass->ptr[i] ^ srv.requirepass[i % (n ? n : 1)]);
+    return diff == 0;
 }
 
 static void auth_success(client *c) {
@@ -52,6 +55,7 @@ static void auth_success(client *c) {
 }
 
 static void cmd_auth(client *c) {
+    for (int i = 1; i < c->argc; i++) client_redact_arg(c, i);
     if (c->argc > 3) {
         reply_syntax_error(c);
         return;
@@ -120,6 +124,8 @@ static void cmd_hello(client *c) {
     for (int i = 2; i < c->argc; i++) {
         int left = c->argc - i - 1;
         if (karg_eq(&c->argv[i], "auth") && left >= 2) {
+            client_redact_arg(c, i + 1);
+            client_redact_arg(c, i + 2);
             user = &c->argv[i + 1];
             pass = &c->argv[i + 2];
             i += 2;
@@ -135,7 +141,7 @@ static void cmd_hello(client *c) {
         return;
     }
     if (user) auth_success(c);
-    if (!(c->flags & CLIENT_AUTHENTICATED)) {
+    if (srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED)) {
         reply_error(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
                        "select the RESP protocol version at the same time");
@@ -165,17 +171,62 @@ void cmd_reset(client *c) {
 
 /* ---- CLIENT ---- */
 
+/* CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]: Keel has only
+ * normal clients. Returns 0 after replying an error. */
+static int client_list_filter(client *c, int *type_none, long long **ids, int *nids) {
+    *type_none = 0;
+    *ids = NULL;
+    *nids = 0;
+    if (c->argc == 2) return 1;
+    if (c->argc == 4 && karg_eq(&c->argv[2], "type")) {
+        const karg *t = &c->argv[3];
+        if (!karg_eq(t, "normal") && !karg_eq(t, "master") && !karg_eq(t, "replica") && !karg_eq(t, "slave") &&
+            !karg_eq(t, "pubsub")) {
+            reply_errorf(c, "ERR Unknown client type '%.*s'", (int)t->len, t->ptr);
+            return 0;
+        }
+        *type_none = !karg_eq(t, "normal");
+        return 1;
+    }
+    if (c->argc >= 4 && karg_eq(&c->argv[2], "id")) {
+        *ids = km_alloc(sizeof(long long) * (size_t)(c->argc - 3));
+        for (int i = 3; i < c->argc; i++) {
+            long long id;
+            if (!str_to_ll(c->argv[i].ptr, c->argv[i].len, &id) || id <= 0) {
+                km_free(*ids);
+                reply_error(c, "ERR Invalid client ID");
+                return 0;
+            }
+            (*ids)[(*nids)++] = id;
+        }
+        return 1;
+    }
+    reply_syntax_error(c);
+    return 0;
+}
+
+static int client_id_listed(const client *x, const long long *ids, int nids) {
+    if (!ids) return 1;
+    for (int i = 0; i < nids; i++)
+        if ((long long)x->id == ids[i]) return 1;
+    return 0;
+}
+
 static void client_list_reply(client *c, client *only) {
+    int type_none = 0, nids = 0;
+    long long *ids = NULL;
+    if (!only && !client_list_filter(c, &type_none, &ids, &nids)) return;
     size_t cap = 4096, len = 0;
     char *buf = km_alloc(cap);
-    for (client *x = only ? only : srv.clients_head; x; x = only ? NULL : x->next) {
-        if (x->flags & CLIENT_CLOSE_ASAP) continue;
-        if (cap - len < 1024) buf = km_realloc(buf, cap *= 2);
-        len += client_info_line(x, buf + len, cap - len);
+    for (client *x = only ? only : srv.clients_head; x && !type_none; x = only ? NULL : x->next) {
+        if ((x->flags & CLIENT_CLOSE_ASAP) || !client_id_listed(x, ids, nids)) continue;
+        size_t n;
+        while ((n = client_info_line(x, buf + len, cap - len)) >= cap - len) buf = km_realloc(buf, cap *= 2);
+        len += n;
     }
-    if (only && len > 0) len--; /* CLIENT INFO: no trailing newline */
     reply_verbatim(c, buf, len, "txt");
     km_free(buf);
+    km_free(ids);
 }
 
 typedef struct kill_filter {
@@ -183,6 +234,7 @@ typedef struct kill_filter {
     const karg *addr;
     const karg *laddr;
     int skipme;
+    int type_none; /* a client type Keel never has: matches nobody */
 } kill_filter;
 
 static int kill_addr_match(client *x, const karg *want, int remote) {
@@ -193,6 +245,7 @@ static int kill_addr_match(client *x, const karg *want, int remote) {
 }
 
 static int kill_matches(client *c, client *x, const kill_filter *f) {
+    if (f->type_none) return 0;
     if (f->id && (long long)x->id != f->id) return 0;
     if (f->addr && !kill_addr_match(x, f->addr, 1)) return 0;
     if (f->laddr && !kill_addr_match(x, f->laddr, 0)) return 0;
@@ -216,8 +269,13 @@ static int kill_parse(client *c, kill_filter *f) {
             f->laddr = val;
         } else if (karg_eq(opt, "skipme") && (karg_eq(val, "yes") || karg_eq(val, "no"))) {
             f->skipme = karg_eq(val, "yes");
-        } else if (karg_eq(opt, "type") && karg_eq(val, "normal")) {
-            continue;
+        } else if (karg_eq(opt, "type")) {
+            if (!karg_eq(val, "normal") && !karg_eq(val, "master") && !karg_eq(val, "replica") &&
+                !karg_eq(val, "slave") && !karg_eq(val, "pubsub")) {
+                reply_errorf(c, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
+                return 0;
+            }
+            f->type_none = !karg_eq(val, "normal");
         } else {
             reply_syntax_error(c);
             return 0;
@@ -268,31 +326,42 @@ static void client_help(client *c) {
     for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
 }
 
-static void client_unknown_sub(client *c, const char *container) {
-    reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try %s HELP.",
-                 (int)(c->argv[1].len > 128 ? 128 : c->argv[1].len), c->argv[1].ptr, container);
+static void client_id(client *c) {
+    reply_int(c, (long long)c->id);
 }
 
-static void cmd_client(client *c) {
-    const karg *sub = &c->argv[1];
-    if (karg_eq(sub, "id") && c->argc == 2) reply_int(c, (long long)c->id);
-    else if (karg_eq(sub, "getname") && c->argc == 2) reply_bulk_cstr(c, c->name);
-    else if (karg_eq(sub, "setname") && c->argc == 3) {
-        if (client_set_name(c, &c->argv[2])) reply_ok(c);
-    } else if (karg_eq(sub, "list")) client_list_reply(c, NULL);
-    else if (karg_eq(sub, "info") && c->argc == 2) client_list_reply(c, c);
-    else if (karg_eq(sub, "kill") && c->argc >= 3) client_kill(c);
-    else if (karg_eq(sub, "setinfo") && c->argc == 4) reply_ok(c);
-    else if (karg_eq(sub, "no-evict") && c->argc == 3) {
-        if (karg_eq(&c->argv[2], "on")) c->flags |= CLIENT_NO_EVICT;
-        else if (karg_eq(&c->argv[2], "off")) c->flags &= ~CLIENT_NO_EVICT;
-        else {
-            reply_syntax_error(c);
-            return;
-        }
-        reply_ok(c);
-    } else if (karg_eq(sub, "help") && c->argc == 2) client_help(c);
-    else client_unknown_sub(c, "CLIENT");
+static void client_getname(client *c) {
+    reply_bulk_cstr(c, c->name);
+}
+
+static void client_setname(client *c) {
+    if (client_set_name(c, &c->argv[2])) reply_ok(c);
+}
+
+static void client_list(client *c) {
+    client_list_reply(c, NULL);
+}
+
+static void client_info(client *c) {
+    client_list_reply(c, c);
+}
+
+static void client_setinfo(client *c) {
+    if (!karg_eq(&c->argv[2], "lib-name") && !karg_eq(&c->argv[2], "lib-ver")) {
+        reply_errorf(c, "ERR Unrecognized option '%.*s'", (int)c->argv[2].len, c->argv[2].ptr);
+        return;
+    }
+    reply_ok(c);
+}
+
+static void client_no_evict(client *c) {
+    if (karg_eq(&c->argv[2], "on")) c->flags |= CLIENT_NO_EVICT;
+    else if (karg_eq(&c->argv[2], "off")) c->flags &= ~CLIENT_NO_EVICT;
+    else {
+        reply_syntax_error(c);
+        return;
+    }
+    reply_ok(c);
 }
 
 /* ---- COMMAND ---- */
@@ -307,14 +376,17 @@ static void command_reply_flags(client *c, const command *cmd) {
 static void command_reply_acl(client *c, const command *cmd) {
     const char *cats[6];
     int n = 0;
-    cats[n++] = cmd->flags & CMD_WRITE ? "@write" : "@read";
-    if (cmd->flags & CMD_FAST) cats[n++] = "@fast";
-    else cats[n++] = "@slow";
-    if (cmd->flags & CMD_ADMIN) cats[n++] = "@admin";
-    if (cmd->flags & CMD_ADMIN) cats[n++] = "@dangerous";
-    if (cmd->group && (!strcmp(cmd->group, "string") || !strcmp(cmd->group, "generic")))
-        cats[n++] = !strcmp(cmd->group, "string") ? "@string" : "@keyspace";
-    if (!(cmd->flags & (CMD_WRITE | CMD_READONLY))) n = 1, cats[0] = cmd->flags & CMD_FAST ? "@fast" : "@slow";
+    if (cmd->flags & CMD_WRITE) cats[n++] = "@write";
+    if (cmd->flags & CMD_READONLY) cats[n++] = "@read";
+    cats[n++] = cmd->flags & CMD_FAST ? "@fast" : "@slow";
+    if (cmd->flags & CMD_ADMIN) {
+        cats[n++] = "@admin";
+        cats[n++] = "@dangerous";
+    }
+    const char *group = cmd->parent ? cmd->parent->group : cmd->group;
+    if (group && !strcmp(group, "string")) cats[n++] = "@string";
+    else if (group && !strcmp(group, "generic")) cats[n++] = "@keyspace";
+    else if (group && !strcmp(group, "connection")) cats[n++] = "@connection";
     reply_set(c, n);
     for (int i = 0; i < n; i++) reply_simple(c, cats[i]);
 }
@@ -358,7 +430,7 @@ static void command_reply_info(client *c, const command *cmd) {
         return;
     }
     reply_array(c, 10);
-    reply_bulk_cstr(c, cmd->name);
+    reply_bulk_cstr(c, cmd->fullname);
     reply_int(c, cmd->arity);
     command_reply_flags(c, cmd);
     reply_int(c, cmd->first_key);
@@ -367,7 +439,10 @@ static void command_reply_info(client *c, const command *cmd) {
     command_reply_acl(c, cmd);
     reply_set(c, 0);
     command_reply_keyspecs(c, cmd);
-    reply_array(c, 0);
+    long long subs = 0;
+    for (const command *sub = cmd->subcommands; sub && sub->name; sub++) subs++;
+    reply_array(c, subs);
+    for (const command *sub = cmd->subcommands; sub && sub->name; sub++) command_reply_info(c, sub);
 }
 
 static void command_info_cb(command *cmd, void *priv) {
@@ -430,30 +505,26 @@ static void command_getkeys(client *c) {
 }
 
 static void cmd_command(client *c) {
-    const karg *sub = c->argc > 1 ? &c->argv[1] : NULL;
-    if (!sub) {
-        reply_array(c, (long long)command_count());
-        command_foreach(command_info_cb, c);
-    } else if (karg_eq(sub, "count") && c->argc == 2) {
-        reply_int(c, (long long)command_count());
-    } else if (karg_eq(sub, "info")) {
-        if (c->argc == 2) {
-            reply_array(c, (long long)command_count());
-            command_foreach(command_info_cb, c);
-            return;
-        }
-        reply_array(c, c->argc - 2);
-        for (int i = 2; i < c->argc; i++) command_reply_info(c, command_lookup(c->argv[i].ptr, c->argv[i].len));
-    } else if (karg_eq(sub, "docs")) {
-        command_docs(c);
-    } else if (karg_eq(sub, "list") && c->argc == 2) {
-        reply_array(c, (long long)command_count());
-        command_foreach(command_name_cb, c);
-    } else if (karg_eq(sub, "getkeys") && c->argc >= 3) {
-        command_getkeys(c);
-    } else {
-        client_unknown_sub(c, "COMMAND");
+    reply_array(c, (long long)command_count());
+    command_foreach(command_info_cb, c);
+}
+
+static void command_count_cmd(client *c) {
+    reply_int(c, (long long)command_count());
+}
+
+static void command_info(client *c) {
+    if (c->argc == 2) {
+        cmd_command(c);
+        return;
     }
+    reply_array(c, c->argc - 2);
+    for (int i = 2; i < c->argc; i++) command_reply_info(c, command_lookup(c->argv[i].ptr, c->argv[i].len));
+}
+
+static void command_list(client *c) {
+    reply_array(c, (long long)command_count());
+    command_foreach(command_name_cb, c);
 }
 
 /* ---- SHUTDOWN, DEBUG ---- */
@@ -476,21 +547,17 @@ static void cmd_shutdown(client *c) {
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }
 
-static int debug_allowed(client *c) {
-    if (srv.enable_debug_cmd == 1) return 1;
-    if (srv.enable_debug_cmd == 2 && c->conn) {
-        char addr[128];
-        conn_addr(c->conn, addr, sizeof(addr), 1);
-        if (c->conn->type->is_local || !strncmp(addr, "127.", 4) || !strncmp(addr, "::1:", 4)) return 1;
-    }
-    reply_error(c, "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
-                   "you can run it from a local connection, otherwise you need to set this option in the "
-                   "configuration file, and then restart the server.");
+int protected_command_allowed(client *c, int setting, const char *name) {
+    if (setting == 1) return 1;
+    if (setting == 2 && c->conn && server_is_loopback(c->conn)) return 1;
+    reply_errorf(c, "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", you can run "
+                    "it from a local connection, otherwise you need to set this option in the configuration file, "
+                    "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
     return 0;
 }
 
 static void cmd_debug(client *c) {
-    if (!debug_allowed(c)) return;
+    if (!protected_command_allowed(c, srv.enable_debug_cmd, "DEBUG")) return;
     const karg *sub = &c->argv[1];
     if (karg_eq(sub, "sleep") && c->argc == 3) {
         long double secs;
@@ -509,7 +576,8 @@ static void cmd_debug(client *c) {
         reply_simple(c, "SLEEP <seconds>");
         reply_simple(c, "SET-ACTIVE-EXPIRE <0|1>");
     } else {
-        client_unknown_sub(c, "DEBUG");
+        reply_errorf(c, "ERR unknown subcommand '%.*s'. Try DEBUG HELP.", (int)(sub->len > 128 ? 128 : sub->len),
+                     sub->ptr);
     }
 }
 
@@ -517,18 +585,67 @@ static void cmd_info(client *c) {
     info_command(c);
 }
 
-static void cmd_config(client *c) {
-    config_command(c);
-}
-
-static void cmd_slowlog(client *c) {
-    slowlog_command(c);
+static void command_help(client *c) {
+    static const char *help[] = {
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)", "    Return details about all commands.",
+        "COUNT", "    Return the total number of commands in this server.",
+        "LIST", "    Return a list of all commands in this server.",
+        "INFO [<command-name> ...]", "    Return details about multiple commands.",
+        "DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
+        "GETKEYS <full-command>", "    Return the keys from a full command.",
+        "HELP", "    Print this help.",
+    };
+    reply_array(c, (long long)K_ARRAY_LEN(help));
+    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
 }
 
 #define SRV_CMD(n, p, a, f, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "server", .summary = s, .since = v}
 #define CONN_CMD(n, p, a, f, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "connection", .summary = s, .since = v}
+#define SUB(n, p, a, f, s) {.name = n, .proc = p, .arity = a, .flags = f, .summary = s}
+#define SUB_END {.name = NULL}
+
+static command client_subcommands[] = {
+    SUB("id", client_id, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns the unique client ID of the connection."),
+    SUB("getname", client_getname, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns the name of the connection."),
+    SUB("setname", client_setname, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the connection name."),
+    SUB("list", client_list, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Lists open connections."),
+    SUB("info", client_info, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns information about the connection."),
+    SUB("kill", client_kill, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Terminates open connections."),
+    SUB("setinfo", client_setinfo, 4, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets information specific to the client or connection."),
+    SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
+    SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
+    SUB_END,
+};
+
+static command command_subcommands[] = {
+    SUB("count", command_count_cmd, 2, CMD_LOADING | CMD_STALE, "Returns a count of commands."),
+    SUB("info", command_info, -2, CMD_LOADING | CMD_STALE, "Returns information about one, multiple or all commands."),
+    SUB("docs", command_docs, -2, CMD_LOADING | CMD_STALE, "Returns documentary information about one, multiple or all commands."),
+    SUB("list", command_list, -2, CMD_LOADING | CMD_STALE, "Returns a list of command names."),
+    SUB("getkeys", command_getkeys, -3, CMD_LOADING | CMD_STALE, "Extracts the key names from an arbitrary command."),
+    SUB("help", command_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
+    SUB_END,
+};
+
+static command config_subcommands[] = {
+    SUB("get", config_get_command, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns the effective values of configuration parameters."),
+    SUB("set", config_set_command, -4, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets configuration parameters in-flight."),
+    SUB("resetstat", config_resetstat_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Resets the server's statistics."),
+    SUB("rewrite", config_rewrite_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Persists the effective configuration to file."),
+    SUB("help", config_help_command, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
+    SUB_END,
+};
+
+static command slowlog_subcommands[] = {
+    SUB("get", slowlog_get_command, -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the slow log's entries."),
+    SUB("len", slowlog_len_command, 2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the number of entries in the slow log."),
+    SUB("reset", slowlog_reset_command, 2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Clears all entries from the slow log."),
+    SUB("help", slowlog_help_command, 2, CMD_LOADING | CMD_STALE, "Show helpful text about the different subcommands."),
+    SUB_END,
+};
 
 static command server_table[] = {
     CONN_CMD("ping", cmd_ping, -1, CMD_FAST, "Returns the server's liveliness response.", "1.0.0"),
@@ -541,14 +658,15 @@ static command server_table[] = {
              "Closes the connection.", "1.0.0"),
     CONN_CMD("reset", cmd_reset, 1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Resets the connection.", "6.2.0"),
-    CONN_CMD("client", cmd_client, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
-             "A container for client connection commands.", "2.4.0"),
-    SRV_CMD("command", cmd_command, -1, CMD_LOADING | CMD_STALE, "Returns detailed information about all commands.", "2.8.13"),
+    {.name = "client", .arity = -2, .group = "connection", .since = "2.4.0",
+     .summary = "A container for client connection commands.", .subcommands = client_subcommands},
+    {.name = "command", .proc = cmd_command, .arity = -1, .flags = CMD_LOADING | CMD_STALE, .group = "server",
+     .since = "2.8.13", .summary = "Returns detailed information about all commands.", .subcommands = command_subcommands},
     SRV_CMD("info", cmd_info, -1, CMD_LOADING | CMD_STALE, "Returns information and statistics about the server.", "1.0.0"),
-    SRV_CMD("config", cmd_config, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
-            "A container for server configuration commands.", "2.0.0"),
-    SRV_CMD("slowlog", cmd_slowlog, -2, CMD_ADMIN | CMD_LOADING | CMD_STALE,
-            "A container for slow log commands.", "2.2.12"),
+    {.name = "config", .arity = -2, .group = "server", .since = "2.0.0",
+     .summary = "A container for server configuration commands.", .subcommands = config_subcommands},
+    {.name = "slowlog", .arity = -2, .group = "server", .since = "2.2.12",
+     .summary = "A container for slow log commands.", .subcommands = slowlog_subcommands},
     SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
     SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),

@@ -12,8 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-#define STRING_MAX_LEN (512LL * 1024 * 1024)
-
 /* The stored form of an argument: adopts a big argument's object. */
 static kobj *arg_to_obj(const karg *a) {
     if (a->obj) return obj_incref(a->obj);
@@ -250,7 +248,7 @@ static void cmd_msetnx(client *c) {
 /* ---- in-place modification ---- */
 
 static int string_check_len(client *c, long long len) {
-    if (len <= STRING_MAX_LEN) return 1;
+    if (len <= srv.proto_max_bulk_len) return 1;
     reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     return 0;
 }
@@ -266,11 +264,10 @@ static void cmd_append(client *c) {
     }
     size_t len = obj_strlen(e->val);
     if (!string_check_len(c, (long long)(len + v->len))) return;
-    kobj *o = obj_make_writable(obj_incref(e->val), len + v->len);
+    kobj *o = db_value_writable(c->db, e, len + v->len);
     memcpy(o->v.ptr + o->len, v->ptr, v->len);
     o->len += v->len;
     o->v.ptr[o->len] = '\0';
-    db_replace_value(c->db, e, o);
     reply_int(c, (long long)o->len);
 }
 
@@ -295,17 +292,20 @@ static void cmd_setrange(client *c) {
         reply_int(c, (long long)cur);
         return;
     }
-    if (!string_check_len(c, offset + (long long)v->len)) return;
+    /* Written as a subtraction so a huge offset cannot overflow. */
+    if (offset > srv.proto_max_bulk_len - (long long)v->len) {
+        reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
     size_t end = (size_t)offset + v->len;
-    kobj *o = e ? obj_make_writable(obj_incref(e->val), end) : obj_string_alloc(end);
+    kobj *o = e ? db_value_writable(c->db, e, end) : obj_string_alloc(end);
     if (o->len < end) {
         memset(o->v.ptr + o->len, 0, end - o->len);
         o->len = end;
         o->v.ptr[end] = '\0';
     }
     memcpy(o->v.ptr + offset, v->ptr, v->len);
-    if (e) db_replace_value(c->db, e, o);
-    else db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+    if (!e) db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
     reply_int(c, (long long)o->len);
 }
 

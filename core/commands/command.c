@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #define COMMAND_NAME_MAX 64
 
@@ -24,7 +25,7 @@ static const void *command_key(const void *entry, size_t *len) {
 static const hashtable_type command_type = {.entry_key = command_key};
 
 static const command_family *const builtin_families[] = {
-    &commands_string, &commands_keys, &commands_server, &commands_multi,
+    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_module,
 };
 
 void command_setup(void) {
@@ -35,7 +36,15 @@ void command_setup(void) {
     }
 }
 
+static void command_release_names(command *cmd, void *priv) {
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++) {
+        km_free(sub->fullname);
+        sub->fullname = NULL;
+    }
+}
+
 void command_teardown(void) {
+    command_foreach(command_release_names, NULL);
     hashtable_release(commands);
     commands = NULL;
 }
@@ -47,14 +56,37 @@ command *command_lookup(const char *name, size_t len) {
     return hashtable_find(commands, lower, len);
 }
 
+command *command_lookup_sub(const command *cmd, const char *name, size_t len) {
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++)
+        if (strlen(sub->name) == len && strncasecmp(sub->name, name, len) == 0) return sub;
+    return NULL;
+}
+
+/* "config|get" */
+static char *command_join_name(const char *parent, const char *sub) {
+    size_t a = strlen(parent), b = strlen(sub);
+    char *s = km_alloc(a + b + 2);
+    memcpy(s, parent, a);
+    s[a] = '|';
+    memcpy(s + a + 1, sub, b + 1);
+    return s;
+}
+
 int command_register(command *cmd) {
     if (!hashtable_add(commands, cmd, NULL)) return K_ERR;
     cmd->fullname = (char *)cmd->name;
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++) {
+        sub->parent = cmd;
+        sub->fullname = command_join_name(cmd->name, sub->name);
+    }
     return K_OK;
 }
 
 int command_unregister(const char *name) {
-    return hashtable_delete(commands, name, strlen(name), NULL) ? K_OK : K_ERR;
+    void *popped;
+    if (!hashtable_delete(commands, name, strlen(name), &popped)) return K_ERR;
+    command_release_names(popped, NULL);
+    return K_OK;
 }
 
 size_t command_count(void) {
@@ -67,6 +99,22 @@ void command_foreach(void (*fn)(command *cmd, void *priv), void *priv) {
     hashtable_iter_init(&it, commands, 0);
     while (hashtable_iter_next(&it, &entry)) fn(entry, priv);
     hashtable_iter_reset(&it);
+}
+
+typedef struct foreach_all_ctx {
+    void (*fn)(command *cmd, void *priv);
+    void *priv;
+} foreach_all_ctx;
+
+static void command_visit_all(command *cmd, void *priv) {
+    foreach_all_ctx *ctx = priv;
+    ctx->fn(cmd, ctx->priv);
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++) ctx->fn(sub, ctx->priv);
+}
+
+void command_foreach_all(void (*fn)(command *cmd, void *priv), void *priv) {
+    foreach_all_ctx ctx = {fn, priv};
+    command_foreach(command_visit_all, &ctx);
 }
 
 int command_get_keys(const command *cmd, int argc, int *keys, int maxkeys) {
@@ -102,5 +150,5 @@ static void command_reset_one(command *cmd, void *priv) {
 }
 
 void command_reset_stats(void) {
-    command_foreach(command_reset_one, NULL);
+    command_foreach_all(command_reset_one, NULL);
 }

@@ -33,7 +33,7 @@ typedef void (*command_proc)(client *c);
 #define CMD_MAY_REPLICATE (1u << 13)
 #define CMD_NO_MULTI (1u << 14)
 #define CMD_ALLOW_BUSY (1u << 15)
-/* Internal: never throttled or filtered (admin and connection commands). */
+/* Registered by a module (COMMAND INFO shows the "module" flag). */
 #define CMD_MODULE (1u << 16)
 
 typedef struct command {
@@ -48,12 +48,19 @@ typedef struct command {
     const char *summary; /* for COMMAND DOCS */
     const char *since;
     void *module; /* owning module, NULL for built-ins */
+    /* A container command (CONFIG, CLIENT, ...) lists its subcommands here,
+     * an array ended by an entry with a NULL name. Each is a full command:
+     * arity counts the container's name, stats and errors use "config|get".
+     * A container runs its own proc only when called without arguments
+     * (COMMAND); otherwise argv[1] picks the subcommand. */
+    struct command *subcommands;
+    struct command *parent;
     /* Stats for INFO commandstats. */
     long long calls;
     long long usec;
     long long rejected_calls;
     long long failed_calls;
-    char *fullname; /* the name as INFO and errors show it */
+    char *fullname; /* "get" or "config|get": as INFO and errors show it */
 } command;
 
 void command_setup(void);
@@ -61,6 +68,8 @@ void command_teardown(void);
 
 /* Looks a name up case-insensitively. */
 command *command_lookup(const char *name, size_t len);
+/* The subcommand of container cmd named by arg, or NULL. */
+command *command_lookup_sub(const command *cmd, const char *name, size_t len);
 /* Adds a command (module commands). Returns -1 if the name is taken. */
 int command_register(command *cmd);
 int command_unregister(const char *name);
@@ -68,6 +77,8 @@ int command_unregister(const char *name);
 size_t command_count(void);
 /* Calls fn for every top-level command. */
 void command_foreach(void (*fn)(command *cmd, void *priv), void *priv);
+/* Same, then for each of its subcommands (INFO commandstats). */
+void command_foreach_all(void (*fn)(command *cmd, void *priv), void *priv);
 
 /* Key positions of a call: fills keys with argument indexes; returns count. */
 int command_get_keys(const command *cmd, int argc, int *keys, int maxkeys);

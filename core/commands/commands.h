@@ -23,6 +23,7 @@ extern const command_family commands_string;
 extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
+extern const command_family commands_module;
 
 /* Procedures other files refer to (dispatch treats these specially). */
 void cmd_multi(client *c);
@@ -35,6 +36,11 @@ void cmd_reset(client *c);
 /* Glob-style pattern matching as in Valkey's KEYS/SCAN MATCH/CONFIG GET:
  * * ? [abc] [^a-z] and \ escapes. */
 int glob_match(const char *pat, size_t patlen, const char *s, size_t slen, int nocase);
+
+/* For commands an operator must enable (DEBUG, MODULE): setting is 0 (no),
+ * 1 (yes) or 2 (local connections only). Replies Valkey's refusal and
+ * returns 0 when not allowed. */
+int protected_command_allowed(client *c, int setting, const char *name);
 
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);

@@ -49,9 +49,9 @@ static inline int byte_eq(int a, int b, int nocase) {
     return nocase ? fold(a) == fold(b) : a == b;
 }
 
-/* Matches the class starting just after '[' at *pp against the subject byte
- * ch. Advances the pattern slice to the closing ']' (or the last pattern byte when
- * the class is unterminated). Returns 1 if ch is accepted. */
+/* Matches the class starting just after '[' against the subject byte ch.
+ * Advances the pattern slice to the closing ']' (or to the last pattern byte
+ * when the class is unterminated). Returns 1 if ch is accepted. */
 static int match_class(const char **pp, size_t *plen, int ch, int nocase) {
     const char *p = *pp;
     size_t n = *plen;

@@ -16,21 +16,27 @@
 
 #include <string.h>
 
+typedef struct watched_key watched_key;
+
 /* An entry of db->watched: one key and its watchers. */
 typedef struct watch_entry {
     size_t keylen;
     char *key;
-    client **clients;
+    watched_key **watchers;
     int count;
     int cap;
 } watch_entry;
 
-/* A client's own list of what it watches. */
-typedef struct watched_key {
-    struct watched_key *next;
+/* One client watching one key; also a node of the client's own list. */
+struct watched_key {
+    watched_key *next;
+    client *c;
     db *db;
     watch_entry *we;
-} watched_key;
+    /* The key was already logically expired when watched: its deletion by
+     * expiry is then not a change (Valkey's rule). */
+    int expired;
+};
 
 const void *multi_watched_key(const void *entry, size_t *len) {
     const watch_entry *we = entry;
@@ -41,35 +47,47 @@ const void *multi_watched_key(const void *entry, size_t *len) {
 void multi_watched_free(void *entry) {
     watch_entry *we = entry;
     km_free(we->key);
-    km_free(we->clients);
+    km_free(we->watchers);
     km_free(we);
 }
 
-static void watch_entry_add_client(watch_entry *we, client *c) {
+static void watch_entry_add(watch_entry *we, watched_key *wk) {
     if (we->count == we->cap) {
         we->cap = we->cap ? we->cap * 2 : 2;
-        we->clients = km_realloc(we->clients, sizeof(client *) * (size_t)we->cap);
+        we->watchers = km_realloc(we->watchers, sizeof(watched_key *) * (size_t)we->cap);
     }
-    we->clients[we->count++] = c;
+    we->watchers[we->count++] = wk;
+}
+
+static watch_entry *watch_entry_get(db *d, const karg *key) {
+    watch_entry *we = hashtable_find(d->watched, key->ptr, key->len);
+    if (we) return we;
+    we = km_calloc(1, sizeof(*we));
+    we->key = km_strndup(key->ptr, key->len);
+    we->keylen = key->len;
+    hashtable_add(d->watched, we, NULL);
+    return we;
 }
 
 static void multi_watch_key(client *c, const karg *key) {
     for (watched_key *wk = c->watched; wk; wk = wk->next)
         if (wk->db == c->db && wk->we->keylen == key->len && memcmp(wk->we->key, key->ptr, key->len) == 0)
             return;
-    watch_entry *we = hashtable_find(c->db->watched, key->ptr, key->len);
-    if (!we) {
-        we = km_calloc(1, sizeof(*we));
-        we->key = km_strndup(key->ptr, key->len);
-        we->keylen = key->len;
-        hashtable_add(c->db->watched, we, NULL);
-    }
-    watch_entry_add_client(we, c);
+    db_entry *e = hashtable_find(c->db->keys, key->ptr, key->len);
     watched_key *wk = km_alloc(sizeof(*wk));
+    wk->c = c;
     wk->db = c->db;
-    wk->we = we;
+    wk->we = watch_entry_get(c->db, key);
+    wk->expired = e && db_is_expired(e);
     wk->next = c->watched;
     c->watched = wk;
+    watch_entry_add(wk->we, wk);
+}
+
+int multi_watch_count(const client *c) {
+    int n = 0;
+    for (const watched_key *wk = c->watched; wk; wk = wk->next) n++;
+    return n;
 }
 
 void multi_unwatch_all(client *c) {
@@ -78,8 +96,8 @@ void multi_unwatch_all(client *c) {
         c->watched = wk->next;
         watch_entry *we = wk->we;
         for (int i = 0; i < we->count; i++) {
-            if (we->clients[i] == c) {
-                we->clients[i] = we->clients[--we->count];
+            if (we->watchers[i] == wk) {
+                we->watchers[i] = we->watchers[--we->count];
                 break;
             }
         }
@@ -89,21 +107,42 @@ void multi_unwatch_all(client *c) {
     c->flags &= ~CLIENT_DIRTY_CAS;
 }
 
-void multi_touch_key(db *d, const char *key, size_t len) {
+void multi_touch_key(db *d, const char *key, size_t len, int by_expiry) {
     watch_entry *we = hashtable_find(d->watched, key, len);
     if (!we) return;
-    for (int i = 0; i < we->count; i++) we->clients[i]->flags |= CLIENT_DIRTY_CAS;
+    for (int i = 0; i < we->count; i++)
+        if (!(by_expiry && we->watchers[i]->expired)) we->watchers[i]->c->flags |= CLIENT_DIRTY_CAS;
 }
 
-void multi_touch_db(db *d) {
+void multi_touch_db(db *d, db *other) {
     hashtable_iter it;
     void *entry;
-    hashtable_iter_init(&it, d->watched, 0);
+    hashtable_iter_init(&it, d->watched, 1);
     while (hashtable_iter_next(&it, &entry)) {
         watch_entry *we = entry;
-        for (int i = 0; i < we->count; i++) we->clients[i]->flags |= CLIENT_DIRTY_CAS;
+        /* As in Valkey, only a key that exists (here or in the swapped-in
+         * database) counts as changed. */
+        int in_other = other && hashtable_find(other->keys, we->key, we->keylen);
+        if (!hashtable_find(d->keys, we->key, we->keylen) && !in_other) continue;
+        for (int i = 0; i < we->count; i++) {
+            /* A key that was already expired when watched and now simply
+             * goes away is no logical change. */
+            if (we->watchers[i]->expired && !in_other) continue;
+            we->watchers[i]->c->flags |= CLIENT_DIRTY_CAS;
+        }
     }
     hashtable_iter_reset(&it);
+}
+
+/* A watched key that expired since WATCH (but was not yet deleted) also
+ * fails the transaction. */
+static int multi_watched_key_expired(client *c) {
+    for (watched_key *wk = c->watched; wk; wk = wk->next) {
+        if (wk->expired) continue;
+        db_entry *e = hashtable_find(wk->db->keys, wk->we->key, wk->we->keylen);
+        if (e && db_is_expired(e)) return 1;
+    }
+    return 0;
 }
 
 /* ---- queueing ---- */
@@ -130,11 +169,9 @@ void multi_discard_state(client *c) {
 
 /* ---- commands ---- */
 
+/* MULTI and WATCH carry CMD_NO_MULTI: dispatch refuses them inside a
+ * transaction ("Command not allowed inside a transaction"), as Valkey does. */
 void cmd_multi(client *c) {
-    if (c->flags & CLIENT_MULTI) {
-        reply_error(c, "ERR MULTI calls can not be nested");
-        return;
-    }
     c->flags |= CLIENT_MULTI;
     reply_ok(c);
 }
@@ -177,7 +214,7 @@ void cmd_exec(client *c) {
     }
     if (c->flags & CLIENT_DIRTY_EXEC) {
         reply_error(c, "EXECABORT Transaction discarded because of previous errors.");
-    } else if (c->flags & CLIENT_DIRTY_CAS) {
+    } else if ((c->flags & CLIENT_DIRTY_CAS) || multi_watched_key_expired(c)) {
         reply_null_array(c);
     } else {
         /* Queued commands run with MULTI cleared so they execute. */
@@ -189,10 +226,6 @@ void cmd_exec(client *c) {
 }
 
 void cmd_watch(client *c) {
-    if (c->flags & CLIENT_MULTI) {
-        reply_error(c, "ERR WATCH inside MULTI is not allowed");
-        return;
-    }
     for (int i = 1; i < c->argc; i++) multi_watch_key(c, &c->argv[i]);
     reply_ok(c);
 }
@@ -204,7 +237,7 @@ static void cmd_unwatch(client *c) {
 
 static command multi_table[] = {
     {.name = "multi", .proc = cmd_multi, .arity = 1,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI | CMD_ALLOW_BUSY,
      .group = "transactions", .summary = "Starts a transaction.", .since = "1.2.0"},
     {.name = "exec", .proc = cmd_exec, .arity = 1,
      .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_SKIP_SLOWLOG,
@@ -213,7 +246,7 @@ static command multi_table[] = {
      .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
      .group = "transactions", .summary = "Discards a transaction.", .since = "2.0.0"},
     {.name = "watch", .proc = cmd_watch, .arity = -2,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI | CMD_ALLOW_BUSY,
      .first_key = 1, .last_key = -1, .key_step = 1,
      .group = "transactions", .summary = "Monitors changes to keys to determine the execution of a transaction.", .since = "2.2.0"},
     {.name = "unwatch", .proc = cmd_unwatch, .arity = 1,

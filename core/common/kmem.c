@@ -5,8 +5,11 @@
 #include <jemalloc/jemalloc.h>
 #else
 /* Sanitizer builds use the sanitizer's allocator (ASan and jemalloc cannot
- * both own malloc); glibc's mallinfo2 stands in for jemalloc's statistics. */
+ * both own malloc); its own counters stand in for jemalloc's statistics. */
 #include <malloc.h>
+/* From the sanitizer runtime (gcc ships no header declaring them). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+size_t __sanitizer_get_heap_size(void);
 #endif
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +71,9 @@ static size_t km_stat(const char *name) {
 }
 
 size_t km_used_memory(void) {
+    /* Memory freed into this thread's cache still counts as allocated in
+     * jemalloc's statistics; flush it first so eviction sees what it freed. */
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
     return km_stat("stats.allocated");
 }
 
@@ -76,12 +82,10 @@ size_t km_resident_memory(void) {
 }
 #else
 size_t km_used_memory(void) {
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
+    return __sanitizer_get_current_allocated_bytes();
 }
 
 size_t km_resident_memory(void) {
-    struct mallinfo2 mi = mallinfo2();
-    return mi.arena + mi.hblkhd;
+    return __sanitizer_get_heap_size();
 }
 #endif

@@ -21,7 +21,9 @@ char *km_strndup(const char *s, size_t len);
 size_t km_usable(const void *ptr);
 
 /* Bytes allocated by the process, from jemalloc's "stats.allocated" after
- * refreshing its epoch. Cheap enough to call on every write under maxmemory. */
+ * flushing this thread's cache and refreshing the statistics epoch. That
+ * costs microseconds: callers cache the result (once per event-loop
+ * iteration in server.c). */
 size_t km_used_memory(void);
 
 /* Resident memory jemalloc holds ("stats.resident"). */

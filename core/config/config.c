@@ -5,6 +5,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config_file.h"
+#include "module/module.h"
 #include "server/reply.h"
 #include "server/server.h"
 #include "server/slowlog.h"
@@ -100,7 +101,9 @@ static void get_octal(const config_def *d, char *buf, size_t len) {
     snprintf(buf, len, "%o", *(unsigned int *)d->value);
 }
 
+/* "class hard soft seconds" groups; all are validated before any applies. */
 static int set_obuf_limit(const config_def *d, int argc, char **argv, const char **err) {
+    client_buffer_limit normal = srv.obuf_limit_normal;
     if (argc % 4 != 0) {
         *err = "Wrong number of arguments in buffer limit configuration.";
         return K_ERR;
@@ -110,17 +113,18 @@ static int set_obuf_limit(const config_def *d, int argc, char **argv, const char
         char *end;
         long long secs = strtoll(argv[i + 3], &end, 10);
         if (config_parse_memory(argv[i + 1], &hard) != K_OK || config_parse_memory(argv[i + 2], &soft) != K_OK ||
-            *end || secs < 0) {
+            *end || end == argv[i + 3] || secs < 0) {
             *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
             return K_ERR;
         }
         if (strcasecmp(argv[i], "normal") == 0)
-            srv.obuf_limit_normal = (client_buffer_limit){hard, soft, secs};
+            normal = (client_buffer_limit){hard, soft, secs};
         else if (strcasecmp(argv[i], "replica") && strcasecmp(argv[i], "slave") && strcasecmp(argv[i], "pubsub")) {
             *err = "Invalid client class specified in buffer limit configuration.";
             return K_ERR;
         }
     }
+    srv.obuf_limit_normal = normal;
     return K_OK;
 }
 
@@ -174,6 +178,7 @@ static void get_empty(const config_def *d, char *buf, size_t len) {
 /* ---- apply hooks ---- */
 
 static void apply_maxclients(void) {
+    if (srv.el) server_adjust_open_files();
     int want = srv.maxclients + 128;
     if (srv.el && want > event_loop_setsize(srv.el)) event_loop_resize(srv.el, want);
 }
@@ -214,7 +219,8 @@ static const config_def config_table[] = {
     I("hz", 0, hz, "10", 1, 500, NULL),
     M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", apply_proto_max_bulk_len),
     M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", NULL),
-    X("client-output-buffer-limit", 0, NULL, "normal 0 0 0", set_obuf_limit, get_obuf_limit),
+    X("client-output-buffer-limit", 0, NULL, "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+      set_obuf_limit, get_obuf_limit),
     M("maxmemory", 0, maxmemory, "0", apply_maxmemory),
     E("maxmemory-policy", 0, maxmemory_policy, "noeviction", enum_policy),
     I("maxmemory-samples", 0, maxmemory_samples, "5", 1, 64, NULL),
@@ -232,6 +238,7 @@ static const config_def config_table[] = {
     B("lazyfree-lazy-user-del", 0, lazyfree_lazy_user_del, "no"),
     B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
     E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
+    E("enable-module-command", CFG_IMMUTABLE, enable_module_cmd, "no", enum_debug_cmd),
     X("loadmodule", CFG_IMMUTABLE, NULL, NULL, set_loadmodule, get_empty),
     X("save", 0, NULL, "", set_save, get_empty),
     X("appendonly", 0, NULL, "no", set_appendonly, get_no),
@@ -256,7 +263,7 @@ static const char *const valkey_known[] = {
     "cluster-replica-validity-factor", "cluster-require-full-coverage", "cluster-slave-no-failover",
     "cluster-slave-validity-factor", "cluster-slot-stats-enabled", "crash-log-enabled", "crash-memcheck-enabled",
     "dbfilename", "debug-context", "dir", "disable-thp", "dual-channel-replication-enabled", "dynamic-hz",
-    "enable-debug-assert", "enable-module-command", "enable-protected-configs", "events-per-io-thread",
+    "enable-debug-assert", "enable-protected-configs", "events-per-io-thread",
     "extended-redis-compatibility", "hash-max-listpack-entries", "hash-max-listpack-value",
     "hash-max-ziplist-entries", "hash-max-ziplist-value", "hide-user-data-from-log", "hll-sparse-max-bytes",
     "ignore-warnings", "jemalloc-bg-thread", "key-load-delay", "latency-monitor-threshold", "latency-tracking",
@@ -307,7 +314,7 @@ static int config_valkey_known(const char *name) {
 int config_parse_memory(const char *s, unsigned long long *out) {
     char *end;
     errno = 0;
-    if (!*s || *s == '-') return K_ERR;
+    if (!isdigit((unsigned char)*s)) return K_ERR; /* no sign, no spaces */
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s) return K_ERR;
     static const struct {
@@ -347,13 +354,18 @@ static int config_parse_ll(const char *s, long long min, long long max, long lon
 }
 
 static int config_set_enum(const config_def *d, const char *s, const char **err) {
+    static char msg[512];
     for (const config_enum *e = d->enums; e->name; e++) {
         if (!strcasecmp(e->name, s)) {
             *(int *)d->value = e->value;
             return K_OK;
         }
     }
-    *err = "argument(s) must be one of the following values";
+    /* Valkey lists the accepted values in the error. */
+    size_t off = (size_t)snprintf(msg, sizeof(msg), "argument(s) must be one of the following: ");
+    for (const config_enum *e = d->enums; e->name && off < sizeof(msg); e++)
+        off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s%s", e->name, e[1].name ? ", " : "");
+    *err = msg;
     return K_ERR;
 }
 
@@ -365,7 +377,9 @@ static int config_set_number(const config_def *d, const char *s, const char **er
         return K_ERR;
     }
     if (rv == CFG_OUT_OF_RANGE) {
-        *err = "argument must be between the allowed range";
+        static char msg[128];
+        snprintf(msg, sizeof(msg), "argument must be between %lld and %lld inclusive", d->min, d->max);
+        *err = msg;
         return K_ERR;
     }
     if (d->kind == CFG_INT) *(int *)d->value = (int)v;
@@ -450,10 +464,25 @@ static char *config_errf(const char *fmt, const char *a, const char *b) {
     return km_strdup(buf);
 }
 
+/* `<module>.<name> value`: modules load after the file is read, so the
+ * module layer keeps the value until the parameter is registered. */
+static int config_module_param_line(const char *file, int line, int argc, char **argv, char **err) {
+    char *reason = NULL;
+    if (argc != 2) {
+        *err = config_errf("wrong number of arguments for '%s'%s", argv[0], "");
+        return -1;
+    }
+    if (module_config_file_value(argv[0], argv[1], file, line, &reason) == K_OK) return 0;
+    *err = config_errf("'%s': %s", argv[0], reason);
+    km_free(reason);
+    return -1;
+}
+
 static int config_line(void *priv, const char *file, int line, int argc, char **argv, char **err) {
     current_file = file;
     current_line = line;
     const config_def *d = config_find(argv[0]);
+    if (!d && strchr(argv[0], '.')) return config_module_param_line(file, line, argc, argv, err);
     if (!d) {
         if (config_valkey_known(argv[0])) {
             server_log(LL_WARNING, "%s:%d: directive '%s' is not implemented by Keel and is ignored", file, line,
@@ -486,8 +515,9 @@ int config_load(const char *path, const char *overrides, char **err) {
 
 int config_set(const char *name, const char *value, char **err) {
     const config_def *d = config_find(name);
+    if (!d && strchr(name, '.')) return module_config_set(name, value, err);
     if (!d || (d->flags & CFG_IMMUTABLE)) {
-        *err = config_errf(d ? "can't set immutable config '%s'%s" : "Unknown option '%s'%s", name, "");
+        *err = d ? km_strdup("can't set immutable config") : config_errf("Unknown option '%s'%s", name, "");
         return K_ERR;
     }
     const char *reason;
@@ -512,7 +542,7 @@ int config_set(const char *name, const char *value, char **err) {
 
 int config_get(const char *name, char *buf, size_t len) {
     const config_def *d = config_find(name);
-    if (!d) return K_ERR;
+    if (!d) return module_config_get(name, buf, len);
     config_format(d, buf, len);
     return K_OK;
 }
@@ -543,10 +573,33 @@ void config_free(void) {
 
 /* ---- CONFIG command ---- */
 
-static void config_cmd_get(client *c) {
+/* Module parameters matching CONFIG GET's patterns: counted first (the map
+ * length comes first), then emitted. */
+typedef struct config_get_modules {
+    client *c;
+    int count;
+    int emit;
+} config_get_modules;
+
+static void config_get_module_param(const char *name, const char *value, int is_default, void *priv) {
+    config_get_modules *g = priv;
+    for (int a = 2; a < g->c->argc; a++) {
+        if (!glob_match(g->c->argv[a].ptr, g->c->argv[a].len, name, strlen(name), 1)) continue;
+        g->count++;
+        if (g->emit) {
+            reply_bulk_cstr(g->c, name);
+            reply_bulk_cstr(g->c, value);
+        }
+        return;
+    }
+}
+
+void config_get_command(client *c) {
     char buf[1024];
     const config_def *hits[K_ARRAY_LEN(config_table)];
     int n = 0;
+    config_get_modules mods = {.c = c};
+    module_config_foreach(config_get_module_param, &mods);
     for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
         const config_def *d = &config_table[i];
         for (int a = 2; a < c->argc; a++) {
@@ -556,47 +609,67 @@ static void config_cmd_get(client *c) {
             }
         }
     }
-    reply_map(c, n);
+    reply_map(c, n + mods.count);
     for (int i = 0; i < n; i++) {
         config_format(hits[i], buf, sizeof(buf));
         reply_bulk_cstr(c, hits[i]->name);
         reply_bulk_cstr(c, buf);
     }
+    mods.emit = 1;
+    module_config_foreach(config_get_module_param, &mods);
+}
+
+/* The name CONFIG SET reports and restores: a directive's own name (not an
+ * alias), or a module parameter's; NULL if neither exists. */
+static char *config_canonical_name(const char *name) {
+    const config_def *d = config_find(name);
+    char value[8];
+    if (d) return km_strdup(d->name);
+    if (!strchr(name, '.') || module_config_get(name, value, sizeof(value)) != K_OK) return NULL;
+    char *lower = km_strdup(name);
+    for (char *p = lower; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return lower;
+}
+
+/* Directives whose values are secrets, hidden from the slow log. */
+static int defs_redact(const char *name) {
+    return !strcasecmp(name, "requirepass") || !strcasecmp(name, "masterauth");
 }
 
 /* Applies name/value pairs all or nothing: on a failure the values set so
  * far are put back. */
-static void config_cmd_set(client *c) {
+void config_set_command(client *c) {
     int pairs = (c->argc - 2) / 2;
-    if (c->argc < 4 || (c->argc - 2) % 2) {
-        reply_wrong_arity(c);
+    if ((c->argc - 2) % 2) { /* a name without its value */
+        reply_syntax_error(c);
         return;
     }
     char **old = km_calloc((size_t)pairs, sizeof(char *));
-    const config_def **defs = km_calloc((size_t)pairs, sizeof(config_def *));
+    char **names = km_calloc((size_t)pairs, sizeof(char *));
     int done = 0;
     char *err = NULL;
     const char *failed = NULL;
     for (int i = 0; i < pairs; i++) {
-        char name[128], value[4096], buf[1024];
+        char name[128], buf[1024];
         snprintf(name, sizeof(name), "%.*s", (int)c->argv[2 + 2 * i].len, c->argv[2 + 2 * i].ptr);
-        snprintf(value, sizeof(value), "%.*s", (int)c->argv[3 + 2 * i].len, c->argv[3 + 2 * i].ptr);
-        defs[i] = config_find(name);
-        for (int j = 0; j < i && defs[i]; j++)
-            if (defs[j] == defs[i]) err = km_strdup("duplicate parameter");
-        if (!defs[i]) {
+        char *value = km_strndup(c->argv[3 + 2 * i].ptr, c->argv[3 + 2 * i].len);
+        if (defs_redact(name)) client_redact_arg(c, 3 + 2 * i);
+        names[i] = config_canonical_name(name);
+        for (int j = 0; j < i && names[i]; j++)
+            if (!strcmp(names[j], names[i]) && !err) err = km_strdup("duplicate parameter");
+        if (!names[i]) {
             reply_errorf(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
             break;
         }
         if (!err) {
-            config_format(defs[i], buf, sizeof(buf));
+            config_get(names[i], buf, sizeof(buf));
             old[i] = km_strdup(buf);
-            if (config_set(name, value, &err) == K_OK) {
+            if (config_set(names[i], value, &err) == K_OK) {
                 done++;
                 continue;
             }
         }
-        failed = defs[i]->name;
+        failed = names[i];
         break;
     }
     if (failed) {
@@ -607,17 +680,20 @@ static void config_cmd_set(client *c) {
     if (done < pairs) {
         for (int i = 0; i < done; i++) {
             char *ignore = NULL;
-            config_set(defs[i]->name, old[i], &ignore);
+            config_set(names[i], old[i], &ignore);
             km_free(ignore);
         }
     }
-    for (int i = 0; i < pairs; i++) km_free(old[i]);
+    for (int i = 0; i < pairs; i++) {
+        km_free(old[i]);
+        km_free(names[i]);
+    }
     km_free(old);
-    km_free(defs);
+    km_free(names);
     km_free(err);
 }
 
-static void config_reset_stats(void) {
+void config_resetstat_command(client *c) {
     long long *zero[] = {
         &srv.stat_numcommands, &srv.stat_numconnections, &srv.stat_rejected_conn, &srv.stat_expiredkeys,
         &srv.stat_evictedkeys, &srv.stat_keyspace_hits, &srv.stat_keyspace_misses, &srv.stat_net_input_bytes,
@@ -630,6 +706,7 @@ static void config_reset_stats(void) {
     srv.stat_peak_memory = 0;
     command_reset_stats();
     reply_errorstats_reset();
+    reply_ok(c);
 }
 
 /* Writes a value so that splitargs reads it back unchanged. */
@@ -646,13 +723,68 @@ static void config_quote(FILE *f, const char *v) {
     fputc('"', f);
 }
 
+/* Memory values are written back in the largest exact unit ("5mb"), as
+ * Valkey's CONFIG REWRITE does. */
+static void config_format_memory_human(const config_def *d, char *buf, size_t len) {
+    unsigned long long v = *(unsigned long long *)d->value;
+    static const struct {
+        const char *unit;
+        unsigned long long mul;
+    } units[] = {{"gb", 1024ULL * 1024 * 1024}, {"mb", 1024 * 1024}, {"kb", 1024}};
+    for (size_t i = 0; i < K_ARRAY_LEN(units); i++) {
+        if (v && v % units[i].mul == 0) {
+            snprintf(buf, len, "%llu%s", v / units[i].mul, units[i].unit);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", v);
+}
+
 static void config_write_directive(FILE *f, const config_def *d) {
     char buf[1024];
-    config_format(d, buf, sizeof(buf));
+    if (d->kind == CFG_MEMORY) config_format_memory_human(d, buf, sizeof(buf));
+    else config_format(d, buf, sizeof(buf));
     fprintf(f, "%s ", d->name);
     if (d->kind == CFG_SPECIAL) fputs(buf, f); /* already space-separated words */
     else config_quote(f, buf);
     fputc('\n', f);
+}
+
+static void config_write_pair(FILE *f, const char *name, const char *value) {
+    fprintf(f, "%s ", name);
+    config_quote(f, value);
+    fputc('\n', f);
+}
+
+/* Module parameters written so far by CONFIG REWRITE. */
+typedef struct config_rewrite_modules {
+    FILE *out;
+    char **names;
+    int count;
+} config_rewrite_modules;
+
+static int config_rewrite_module_seen(const config_rewrite_modules *r, const char *name) {
+    for (int i = 0; i < r->count; i++)
+        if (!strcasecmp(r->names[i], name)) return 1;
+    return 0;
+}
+
+/* A file line naming a loaded module's parameter gets its current value
+ * (first occurrence; later ones are dropped). Returns 0 for other lines. */
+static int config_rewrite_module_line(config_rewrite_modules *r, const char *name) {
+    char value[1024];
+    if (!strchr(name, '.') || module_config_get(name, value, sizeof(value)) != K_OK) return 0;
+    if (config_rewrite_module_seen(r, name)) return 1;
+    r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));
+    r->names[r->count++] = km_strdup(name);
+    config_write_pair(r->out, name, value);
+    return 1;
+}
+
+/* Changed module parameters the file lacked are appended. */
+static void config_rewrite_module_rest(const char *name, const char *value, int is_default, void *priv) {
+    config_rewrite_modules *r = priv;
+    if (!is_default && !config_rewrite_module_seen(r, name)) config_write_pair(r->out, name, value);
 }
 
 static int config_is_default(const config_def *d) {
@@ -684,11 +816,13 @@ static int config_rewrite(const char *path, char **err) {
         return K_ERR;
     }
     char seen[K_ARRAY_LEN(config_table)] = {0};
+    config_rewrite_modules mods = {.out = out};
     char line[8192];
     while (fgets(line, sizeof(line), in)) {
         char name[128] = "";
         sscanf(line, " %127s", name);
         const config_def *d = name[0] && name[0] != '#' ? config_find(name) : NULL;
+        if (!d && name[0] != '#' && config_rewrite_module_line(&mods, name)) continue;
         if (!d || d->get == get_empty) {
             fputs(line, out);
             continue;
@@ -702,6 +836,9 @@ static int config_rewrite(const char *path, char **err) {
         const config_def *d = &config_table[i];
         if (!seen[i] && d->get != get_empty && !config_is_default(d)) config_write_directive(out, d);
     }
+    module_config_foreach(config_rewrite_module_rest, &mods);
+    for (int i = 0; i < mods.count; i++) km_free(mods.names[i]);
+    km_free(mods.names);
     if (fflush(out) != 0 || fsync(fileno(out)) != 0 || fclose(out) != 0 || rename(tmp, path) != 0) {
         unlink(tmp);
         *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
@@ -710,7 +847,7 @@ static int config_rewrite(const char *path, char **err) {
     return K_OK;
 }
 
-static void config_cmd_rewrite(client *c) {
+void config_rewrite_command(client *c) {
     char *err = NULL;
     if (!srv.configfile) {
         reply_error(c, "ERR The server is running without a config file");
@@ -724,7 +861,7 @@ static void config_cmd_rewrite(client *c) {
     }
 }
 
-static void config_cmd_help(client *c) {
+void config_help_command(client *c) {
     static const char *help[] = {
         "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
@@ -737,21 +874,3 @@ static void config_cmd_help(client *c) {
     for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
 }
 
-void config_command(client *c) {
-    const karg *sub = &c->argv[1];
-    if (karg_eq(sub, "get") && c->argc >= 3) {
-        config_cmd_get(c);
-    } else if (karg_eq(sub, "set")) {
-        config_cmd_set(c);
-    } else if (karg_eq(sub, "resetstat") && c->argc == 2) {
-        config_reset_stats();
-        reply_ok(c);
-    } else if (karg_eq(sub, "rewrite") && c->argc == 2) {
-        config_cmd_rewrite(c);
-    } else if (karg_eq(sub, "help") && c->argc == 2) {
-        config_cmd_help(c);
-    } else {
-        reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try CONFIG HELP.",
-                     (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
-    }
-}

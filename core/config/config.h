@@ -35,7 +35,12 @@ int config_get(const char *name, char *buf, size_t len);
 config_module_line *config_module_lines(void);
 void config_free(void);
 
-void config_command(client *c);
+/* CONFIG subcommands. */
+void config_get_command(client *c);
+void config_set_command(client *c);
+void config_resetstat_command(client *c);
+void config_rewrite_command(client *c);
+void config_help_command(client *c);
 
 /* Valkey's "1gb", "100mb", "10k" memory values. */
 int config_parse_memory(const char *s, unsigned long long *out);

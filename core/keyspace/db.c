@@ -130,9 +130,11 @@ int db_is_expired(const db_entry *e) {
     return e->expire != -1 && e->expire <= server_mstime();
 }
 
+static int db_remove(db *d, const char *key, size_t len, int by_expiry);
+
 static void db_expire_entry(db *d, db_entry *e) {
     srv.stat_expiredkeys++;
-    db_delete(d, e->key, e->keylen);
+    db_remove(d, e->key, e->keylen, 1);
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
@@ -178,6 +180,15 @@ db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
     return e;
 }
 
+kobj *db_value_writable(db *d, db_entry *e, size_t need) {
+    /* The entry's own reference is handed to obj_make_writable, so an
+     * unshared RAW value grows in place instead of being copied. */
+    e->val = obj_make_writable(e->val, need);
+    db_touch(e);
+    db_signal_modified(d, e->key, e->keylen);
+    return e->val;
+}
+
 void db_replace_value(db *d, db_entry *e, kobj *val) {
     kobj *old = e->val;
     e->val = val;
@@ -194,14 +205,18 @@ db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
     return e;
 }
 
-int db_delete(db *d, const char *key, size_t len) {
+static int db_remove(db *d, const char *key, size_t len, int by_expiry) {
     void *popped;
     if (!hashtable_delete(d->keys, key, len, &popped)) return 0;
     db_entry *e = popped;
     if (e->expire != -1) hashtable_delete(d->expires, key, len, NULL);
-    db_signal_modified(d, key, len);
+    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, by_expiry);
     db_entry_free(e);
     return 1;
+}
+
+int db_delete(db *d, const char *key, size_t len) {
+    return db_remove(d, key, len, 0);
 }
 
 void db_set_expire(db *d, db_entry *e, int64_t when_ms) {
@@ -227,7 +242,7 @@ size_t db_expires_count(const db *d) {
 
 size_t db_flush(db *d) {
     size_t n = hashtable_size(d->keys);
-    multi_touch_db(d);
+    multi_touch_db(d, NULL);
     hashtable_empty(d->expires);
     hashtable_empty(d->keys);
     d->avg_ttl = 0;
@@ -243,8 +258,8 @@ size_t db_flush_all(void) {
 
 void db_swap(int a, int b) {
     db *x = &dbs[a], *y = &dbs[b];
-    multi_touch_db(x);
-    multi_touch_db(y);
+    multi_touch_db(x, y);
+    multi_touch_db(y, x);
     hashtable *keys = x->keys, *expires = x->expires;
     long long avg = x->avg_ttl;
     x->keys = y->keys;
@@ -257,7 +272,7 @@ void db_swap(int a, int b) {
 }
 
 void db_signal_modified(db *d, const char *key, size_t len) {
-    if (hashtable_size(d->watched)) multi_touch_key(d, key, len);
+    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, 0);
 }
 
 /* ---- active expiry ---- */

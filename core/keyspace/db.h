@@ -52,6 +52,9 @@ db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
 db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags);
 /* Replaces the value of an existing entry (takes the caller's reference). */
 void db_replace_value(db *d, db_entry *e, kobj *val);
+/* Makes e's string value writable in place with room for need bytes
+ * (copying it only if it is shared or not RAW) and returns it. */
+kobj *db_value_writable(db *d, db_entry *e, size_t need);
 /* Adds a key that does not exist. Returns NULL if it exists. */
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
 int db_delete(db *d, const char *key, size_t len);

@@ -79,8 +79,11 @@ static void evict_fill_pool(int policy) {
 /* Picks and deletes one key; returns the bytes it used, 0 if none. */
 static size_t evict_one(int policy) {
     if (policy == MAXMEMORY_ALLKEYS_RANDOM || policy == MAXMEMORY_VOLATILE_RANDOM) {
-        for (int tries = 0; tries < srv.databases; tries++) {
-            db *d = db_get(rand() % srv.databases);
+        /* Visit every database once, starting at a random one, so a key
+         * anywhere is found whenever one exists. */
+        int start = rand() % srv.databases;
+        for (int n = 0; n < srv.databases; n++) {
+            db *d = db_get((start + n) % srv.databases);
             db_entry *e = hashtable_random(policy == MAXMEMORY_ALLKEYS_RANDOM ? d->keys : d->expires);
             if (!e) continue;
             size_t sz = evict_entry_size(e);

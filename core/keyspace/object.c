@@ -78,10 +78,10 @@ int str_to_double(const char *s, size_t len, double *out) {
 }
 
 size_t ld_to_str(char *buf, size_t buflen, long double v) {
-    if (isinf(v)) return (size_t)snprintf(buf, buflen, v > 0 ? "inf" : "-inf");
-    int n = snprintf(buf, buflen, "%.17Lf", v);
+    int n = isinf(v) ? snprintf(buf, buflen, v > 0 ? "inf" : "-inf") : snprintf(buf, buflen, "%.17Lf", v);
+    if (n < 0 || (size_t)n >= buflen) return 0; /* does not fit: nothing usable */
     /* Trim trailing zeros and a trailing dot: "3.50000" -> "3.5". */
-    if (strchr(buf, '.')) {
+    if (!isinf(v) && strchr(buf, '.')) {
         while (n > 0 && buf[n - 1] == '0') n--;
         if (n > 0 && buf[n - 1] == '.') n--;
     }

@@ -83,10 +83,12 @@ const char *obj_encoding_name(const kobj *o);
 int str_to_ll(const char *s, size_t len, long long *out);
 /* Formats v into buf (at least 21 bytes); returns the length. */
 size_t ll_to_str(char *buf, long long v);
-/* Parses a long double as Valkey does for INCRBYFLOAT (no spaces, finite). */
+/* Parses a long double as Valkey does for INCRBYFLOAT (no spaces, not NaN;
+ * "inf" is accepted and callers refuse it where it matters). */
 int str_to_ld(const char *s, size_t len, long double *out);
 int str_to_double(const char *s, size_t len, double *out);
-/* Formats a long double in Valkey's human style ("%.17Lg" trimmed). */
+/* Formats a long double in Valkey's human style ("%.17Lf" with trailing
+ * zeros trimmed). Returns the length, or 0 if buf is too small. */
 size_t ld_to_str(char *buf, size_t buflen, long double v);
 
 #endif

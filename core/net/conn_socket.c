@@ -236,7 +236,7 @@ static int tcp_addr(conn *c, char *buf, size_t len, int remote) {
     } else {
         struct sockaddr_in6 *s = (struct sockaddr_in6 *)&sa;
         inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
-        snprintf(buf, len, "%s:%d", ip, ntohs(s->sin6_port));
+        snprintf(buf, len, "[%s]:%d", ip, ntohs(s->sin6_port)); /* as Valkey formats it */
     }
     return K_OK;
 }

@@ -46,6 +46,8 @@ static const char ERR_BIG_MBULK[] = "Protocol error: too big mbulk count string"
 static const char ERR_BIG_BULK[] = "Protocol error: too big bulk count string";
 static const char ERR_MBULK_LEN[] = "Protocol error: invalid multibulk length";
 static const char ERR_BULK_LEN[] = "Protocol error: invalid bulk length";
+static const char ERR_UNAUTH_MBULK[] = "Protocol error: unauthenticated multibulk length";
+static const char ERR_UNAUTH_BULK[] = "Protocol error: unauthenticated bulk length";
 static const char ERR_CRLF[] = "Protocol error: invalid CRLF in request";
 static const char ERR_QUOTES[] = "Protocol error: unbalanced quotes in request";
 
@@ -187,6 +189,7 @@ static int parse_count(resp_parser *p, const char *buf, size_t len) {
         next = cr + 2;
     }
     if (n > max) return fail(p, ERR_MBULK_LEN);
+    if (p->unauthenticated && n > RESP_UNAUTH_MULTIBULK) return fail(p, ERR_UNAUTH_MBULK);
     p->cur = next;
     if (n <= 0) return finish(p); /* "*0", "*-1": an empty request */
     p->mb_left = n;
@@ -208,6 +211,7 @@ static int parse_bulk_len(resp_parser *p, const char *buf, size_t len) {
         next = cr + 2;
     }
     if (n < 0 || n > p->max_bulk_len) return fail(p, ERR_BULK_LEN);
+    if (p->unauthenticated && n > RESP_UNAUTH_BULK) return fail(p, ERR_UNAUTH_BULK);
     p->cur = next;
     p->bulk_len = n;
     return STEP_OK;

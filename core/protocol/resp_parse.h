@@ -31,6 +31,10 @@
 #define RESP_BIG_ARG (32 * 1024)       /* bulk size read outside the query buffer */
 #define RESP_INLINE_MAX (64 * 1024)    /* longest inline request / count line */
 #define RESP_MULTIBULK_MAX (INT32_MAX) /* most arguments in one request */
+/* Before AUTH succeeds, requests are kept tiny (Valkey's limits), so an
+ * unauthenticated peer cannot make the server allocate much. */
+#define RESP_UNAUTH_MULTIBULK 10
+#define RESP_UNAUTH_BULK 16384
 
 typedef struct resp_arg {
     size_t off; /* offset of the argument's bytes in the request buffer */
@@ -50,6 +54,7 @@ typedef struct resp_parser {
      * Valkey defaults). */
     long long max_bulk_len;  /* proto-max-bulk-len, default 512 MB */
     long long max_multibulk; /* most arguments, default RESP_MULTIBULK_MAX */
+    int unauthenticated;     /* apply the RESP_UNAUTH_* limits */
 
     /* Results. argv/argc are valid after RESP_COMPLETE until the next call.
      * argc may be 0 for an empty request ("*0\r\n", a blank inline line):

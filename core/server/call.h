@@ -41,8 +41,8 @@ int call_add_client_event(call_client_event_fn fn, void *priv, void *owner);
 /* Removes every hook owned by owner (module unload). */
 void call_remove_owner(void *owner);
 
-/* Runs filters; replies with the error and returns 0 if one refuses. */
-int call_filters(client *c);
+/* Runs filters; returns the refusal of the first that refuses, or NULL. */
+const char *call_filters(client *c);
 void call_client_event(client *c, int event);
 
 /* Executes c->cmd with c->argv. */

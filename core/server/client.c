@@ -10,6 +10,7 @@
 #include "server/reply.h"
 #include "server/server.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -234,6 +235,7 @@ static void client_run_request(client *c) {
 static void client_process_input(client *c) {
     c->flags |= CLIENT_PROTECTED;
     while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big) {
+        c->parser.unauthenticated = srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED);
         resp_status st = resp_parse(&c->parser, c->qbuf + c->qbuf_pos, c->qbuf_len - c->qbuf_pos);
         if (st == RESP_INCOMPLETE) break;
         if (st == RESP_PROTO_ERROR) {
@@ -287,7 +289,8 @@ static void client_after_input(client *c, size_t n) {
     srv.stat_net_input_bytes += (long long)n;
     c->last_interaction = server_mstime();
     if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
-    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free(c);
+    /* Asynchronous: the caller still holds c after this returns. */
+    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free_async(c);
     if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
 }
 
@@ -353,51 +356,100 @@ static int client_arity_ok(const command *cmd, int argc) {
     return cmd->arity > 0 ? argc == cmd->arity : argc >= -cmd->arity;
 }
 
+/* Commands that act on the transaction itself run at once inside MULTI;
+ * everything else is queued. */
 static int client_is_multi_control(const command *cmd) {
     return cmd->proc == cmd_exec || cmd->proc == cmd_discard || cmd->proc == cmd_multi ||
            cmd->proc == cmd_watch || cmd->proc == cmd_quit || cmd->proc == cmd_reset;
 }
 
+/* Refuses the current command with err. Inside MULTI the transaction is
+ * flagged so EXEC fails; a refused EXEC aborts it, as Valkey does. */
+static void client_reject(client *c, const char *err) {
+    if (c->cmd) c->cmd->rejected_calls++;
+    if ((c->flags & CLIENT_MULTI) && c->cmd && c->cmd->proc == cmd_exec) {
+        reply_errorf(c, "EXECABORT Transaction discarded because of: %s", err);
+        multi_discard_state(c);
+        multi_unwatch_all(c);
+        return;
+    }
+    reply_error(c, err);
+    if (c->flags & CLIENT_MULTI) c->flags |= CLIENT_DIRTY_EXEC;
+}
+
+/* Resolves argv[0] (and argv[1] for containers) to a command, or rejects. */
+static int client_resolve(client *c) {
+    c->cmd = command_lookup(c->argv[0].ptr, c->argv[0].len);
+    if (!c->cmd) {
+        client_unknown_command(c);
+        if (c->flags & CLIENT_MULTI) c->flags |= CLIENT_DIRTY_EXEC;
+        return 0;
+    }
+    if (!c->cmd->subcommands || c->argc < 2) return 1;
+    command *sub = command_lookup_sub(c->cmd, c->argv[1].ptr, c->argv[1].len);
+    if (sub) {
+        c->cmd = sub;
+        return 1;
+    }
+    char err[256], upper[32];
+    size_t n = 0;
+    for (; c->cmd->name[n] && n < sizeof(upper) - 1; n++) upper[n] = (char)toupper((unsigned char)c->cmd->name[n]);
+    upper[n] = '\0';
+    snprintf(err, sizeof(err), "ERR unknown subcommand '%.*s'. Try %s HELP.",
+             (int)(c->argv[1].len > 128 ? 128 : c->argv[1].len), c->argv[1].ptr, upper);
+    client_reject(c, err);
+    return 0;
+}
+
+static int client_multi_needs_memory(const client *c) {
+    for (int i = 0; i < c->mcount; i++)
+        if (c->mcmds[i].cmd->flags & CMD_DENYOOM) return 1;
+    return 0;
+}
 
 /* Checks that fail a command before it runs; replies and returns 0. */
 static int client_precheck(client *c) {
     command *cmd = c->cmd;
-    if (!cmd) {
-        client_unknown_command(c);
-        return 0;
-    }
     if (!client_arity_ok(cmd, c->argc)) {
-        reply_wrong_arity(c);
+        char err[160];
+        snprintf(err, sizeof(err), "ERR wrong number of arguments for '%s' command", cmd->fullname);
+        client_reject(c, err);
         return 0;
     }
-    if (!(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
-        reply_error(c, "NOAUTH Authentication required.");
+    if (srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
+        client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
-    if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI) && !client_is_multi_control(cmd)) {
-        reply_error(c, "ERR Command not allowed inside a transaction");
+    if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI)) {
+        client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
-    if (srv.maxmemory && (cmd->flags & CMD_DENYOOM) && server_check_maxmemory() != K_OK) {
-        reply_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+    int needs_memory = (cmd->flags & CMD_DENYOOM) || (cmd->proc == cmd_exec && client_multi_needs_memory(c));
+    if (srv.maxmemory && needs_memory && server_check_maxmemory() != K_OK) {
+        client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
-    return call_filters(c);
+    const char *err = call_filters(c);
+    if (err) {
+        client_reject(c, err);
+        return 0;
+    }
+    return 1;
 }
 
 void client_execute(client *c) {
-    c->cmd = command_lookup(c->argv[0].ptr, c->argv[0].len);
     c->cmd_errors = 0;
     srv.current_client = c;
-    if (!client_precheck(c)) {
-        if (c->cmd) c->cmd->rejected_calls++;
-        if (c->flags & CLIENT_MULTI) c->flags |= CLIENT_DIRTY_EXEC;
-    } else if ((c->flags & CLIENT_MULTI) && !client_is_multi_control(c->cmd)) {
-        multi_queue(c);
-    } else {
-        call(c);
+    if (client_resolve(c)) {
+        c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
+        if (!client_precheck(c)) {
+            /* refused: client_reject replied */
+        } else if ((c->flags & CLIENT_MULTI) && !client_is_multi_control(c->cmd)) {
+            multi_queue(c);
+        } else {
+            call(c);
+        }
     }
-    c->lastcmd = c->cmd;
     srv.current_client = NULL;
 }
 
@@ -556,6 +608,8 @@ static void client_flags_str(client *c, char *buf) {
     *p = '\0';
 }
 
+/* Returns the length of the full line; it is complete in buf only when
+ * that is less than len (snprintf's rule), so callers grow and retry. */
 size_t client_info_line(client *c, char *buf, size_t len) {
     char addr[128] = "", laddr[128] = "", flags[16];
     if (c->conn) {
@@ -573,7 +627,7 @@ size_t client_info_line(client *c, char *buf, size_t len) {
                      (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1,
                      c->name ? c->name : "", (long long)(now - c->ctime) / 1000,
                      (long long)(now - c->last_interaction) / 1000, flags, c->db->id,
-                     (c->flags & CLIENT_MULTI) ? c->mcount : -1, 0, c->qbuf_len - c->qbuf_pos,
+                     (c->flags & CLIENT_MULTI) ? c->mcount : -1, multi_watch_count(c), c->qbuf_len - c->qbuf_pos,
                      c->qbuf_cap - c->qbuf_len, CLIENT_REPLY_CHUNK, c->reply_bytes,
                      c->qbuf_cap + c->reply_bytes + sizeof(client),
                      (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",

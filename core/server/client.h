@@ -106,6 +106,7 @@ typedef struct client {
     command *lastcmd;
     uint64_t cmd_start_us;
     long long cmd_errors; /* error replies during this command */
+    uint64_t redacted;    /* bit i: argv[i] is secret (slow log shows "(redacted)") */
 
     /* Output. */
     reply_block *reply_head;
@@ -133,12 +134,19 @@ void client_handle_pending_writes(void);
 void client_free_closed(void);
 /* Closes idle clients and enforces buffer limits (cron). */
 void client_cron(void);
+/* Closes c (asynchronously) if its pending replies exceed the hard limit. */
+void client_check_obuf_now(client *c);
 
 /* Feeds bytes as if read from the connection (fuzzing, fake clients). */
 void client_feed_input(client *c, const char *buf, size_t len);
 
 /* Runs one parsed command; used by the read path and EXEC. */
 void client_execute(client *c);
+
+/* Hides argument i of the running command from the slow log (passwords). */
+static inline void client_redact_arg(client *c, int i) {
+    if (i < 64) c->redacted |= 1ull << i;
+}
 
 /* Makes c->argv own copies of its arguments (MULTI queueing). */
 karg *client_copy_args(int argc, const karg *argv);

@@ -20,6 +20,10 @@
 
 void info_appendf(info_buf *b, const char *fmt, ...) {
     va_list ap;
+    if (!b->data) {
+        b->cap = 4096;
+        b->data = km_alloc(b->cap);
+    }
     for (;;) {
         va_start(ap, fmt);
         int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
@@ -184,6 +188,23 @@ static void info_stats(info_buf *b) {
                  srv.stat_unexpected_error_replies, srv.stat_io_reads_processed, srv.stat_io_writes_processed);
 }
 
+/* Keel has no replication: it reports itself as a primary with no replicas,
+ * which is what monitoring tools expect to read from a standalone server. */
+static void info_replication(info_buf *b) {
+    info_appendf(b,
+                 "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
+                 "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
+                 "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
+                 "repl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
+                 srv.runid);
+}
+
+static void info_persistence(info_buf *b) {
+    info_appendf(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n"
+                    "rdb_bgsave_in_progress:0\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\n"
+                    "aof_rewrite_in_progress:0\r\n");
+}
+
 static void info_cpu(info_buf *b) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -204,13 +225,13 @@ static void info_keyspace(info_buf *b) {
 static void info_cmdstat(command *cmd, void *priv) {
     if (!cmd->calls && !cmd->failed_calls && !cmd->rejected_calls) return;
     info_appendf(priv, "cmdstat_%s:calls=%lld,usec=%lld,usec_per_call=%.2f,rejected_calls=%lld,failed_calls=%lld\r\n",
-                 cmd->name, cmd->calls, cmd->usec, cmd->calls ? (double)cmd->usec / (double)cmd->calls : 0.0,
+                 cmd->fullname, cmd->calls, cmd->usec, cmd->calls ? (double)cmd->usec / (double)cmd->calls : 0.0,
                  cmd->rejected_calls, cmd->failed_calls);
 }
 
 static void info_commandstats(info_buf *b) {
     info_appendf(b, "# Commandstats\r\n");
-    command_foreach(info_cmdstat, b);
+    command_foreach_all(info_cmdstat, b);
 }
 
 static void info_errstat(const char *prefix, long long count, void *priv) {
@@ -230,7 +251,8 @@ typedef struct info_section {
 
 static const info_section sections[] = {
     {"server", info_server, 1},   {"clients", info_clients, 1},         {"memory", info_memory, 1},
-    {"stats", info_stats, 1},     {"cpu", info_cpu, 1},                 {"keyspace", info_keyspace, 1},
+    {"persistence", info_persistence, 1}, {"stats", info_stats, 1}, {"replication", info_replication, 1},
+    {"cpu", info_cpu, 1},         {"keyspace", info_keyspace, 1},
     {"commandstats", info_commandstats, 0}, {"errorstats", info_errorstats, 1},
 };
 

@@ -21,6 +21,19 @@ static void usage(void) {
             "       ./keel-server /etc/myconf.conf --loglevel verbose\n");
 }
 
+/* Appends a value double-quoted with the escapes splitargs undoes. */
+static size_t append_quoted(char *dst, const char *v) {
+    size_t n = 0;
+    dst[n++] = ' ';
+    dst[n++] = '"';
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\') dst[n++] = '\\';
+        dst[n++] = *v;
+    }
+    dst[n++] = '"';
+    return n;
+}
+
 /* Turns "--port 7777 --bind a b" into "port 7777\nbind a b\n". */
 static char *overrides_from_args(int argc, char **argv, int first) {
     size_t cap = 256, len = 0;
@@ -29,10 +42,10 @@ static char *overrides_from_args(int argc, char **argv, int first) {
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         int is_name = a[0] == '-' && a[1] == '-' && a[2];
-        size_t need = strlen(a) + 8;
+        size_t need = 2 * strlen(a) + 8;
         if (len + need >= cap) text = km_realloc(text, cap = (cap + need) * 2);
         if (is_name) len += (size_t)sprintf(text + len, "%s%s", len ? "\n" : "", a + 2);
-        else len += (size_t)sprintf(text + len, " \"%s\"", a);
+        else len += append_quoted(text + len, a);
     }
     text[len++] = '\n';
     text[len] = '\0';

@@ -47,6 +47,9 @@ void reply_raw(client *c, const char *s, size_t len) {
     b = reply_new_block(c, len);
     memcpy(b->buf, s, len);
     b->used = len;
+    /* A new block is the moment a reply grows: enforce the hard output
+     * limit now rather than at the next cron. */
+    if (srv.obuf_limit_normal.hard) client_check_obuf_now(c);
 }
 
 static void reply_obj_ref(client *c, kobj *o) {
@@ -193,12 +196,6 @@ void reply_bulk_obj(client *c, kobj *o) {
     reply_len_line(c, '$', (long long)o->len);
     reply_obj_ref(c, o);
     reply_raw(c, "\r\n", 2);
-}
-
-void reply_bulk_ld(client *c, long double v) {
-    char buf[5500];
-    size_t len = ld_to_str(buf, sizeof(buf), v);
-    reply_bulk(c, buf, len);
 }
 
 void reply_double(client *c, double d) {

@@ -25,8 +25,6 @@ void reply_bulk_cstr(client *c, const char *s);
 void reply_bulk_ll(client *c, long long v);
 void reply_bulk_obj(client *c, kobj *o);
 void reply_double(client *c, double d);
-/* A bulk string formatted from a long double (INCRBYFLOAT). */
-void reply_bulk_ld(client *c, long double v);
 void reply_null(client *c);       /* $-1 / _ */
 void reply_null_array(client *c); /* *-1 / _ */
 void reply_bool(client *c, int v);

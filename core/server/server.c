@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,11 +78,11 @@ int server_check_maxmemory(void) {
 
 /* ---- accepting ---- */
 
-static int server_is_loopback(conn *cn) {
+int server_is_loopback(conn *cn) {
     char addr[128];
     if (cn->type->is_local) return 1;
     conn_addr(cn, addr, sizeof(addr), 1);
-    return !strncmp(addr, "127.", 4) || !strncmp(addr, "::1:", 4);
+    return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]:", 6);
 }
 
 static void server_reject(conn *cn, const char *msg, long long *counter) {
@@ -95,7 +96,7 @@ static void server_accept_done(conn *cn) {
     call_client_event(c, CALL_EVENT_CONNECT);
 }
 
-static void server_on_accept(conn *cn, void *priv) {
+void server_on_accept(conn *cn, void *priv) {
     if (srv.connected_clients >= (unsigned long)srv.maxclients) {
         server_reject(cn, "-ERR max number of clients reached\r\n", &srv.stat_rejected_conn);
         return;
@@ -115,6 +116,10 @@ static void server_on_accept(conn *cn, void *priv) {
 
 static int server_listen(char **err) {
     char msg[256];
+    if (srv.port == 0 && !srv.unixsocket) {
+        *err = km_strdup("Configured to not listen anywhere, exiting.");
+        return K_ERR;
+    }
     conn_listener *tcp = &srv.listeners[0], *unx = &srv.listeners[1];
     *tcp = (conn_listener){.type = &conn_type_tcp, .port = srv.port, .backlog = srv.tcp_backlog,
                            .on_accept = server_on_accept};
@@ -143,6 +148,7 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     if (srv.active_expire_enabled) db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
     db_cron();
     if (srv.maxmemory) server_check_maxmemory();
+    module_cron();
     if (shutdown_signal) {
         server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
         srv.shutdown_asap = 1;
@@ -155,7 +161,11 @@ static void server_before_sleep(event_loop *el) {
     client_handle_pending_writes();
     client_free_closed();
     used_memory_fresh = 0;
-    if (srv.shutdown_asap || shutdown_signal) event_loop_stop(el);
+    if (shutdown_signal && !srv.shutdown_asap) {
+        server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        srv.shutdown_asap = 1;
+    }
+    if (srv.shutdown_asap) event_loop_stop(el);
 }
 
 static void server_after_sleep(event_loop *el) {
@@ -212,6 +222,27 @@ static void server_daemonize(void) {
     }
 }
 
+/* Raises the open-files limit to fit maxclients plus the server's own
+ * descriptors; when the system refuses, lowers maxclients to what fits, as
+ * Valkey does, so accept() never fails for lack of descriptors first. */
+#define SERVER_RESERVED_FDS 32
+void server_adjust_open_files(void) {
+    struct rlimit rl;
+    rlim_t want = (rlim_t)srv.maxclients + SERVER_RESERVED_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur >= want) return;
+    /* Ask for what is wanted, else for the hard limit (which an
+     * unprivileged process may always raise its soft limit to). */
+    struct rlimit ask = {.rlim_cur = want, .rlim_max = rl.rlim_max > want ? rl.rlim_max : want};
+    if (setrlimit(RLIMIT_NOFILE, &ask) == 0) return;
+    ask = (struct rlimit){.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+    if (rl.rlim_max > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &ask) == 0) rl.rlim_cur = rl.rlim_max;
+    int fit = rl.rlim_cur > SERVER_RESERVED_FDS ? (int)(rl.rlim_cur - SERVER_RESERVED_FDS) : 1;
+    server_log(LL_WARNING, "You requested maxclients of %d requiring at least %llu max file descriptors; "
+               "the limit is %llu, so maxclients is now %d.", srv.maxclients, (unsigned long long)want,
+               (unsigned long long)rl.rlim_cur, fit);
+    srv.maxclients = fit;
+}
+
 int server_init_core(char **err) {
     srv.pid = getpid();
     srv.start_us = event_mono_us();
@@ -229,6 +260,7 @@ int server_init_core(char **err) {
 
 int server_setup(char **err) {
     if (srv.daemonize) server_daemonize();
+    server_adjust_open_files();
     if (server_init_core(err) != K_OK) return K_ERR;
     if (server_listen(err) != K_OK) return K_ERR;
     if (module_load_configured(err) != K_OK) return K_ERR;

@@ -71,7 +71,8 @@ typedef struct server {
     int active_expire_effort;
     int lazyfree_lazy_user_del;
     int lazyfree_lazy_user_flush;
-    int enable_debug_cmd; /* 0 no, 1 yes, 2 local */
+    int enable_debug_cmd;  /* 0 no, 1 yes, 2 local */
+    int enable_module_cmd; /* 0 no, 1 yes, 2 local */
     int active_expire_enabled;
     char *configfile; /* absolute path, NULL without a file */
     char *executable;
@@ -138,6 +139,15 @@ int server_setup(char **err);
 void server_run(void);
 /* Frees everything so leak checkers see a clean exit. */
 void server_teardown(void);
+
+/* The accept path of every listener, built-in or a module transport's:
+ * admission (maxclients, protected mode), then the transport's accept. */
+void server_on_accept(conn *cn, void *priv);
+
+/* Raises RLIMIT_NOFILE for maxclients, or lowers maxclients to fit. */
+void server_adjust_open_files(void);
+/* 1 for unix sockets and loopback peers (protected mode, DEBUG local). */
+int server_is_loopback(conn *cn);
 
 /* Runs the memory limit; returns 0 if the write may proceed. */
 int server_check_maxmemory(void);

@@ -63,6 +63,9 @@ static slowlog_entry *slowlog_entry_new(client *c, uint64_t us) {
             int n = snprintf(buf, sizeof(buf), "... (%d more arguments)", c->argc - argc + 1);
             e->argv[i] = km_strndup(buf, (size_t)n);
             e->lens[i] = (size_t)n;
+        } else if (i < 64 && (c->redacted & (1ull << i))) {
+            e->argv[i] = km_strdup("(redacted)");
+            e->lens[i] = strlen(e->argv[i]);
         } else {
             e->argv[i] = slowlog_arg(&c->argv[i], &e->lens[i]);
         }
@@ -123,8 +126,12 @@ static void slowlog_reply_entry(client *c, slowlog_entry *e) {
     reply_bulk_cstr(c, e->name);
 }
 
-static void slowlog_get(client *c) {
+void slowlog_get_command(client *c) {
     long long count = 10;
+    if (c->argc > 3) {
+        reply_wrong_arity(c);
+        return;
+    }
     if (c->argc == 3) {
         if (!str_to_ll(c->argv[2].ptr, c->argv[2].len, &count) || count < -1) {
             reply_error(c, "ERR count should be greater than or equal to -1");
@@ -138,26 +145,26 @@ static void slowlog_get(client *c) {
     for (long long i = 0; i < count; i++, e = e->next) slowlog_reply_entry(c, e);
 }
 
-void slowlog_command(client *c) {
-    const karg *sub = &c->argv[1];
-    if (c->argc <= 3 && karg_eq(sub, "get")) {
-        slowlog_get(c);
-    } else if (c->argc == 2 && karg_eq(sub, "len")) {
-        reply_int(c, (long long)slowlog_len);
-    } else if (c->argc == 2 && karg_eq(sub, "reset")) {
-        slowlog_reset();
-        reply_ok(c);
-    } else if (c->argc == 2 && karg_eq(sub, "help")) {
-        static const char *help[] = {
-            "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-            "LEN", "    Return the length of the slowlog.",
-            "RESET", "    Reset the slowlog.",
-            "HELP", "    Print this help.",
-        };
-        reply_array(c, (long long)K_ARRAY_LEN(help));
-        for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
-    } else {
-        reply_errorf(c, "ERR unknown subcommand '%.*s'. Try SLOWLOG HELP.", (int)(sub->len > 128 ? 128 : sub->len), sub->ptr);
-    }
+void slowlog_len_command(client *c) {
+    reply_int(c, (long long)slowlog_len);
+}
+
+void slowlog_reset_command(client *c) {
+    slowlog_reset();
+    reply_ok(c);
+}
+
+void slowlog_help_command(client *c) {
+    static const char *help[] = {
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN", "    Return the length of the slowlog.",
+        "RESET", "    Reset the slowlog.",
+        "HELP", "    Print this help.",
+    };
+    reply_array(c, (long long)K_ARRAY_LEN(help));
+    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
 }

@@ -7,7 +7,11 @@
 #include "server/client.h"
 
 void slowlog_push(client *c, uint64_t us);
-void slowlog_command(client *c);
+/* SLOWLOG subcommands. */
+void slowlog_get_command(client *c);
+void slowlog_len_command(client *c);
+void slowlog_reset_command(client *c);
+void slowlog_help_command(client *c);
 void slowlog_teardown(void);
 
 #endif

@@ -1,0 +1,117 @@
+/* module_internal.h -- what the module system's files share: the server-side
+ * structs behind the SDK's opaque handles, the per-area API groups, and the
+ * release functions unload and rollback call.
+ *
+ * Files of core/module/:
+ *   module.c           the registry, the loader (handshake checks, init,
+ *                      rollback), unload, teardown, MODULE LIST data
+ *   module_api.c       the keel_api table and its core group
+ *   module_command.c   module commands, arguments and replies
+ *   module_keyspace.c  keys, custom data types, their object hooks
+ *   module_hooks.c     filters, observers, client events, timers, cron, INFO
+ *   module_config.c    `<module>.<name>` configuration parameters
+ *   module_transport.c connection types provided by modules
+ *
+ * Nothing here is visible to modules: they see only sdk/include/keel.
+ *
+ * Threads: main thread, except where a function says otherwise. */
+#ifndef KEEL_MODULE_INTERNAL_H
+#define KEEL_MODULE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keel/keel_module.h"
+#include "server/client.h"
+
+typedef struct module module;
+
+/* Phases of a context: registrations are accepted only in MODULE_PHASE_INIT. */
+#define MODULE_PHASE_INIT 1
+#define MODULE_PHASE_RUN 2
+
+struct keel_ctx {
+    module *mod;
+    client *c; /* the client of a command or filter; NULL otherwise */
+    int phase;
+};
+
+struct module {
+    char *name;
+    uint32_t version;
+    char *path;
+    int argc;
+    char **argv;
+    void *handle;                 /* dlopen's */
+    const keel_module_info *info; /* in the module's memory */
+    int (*deinit)(keel_ctx *ctx);
+    keel_ctx ctx;   /* given to init; lives until unload */
+    char *error;    /* the last set_error() */
+    int reg_failed; /* a registration failed during init */
+    /* What the module registered is kept by each area's file, in lists of
+     * records naming their module; unload releases them by owner. */
+    module *next;
+};
+
+struct keel_type {
+    module *mod;
+    char name[10];
+    int encver;
+    void (*free)(void *value);
+    size_t (*mem_usage)(const void *value);
+    void *(*copy)(const void *value);
+    long long live; /* values of this type stored in keys */
+    keel_type *next;
+};
+
+/* Debug builds check the SDK's thread rule on every main-thread function. */
+#ifndef NDEBUG
+void module_assert_main_thread(void);
+#define MODULE_ASSERT_MAIN() module_assert_main_thread()
+#else
+#define MODULE_ASSERT_MAIN() ((void)0)
+#endif
+
+/* Reports a failed registration: during init it fails the load (the first
+ * message becomes the load error); later it is only logged. */
+void module_reg_error(keel_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Copies a struct a module passed (whose first field is its uint32_t size)
+ * into dst: the fields its size covers, zeroes after. Returns K_ERR if the
+ * module's struct is smaller than min (the 1.0 layout). */
+int module_copy_def(void *dst, size_t dst_size, const void *src, size_t min);
+/* [a-z0-9_-]{1,max}: module, parameter and transport names. */
+int module_name_valid(const char *s, size_t max);
+int module_in_init(keel_ctx *ctx, const char *what);
+
+/* The API groups, one per area. */
+extern const keel_api_core module_api_core;
+extern const keel_api_command module_api_command;
+extern const keel_api_keyspace module_api_keyspace;
+extern const keel_api_hooks module_api_hooks;
+extern const keel_api_info module_api_info;
+extern const keel_api_transport module_api_transport;
+extern const keel_api module_api;
+
+/* Unload and rollback: each area frees what the module registered. */
+void module_commands_release(module *m);
+void module_types_release(module *m);
+/* Deletes every key holding a value of one of m's types. */
+void module_purge_values(module *m);
+long long module_live_values(const module *m);
+void module_hooks_release(module *m);
+void module_configs_release(module *m);
+void module_transports_release(module *m);
+uint64_t module_open_conns(const module *m);
+
+/* The info group's config_register (module_config.c). */
+int module_api_config_register(keel_ctx *ctx, const keel_config_def *def);
+/* Module configuration during a load: MODULE LOADEX CONFIG pairs. */
+void module_config_begin_load(int ncfg, const char *const *cfg);
+/* The first LOADEX name no parameter used, or NULL. */
+const char *module_config_end_load(void);
+/* After the start-up loads: a config-file value no module claimed is an
+ * error naming its file and line. */
+int module_config_check_pending(char **err);
+void module_config_teardown(void);
+
+#endif

@@ -1,0 +1,630 @@
+/* check_config.c -- unit tests for core/config/config.c: defaults, memory
+ * units, CONFIG SET validation and messages, immutable directives, loading
+ * files (include, comments, quoting, errors with file:line, Valkey
+ * directives Keel does not implement), command-line overrides,
+ * client-output-buffer-limit, loadmodule lines and CONFIG GET formatting.
+ *
+ * Each test starts from config_set_defaults() on a zeroed srv and ends with
+ * config_free(); config files live in a fresh temporary directory. */
+#include "config/config.h"
+
+#include "common/kmem.h"
+#include "server/server.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char g_dir[256];
+
+static void setup(void) {
+    memset(&srv, 0, sizeof(srv));
+    config_set_defaults();
+    snprintf(g_dir, sizeof(g_dir), "/tmp/keel-check-config-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(g_dir));
+}
+
+static void teardown(void) {
+    config_free();
+    char cmd[320];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* Writes name in the temp dir; returns its path (static, one per slot). */
+static const char *write_file(int slot, const char *name, const char *text) {
+    static char paths[4][320];
+    snprintf(paths[slot], sizeof(paths[slot]), "%s/%s", g_dir, name);
+    FILE *f = fopen(paths[slot], "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+    ck_assert_int_eq(fclose(f), 0);
+    return paths[slot];
+}
+
+static void expect_get(const char *name, const char *want) {
+    char buf[1024];
+    memset(buf, 'X', sizeof(buf));
+    ck_assert_msg(config_get(name, buf, sizeof(buf)) == 0, "config_get(%s) failed", name);
+    ck_assert_msg(strcmp(buf, want) == 0, "config_get(%s) = \"%s\", want \"%s\"", name, buf, want);
+}
+
+static void expect_set_ok(const char *name, const char *value) {
+    char *err = NULL;
+    int rc = config_set(name, value, &err);
+    ck_assert_msg(rc == 0, "config_set(%s, \"%s\") failed: %s", name, value, err ? err : "(no message)");
+    ck_assert_ptr_null(err);
+}
+
+/* Fails to set, with an error containing want_sub, and leaves the value as it was. */
+static void expect_set_err(const char *name, const char *value, const char *want_sub) {
+    char before[1024], after[1024];
+    int known = config_get(name, before, sizeof(before)) == 0;
+    char *err = NULL;
+    int rc = config_set(name, value, &err);
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", err ? err : "");
+    km_free(err);
+    ck_assert_msg(rc != 0, "config_set(%s, \"%s\") accepted", name, value);
+    ck_assert_msg(msg[0], "config_set(%s, \"%s\") failed without a message", name, value);
+    ck_assert_msg(strstr(msg, want_sub) != NULL, "config_set(%s, \"%s\") error \"%s\" lacks \"%s\"", name,
+                  value, msg, want_sub);
+    if (known) {
+        ck_assert_int_eq(config_get(name, after, sizeof(after)), 0);
+        ck_assert_msg(strcmp(before, after) == 0, "failed config_set(%s, \"%s\") changed \"%s\" to \"%s\"", name,
+                      value, before, after);
+    }
+}
+
+static int load(const char *path, const char *overrides, char *errbuf, size_t errlen) {
+    char *err = NULL;
+    int rc = config_load(path, overrides, &err);
+    snprintf(errbuf, errlen, "%s", err ? err : "");
+    km_free(err);
+    return rc;
+}
+
+static void expect_mem(const char *s, unsigned long long want) {
+    unsigned long long v = 12345;
+    ck_assert_msg(config_parse_memory(s, &v) == 0, "config_parse_memory(\"%s\") failed", s);
+    ck_assert_msg(v == want, "config_parse_memory(\"%s\") = %llu, want %llu", s, v, want);
+}
+
+static void expect_mem_err(const char *s) {
+    unsigned long long v = 12345;
+    ck_assert_msg(config_parse_memory(s, &v) != 0, "config_parse_memory(\"%s\") accepted (%llu)", s, v);
+}
+
+/* ---- defaults ------------------------------------------------------------ */
+
+START_TEST(test_defaults) {
+    ck_assert_int_eq(srv.port, 6379);
+    ck_assert_int_eq(srv.databases, 16);
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+    ck_assert_int_eq(srv.hz, 10);
+    ck_assert(srv.maxmemory == 0);
+    ck_assert_int_eq(srv.maxmemory_samples, 5);
+    ck_assert_int_eq(srv.maxclients, 10000);
+    ck_assert_int_eq(srv.protected_mode, 1);
+    ck_assert_int_eq(srv.tcp_keepalive, 300);
+    ck_assert_int_eq(srv.verbosity, LL_NOTICE);
+    ck_assert_int_eq(srv.active_expire_enabled, 1);
+    ck_assert(srv.proto_max_bulk_len == 512LL * 1024 * 1024);
+    ck_assert_ptr_null(srv.requirepass);
+    ck_assert_int_eq(srv.bindaddr_count, 2);
+
+    expect_get("port", "6379");
+    expect_get("databases", "16");
+    expect_get("maxmemory-policy", "noeviction");
+    expect_get("hz", "10");
+    expect_get("save", "");
+    expect_get("appendonly", "no");
+    expect_get("maxmemory", "0");
+    expect_get("bind", "* -::*");
+    expect_get("protected-mode", "yes");
+    expect_get("loglevel", "notice");
+    expect_get("requirepass", "");
+    expect_get("proto-max-bulk-len", "536870912");
+    expect_get("client-query-buffer-limit", "1073741824");
+    expect_get("slowlog-log-slower-than", "10000");
+    expect_get("enable-debug-command", "no");
+    expect_get("client-output-buffer-limit",
+               "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60");
+
+    char buf[64];
+    ck_assert_int_ne(config_get("no-such-directive", buf, sizeof(buf)), 0);
+    /* names are case-insensitive */
+    ck_assert_int_eq(config_get("MaxMemory-Policy", buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "noeviction");
+
+    /* defaults are restored over changed values */
+    expect_set_ok("hz", "50");
+    expect_set_ok("maxmemory-policy", "allkeys-lru");
+    config_set_defaults();
+    ck_assert_int_eq(srv.hz, 10);
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+}
+END_TEST
+
+/* ---- memory values --------------------------------------------------------- */
+
+START_TEST(test_parse_memory) {
+    expect_mem("0", 0);
+    expect_mem("100", 100);
+    expect_mem("100b", 100);
+    expect_mem("1k", 1000);
+    expect_mem("1kb", 1024);
+    expect_mem("1m", 1000000);
+    expect_mem("1mb", 1048576);
+    expect_mem("1g", 1000000000ULL);
+    expect_mem("1gb", 1073741824ULL);
+    expect_mem("2GB", 2147483648ULL);
+    expect_mem("10Kb", 10240);
+    expect_mem("3M", 3000000);
+    expect_mem("18446744073709551615", 18446744073709551615ULL);
+
+    expect_mem_err("");
+    expect_mem_err("-1");
+    expect_mem_err("-1gb");
+    expect_mem_err("abc");
+    expect_mem_err("gb");
+    expect_mem_err("1x");
+    expect_mem_err("1kbb");
+    expect_mem_err("1tb");
+    expect_mem_err("1.5gb");
+    expect_mem_err("1 gb");
+    expect_mem_err("1gb ");
+    expect_mem_err("0x10");
+    expect_mem_err("18446744073709551616");    /* overflows 64 bits */
+    expect_mem_err("17179869184gb");          /* overflows after the unit */
+}
+END_TEST
+
+/* Valkey's memtoull takes only digits before the unit: a sign or a leading
+ * blank is an error there ("maxmemory +1" / "maxmemory ' 1'" are refused). */
+START_TEST(test_parse_memory_strict_like_valkey) {
+    const char *bad[] = {" 1", "+1", "+1gb", "\t100"};
+    char accepted[256] = "";
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        unsigned long long v;
+        if (config_parse_memory(bad[i], &v) == 0)
+            snprintf(accepted + strlen(accepted), sizeof(accepted) - strlen(accepted), " \"%s\"=%llu", bad[i], v);
+    }
+    ck_assert_msg(accepted[0] == '\0', "config_parse_memory accepted:%s", accepted);
+}
+END_TEST
+
+/* ---- CONFIG SET ---------------------------------------------------------------- */
+
+START_TEST(test_set_valid) {
+    expect_set_ok("hz", "100");
+    ck_assert_int_eq(srv.hz, 100);
+    expect_get("hz", "100");
+
+    expect_set_ok("maxmemory", "1gb");
+    ck_assert(srv.maxmemory == 1073741824ULL);
+    expect_get("maxmemory", "1073741824");
+    expect_set_ok("maxmemory", "100mb");
+    expect_get("maxmemory", "104857600");
+    expect_set_ok("maxmemory", "0");
+
+    expect_set_ok("maxmemory-policy", "allkeys-lru");
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
+    expect_set_ok("maxmemory-policy", "VOLATILE-TTL");
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_VOLATILE_TTL);
+    expect_get("maxmemory-policy", "volatile-ttl");
+
+    expect_set_ok("protected-mode", "no");
+    ck_assert_int_eq(srv.protected_mode, 0);
+    expect_get("protected-mode", "no");
+    expect_set_ok("protected-mode", "YES");
+    ck_assert_int_eq(srv.protected_mode, 1);
+
+    expect_set_ok("requirepass", "s3cret pass");
+    ck_assert_str_eq(srv.requirepass, "s3cret pass");
+    expect_get("requirepass", "s3cret pass");
+    expect_set_ok("requirepass", "");
+    ck_assert_ptr_null(srv.requirepass);
+
+    expect_set_ok("slowlog-log-slower-than", "-1");
+    ck_assert(srv.slowlog_log_slower_than == -1);
+    expect_set_ok("maxmemory-samples", "64");
+    expect_set_ok("maxmemory-samples", "1");
+    expect_set_ok("hz", "500");
+    expect_set_ok("hz", "1");
+    expect_set_ok("timeout", "300");
+    ck_assert_int_eq(srv.maxidletime, 300);
+    expect_set_ok("loglevel", "warning");
+    ck_assert_int_eq(srv.verbosity, LL_WARNING);
+    expect_set_ok("save", "");
+    expect_set_ok("appendonly", "no");
+    expect_set_ok("proto-max-bulk-len", "1mb");
+    ck_assert(srv.proto_max_bulk_len == 1048576);
+}
+END_TEST
+
+START_TEST(test_set_invalid) {
+    expect_set_err("hz", "0", "argument must be between 1 and 500 inclusive");
+    expect_set_err("hz", "501", "argument must be between 1 and 500 inclusive");
+    expect_set_err("hz", "abc", "argument couldn't be parsed into an integer");
+    expect_set_err("hz", "", "argument couldn't be parsed into an integer");
+    expect_set_err("hz", "10abc", "argument couldn't be parsed into an integer");
+    expect_set_err("maxmemory-samples", "65", "inclusive");
+    expect_set_err("maxmemory-samples", "-1", "inclusive");
+    expect_set_err("timeout", "-1", "inclusive");
+    expect_set_err("active-expire-effort", "11", "inclusive");
+    expect_set_err("maxclients", "0", "inclusive");
+    expect_set_err("protected-mode", "maybe", "argument must be 'yes' or 'no'");
+    expect_set_err("protected-mode", "1", "'yes' or 'no'");
+    expect_set_err("maxmemory-policy", "lru", "must be one of");
+    expect_set_err("loglevel", "chatty", "must be one of");
+    expect_set_err("maxmemory", "1xb", "argument must be a memory value");
+    expect_set_err("maxmemory", "-5", "memory value");
+    expect_set_err("maxmemory", "99999999999999999999", "memory value");
+    expect_set_err("save", "900 1", "no persistence");
+    expect_set_err("appendonly", "yes", "no persistence");
+    expect_set_err("no-such-option", "1", "Unknown option 'no-such-option'");
+    /* known to Valkey but not implemented: CONFIG SET refuses it */
+    expect_set_err("appendfsync", "everysec", "Unknown option");
+    ck_assert_int_eq(srv.hz, 10);
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+}
+END_TEST
+
+START_TEST(test_set_immutable) {
+    expect_set_err("port", "7000", "immutable");
+    ck_assert_int_eq(srv.port, 6379);
+    expect_set_err("databases", "4", "immutable");
+    ck_assert_int_eq(srv.databases, 16);
+    expect_set_err("bind", "127.0.0.1", "immutable");
+    expect_set_err("daemonize", "yes", "immutable");
+    expect_set_err("io-threads", "4", "immutable");
+    expect_set_err("unixsocket", "/tmp/x.sock", "immutable");
+    expect_set_err("enable-debug-command", "yes", "immutable");
+    expect_set_err("loadmodule", "/tmp/x.so", "immutable");
+    ck_assert_ptr_null(config_module_lines());
+    /* immutable directives are still settable from a file */
+    char err[512];
+    ck_assert_int_eq(load(NULL, "port 7000\ndatabases 4\n", err, sizeof(err)), 0);
+    ck_assert_int_eq(srv.port, 7000);
+    ck_assert_int_eq(srv.databases, 4);
+}
+END_TEST
+
+/* ---- client-output-buffer-limit ----------------------------------------------- */
+
+START_TEST(test_obuf_limit) {
+    expect_set_ok("client-output-buffer-limit", "normal 10mb 5mb 30");
+    ck_assert(srv.obuf_limit_normal.hard == 10485760ULL);
+    ck_assert(srv.obuf_limit_normal.soft == 5242880ULL);
+    ck_assert(srv.obuf_limit_normal.soft_seconds == 30);
+    expect_get("client-output-buffer-limit",
+               "normal 10485760 5242880 30 replica 268435456 67108864 60 pubsub 33554432 8388608 60");
+
+    /* several classes at once; the class name is case-insensitive */
+    expect_set_ok("client-output-buffer-limit", "pubsub 32mb 8mb 60 NORMAL 1k 0 0 replica 256mb 64mb 60");
+    ck_assert(srv.obuf_limit_normal.hard == 1000);
+    ck_assert(srv.obuf_limit_normal.soft == 0);
+    ck_assert(srv.obuf_limit_normal.soft_seconds == 0);
+    expect_set_ok("client-output-buffer-limit", "slave 1 1 1");
+
+    expect_set_err("client-output-buffer-limit", "normal 1 2", "Wrong number of arguments");
+    expect_set_err("client-output-buffer-limit", "bogus 1 1 1", "Invalid client class");
+    expect_set_err("client-output-buffer-limit", "master 1 1 1", "Invalid client class");
+    expect_set_err("client-output-buffer-limit", "normal x 1 1", "Error in hard, soft or soft_seconds");
+    expect_set_err("client-output-buffer-limit", "normal 1 1 -1", "soft_seconds");
+    expect_set_err("client-output-buffer-limit", "normal 1 1 1s", "soft_seconds");
+    ck_assert(srv.obuf_limit_normal.hard == 1000);
+
+    /* from a file, each class on its own line (stock valkey.conf) */
+    char err[512];
+    const char *p = write_file(0, "obuf.conf",
+                               "client-output-buffer-limit normal 0 0 0\n"
+                               "client-output-buffer-limit replica 256mb 64mb 60\n"
+                               "client-output-buffer-limit pubsub 32mb 8mb 60\n");
+    ck_assert_int_eq(load(p, NULL, err, sizeof(err)), 0);
+    ck_assert(srv.obuf_limit_normal.hard == 0);
+}
+END_TEST
+
+/* Valkey validates every class before applying any (all or nothing): a bad
+ * class later in the value must leave "normal" as it was. */
+START_TEST(test_obuf_limit_all_or_nothing) {
+    expect_set_ok("client-output-buffer-limit", "normal 1mb 1mb 10");
+    expect_set_err("client-output-buffer-limit", "normal 2mb 2mb 20 bogus 1 1 1", "Invalid client class");
+    expect_set_err("client-output-buffer-limit", "normal 3mb 3mb 30 pubsub x 1 1", "soft_seconds");
+    ck_assert(srv.obuf_limit_normal.hard == 1048576ULL);
+    ck_assert(srv.obuf_limit_normal.soft_seconds == 10);
+}
+END_TEST
+
+/* ---- loading files ------------------------------------------------------------- */
+
+START_TEST(test_load_file_include) {
+    char inc_line[400];
+    const char *extra = write_file(1, "extra.conf",
+                                   "# the included file\n"
+                                   "maxmemory 100mb\n"
+                                   "hz 30\n");
+    snprintf(inc_line, sizeof(inc_line), "include %s\n", extra);
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "# a comment\n"
+             "   # an indented comment\n"
+             "\n"
+             "port 7000\r\n"
+             "hz 20\n"
+             "requirepass \"pa ss\\\"word\"\n"
+             "logfile ''\n"
+             "%s"
+             "maxmemory-policy 'allkeys-lfu'\n"
+             "PROTECTED-MODE no\n"
+             "\tmaxmemory-samples 7   \n",
+             inc_line);
+    const char *main_conf = write_file(0, "main.conf", text);
+    char err[512];
+    ck_assert_msg(load(main_conf, NULL, err, sizeof(err)) == 0, "load failed: %s", err);
+    ck_assert_int_eq(srv.port, 7000);
+    ck_assert_int_eq(srv.hz, 30); /* the include is read in place, after "hz 20" */
+    ck_assert(srv.maxmemory == 104857600ULL);
+    ck_assert_str_eq(srv.requirepass, "pa ss\"word");
+    ck_assert_ptr_null(srv.logfile);
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LFU);
+    ck_assert_int_eq(srv.protected_mode, 0);
+    ck_assert_int_eq(srv.maxmemory_samples, 7);
+}
+END_TEST
+
+START_TEST(test_load_unknown_directive) {
+    const char *p = write_file(0, "bad.conf", "port 7000\n\n# comment\nbogus-directive 1 2\nhz 20\n");
+    char err[512], want[400];
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s:4:", p);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "error \"%s\" does not start with \"%s\"", err, want);
+    ck_assert_msg(strstr(err, "bogus-directive") != NULL, "error \"%s\" does not name the directive", err);
+    ck_assert_int_eq(srv.port, 7000); /* lines before the error were applied */
+    ck_assert_int_eq(srv.hz, 10);     /* lines after were not */
+
+    /* an error inside an included file names that file and its line */
+    const char *inc = write_file(1, "inc.conf", "hz 15\nnot-a-directive\n");
+    char text[400];
+    snprintf(text, sizeof(text), "port 7001\ninclude %s\n", inc);
+    const char *top = write_file(2, "top.conf", text);
+    ck_assert_int_ne(load(top, NULL, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s:2:", inc);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "error \"%s\" does not start with \"%s\"", err, want);
+    ck_assert_ptr_nonnull(strstr(err, "not-a-directive"));
+
+    /* a missing file */
+    snprintf(text, sizeof(text), "%s/missing.conf", g_dir);
+    ck_assert_int_ne(load(text, NULL, err, sizeof(err)), 0);
+    ck_assert_ptr_nonnull(strstr(err, "missing.conf"));
+}
+END_TEST
+
+START_TEST(test_load_bad_values) {
+    char err[512], want[400];
+    const char *p = write_file(0, "v.conf", "hz 20\nhz 9999\n");
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    snprintf(want, sizeof(want), "%s:2:", p);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "error \"%s\" does not start with \"%s\"", err, want);
+    ck_assert_msg(strstr(err, "hz") && strstr(err, "between 1 and 500 inclusive"), "error \"%s\"", err);
+
+    p = write_file(1, "w.conf", "port\n");
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    ck_assert_msg(strstr(err, ":1:") && strstr(err, "wrong number of arguments"), "error \"%s\"", err);
+
+    p = write_file(2, "x.conf", "maxmemory-policy lru\n");
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    ck_assert_msg(strstr(err, ":1:") && strstr(err, "maxmemory-policy"), "error \"%s\"", err);
+
+    p = write_file(3, "y.conf", "save 900 1\n");
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    ck_assert_msg(strstr(err, "no persistence"), "error \"%s\"", err);
+
+    p = write_file(3, "z.conf", "requirepass \"unterminated\n");
+    ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
+    ck_assert_msg(strstr(err, ":1:") && strstr(err, "quotes"), "error \"%s\"", err);
+}
+END_TEST
+
+/* A trimmed stock valkey.conf: directives Keel does not implement are
+ * accepted with a warning; the ones it implements take effect. */
+START_TEST(test_load_stock_valkey_conf) {
+    const char *p = write_file(0, "valkey.conf",
+                               "# Valkey configuration file example.\n"
+                               "bind 127.0.0.1 -::1\n"
+                               "protected-mode yes\n"
+                               "port 6380\n"
+                               "tcp-backlog 511\n"
+                               "timeout 0\n"
+                               "tcp-keepalive 300\n"
+                               "daemonize no\n"
+                               "supervised no\n"
+                               "pidfile \"\"\n"
+                               "loglevel notice\n"
+                               "logfile \"\"\n"
+                               "databases 16\n"
+                               "always-show-logo no\n"
+                               "set-proc-title yes\n"
+                               "proc-title-template \"{title} {listen-addr} {server-mode}\"\n"
+                               "save \"\"\n"
+                               "stop-writes-on-bgsave-error yes\n"
+                               "rdbcompression yes\n"
+                               "rdbchecksum yes\n"
+                               "dbfilename dump.rdb\n"
+                               "dir ./\n"
+                               "replica-serve-stale-data yes\n"
+                               "replica-read-only yes\n"
+                               "repl-diskless-sync yes\n"
+                               "maxmemory 2gb\n"
+                               "maxmemory-policy allkeys-lru\n"
+                               "maxmemory-samples 5\n"
+                               "lazyfree-lazy-eviction no\n"
+                               "lazyfree-lazy-expire no\n"
+                               "lazyfree-lazy-server-del no\n"
+                               "lazyfree-lazy-user-del no\n"
+                               "lazyfree-lazy-user-flush no\n"
+                               "appendonly no\n"
+                               "appendfilename \"appendonly.aof\"\n"
+                               "appenddirname \"appendonlydir\"\n"
+                               "appendfsync everysec\n"
+                               "no-appendfsync-on-rewrite no\n"
+                               "auto-aof-rewrite-percentage 100\n"
+                               "auto-aof-rewrite-min-size 64mb\n"
+                               "slowlog-log-slower-than 10000\n"
+                               "slowlog-max-len 128\n"
+                               "latency-monitor-threshold 0\n"
+                               "notify-keyspace-events \"\"\n"
+                               "hash-max-listpack-entries 128\n"
+                               "hash-max-listpack-value 64\n"
+                               "list-max-listpack-size -2\n"
+                               "list-compress-depth 0\n"
+                               "set-max-intset-entries 512\n"
+                               "zset-max-listpack-entries 128\n"
+                               "hll-sparse-max-bytes 3000\n"
+                               "stream-node-max-bytes 4096\n"
+                               "activerehashing yes\n"
+                               "client-output-buffer-limit normal 0 0 0\n"
+                               "client-output-buffer-limit replica 256mb 64mb 60\n"
+                               "client-output-buffer-limit pubsub 32mb 8mb 60\n"
+                               "hz 10\n"
+                               "dynamic-hz yes\n"
+                               "aof-rewrite-incremental-fsync yes\n"
+                               "rdb-save-incremental-fsync yes\n"
+                               "jemalloc-bg-thread yes\n");
+    char err[512];
+    ck_assert_msg(load(p, NULL, err, sizeof(err)) == 0, "stock valkey.conf refused: %s", err);
+    ck_assert_int_eq(srv.port, 6380);
+    expect_get("bind", "127.0.0.1 -::1");
+    ck_assert(srv.maxmemory == 2147483648ULL);
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
+    ck_assert_ptr_null(srv.pidfile);
+    expect_get("save", "");
+    expect_get("appendonly", "no");
+}
+END_TEST
+
+START_TEST(test_load_overrides) {
+    const char *p = write_file(0, "o.conf", "port 7000\nmaxmemory 10mb\nhz 20\n");
+    char err[512];
+    ck_assert_msg(load(p, "port 7001\nmaxmemory 1gb\n", err, sizeof(err)) == 0, "load failed: %s", err);
+    ck_assert_int_eq(srv.port, 7001);
+    ck_assert(srv.maxmemory == 1073741824ULL);
+    ck_assert_int_eq(srv.hz, 20); /* not overridden */
+    expect_get("maxmemory", "1073741824");
+
+    /* overrides alone, with quoting */
+    ck_assert_int_eq(load(NULL, "requirepass \"a b\"\nmaxmemory-policy volatile-lru\n", err, sizeof(err)), 0);
+    ck_assert_str_eq(srv.requirepass, "a b");
+    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_VOLATILE_LRU);
+
+    /* an error in the overrides is labelled as such */
+    ck_assert_int_ne(load(NULL, "hz 20\nnonsense 1\n", err, sizeof(err)), 0);
+    ck_assert_msg(strncmp(err, "(command line):2:", 17) == 0, "error \"%s\"", err);
+    ck_assert_ptr_nonnull(strstr(err, "nonsense"));
+}
+END_TEST
+
+START_TEST(test_loadmodule_lines) {
+    const char *p = write_file(0, "m.conf", "port 7000\nloadmodule /opt/mods/a.so x 'y z'\nloadmodule /opt/b.so\n");
+    char err[512];
+    ck_assert_msg(load(p, NULL, err, sizeof(err)) == 0, "load failed: %s", err);
+    config_module_line *m = config_module_lines();
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(m->path, "/opt/mods/a.so");
+    ck_assert_int_eq(m->argc, 2);
+    ck_assert_str_eq(m->argv[0], "x");
+    ck_assert_str_eq(m->argv[1], "y z");
+    ck_assert_str_eq(m->file, p);
+    ck_assert_int_eq(m->line, 2);
+    ck_assert_ptr_nonnull(m->next);
+    ck_assert_str_eq(m->next->path, "/opt/b.so");
+    ck_assert_int_eq(m->next->argc, 0);
+    ck_assert_int_eq(m->next->line, 3);
+    ck_assert_ptr_null(m->next->next);
+
+    /* from the command line */
+    ck_assert_int_eq(load(NULL, "loadmodule /c.so 1\n", err, sizeof(err)), 0);
+    ck_assert_str_eq(m->next->next->path, "/c.so");
+    ck_assert_str_eq(m->next->next->file, "(command line)");
+
+    config_free();
+    ck_assert_ptr_null(config_module_lines());
+    config_set_defaults();
+}
+END_TEST
+
+START_TEST(test_get_formatting) {
+    expect_set_ok("maxmemory", "1gb");
+    expect_get("maxmemory", "1073741824");
+    expect_set_ok("maxmemory", "1k");
+    expect_get("maxmemory", "1000");
+    expect_set_ok("client-query-buffer-limit", "2mb");
+    expect_get("client-query-buffer-limit", "2097152");
+    /* "1k" style numbers are accepted for integer directives too */
+    expect_set_ok("tcp-keepalive", "1k");
+    expect_get("tcp-keepalive", "1000");
+    expect_set_err("hz", "1k", "between 1 and 500 inclusive"); /* 1000 > 500 */
+}
+END_TEST
+
+START_TEST(test_get_formatting_misc) {
+    char err[512];
+    ck_assert_int_eq(load(NULL, "unixsocketperm 700\nunixsocket /tmp/k.sock\n", err, sizeof(err)), 0);
+    expect_get("unixsocketperm", "700");
+    ck_assert_uint_eq(srv.unixsocketperm, 0700);
+    expect_get("unixsocket", "/tmp/k.sock");
+    ck_assert_int_ne(load(NULL, "unixsocketperm 800\n", err, sizeof(err)), 0);
+    ck_assert_int_eq(load(NULL, "enable-debug-command local\n", err, sizeof(err)), 0);
+    expect_get("enable-debug-command", "local");
+    ck_assert_int_eq(srv.enable_debug_cmd, 2);
+    expect_set_ok("slowlog-max-len", "1000");
+    expect_get("slowlog-max-len", "1000");
+
+    /* a small buffer truncates, NUL-terminated */
+    char small[5];
+    ck_assert_int_eq(config_get("maxmemory-policy", small, sizeof(small)), 0);
+    ck_assert_str_eq(small, "noev");
+}
+END_TEST
+
+static Suite *config_suite(void) {
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("values");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_parse_memory);
+    tcase_add_test(tc, test_parse_memory_strict_like_valkey);
+    tcase_add_test(tc, test_set_valid);
+    tcase_add_test(tc, test_set_invalid);
+    tcase_add_test(tc, test_set_immutable);
+    tcase_add_test(tc, test_obuf_limit);
+    tcase_add_test(tc, test_obuf_limit_all_or_nothing);
+    tcase_add_test(tc, test_get_formatting);
+    tcase_add_test(tc, test_get_formatting_misc);
+    suite_add_tcase(s, tc);
+
+    TCase *files = tcase_create("files");
+    tcase_add_checked_fixture(files, setup, teardown);
+    tcase_add_test(files, test_load_file_include);
+    tcase_add_test(files, test_load_unknown_directive);
+    tcase_add_test(files, test_load_bad_values);
+    tcase_add_test(files, test_load_stock_valkey_conf);
+    tcase_add_test(files, test_load_overrides);
+    tcase_add_test(files, test_loadmodule_lines);
+    suite_add_tcase(s, files);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(config_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,524 @@
+/* check_db.c -- unit tests for core/keyspace/db.c: set/get/delete, lazy
+ * expiry through the cached clock srv.mstime, PERSIST, KEEPTTL, the active
+ * expire cycle, FLUSHDB/SWAPDB, keyspace hit/miss counters and access clocks.
+ *
+ * Every test runs between a fresh config_set_defaults() + db_setup() and
+ * db_teardown() + config_free(); time is simulated by setting srv.mstime. */
+#include "keyspace/db.h"
+
+#include "common/kmem.h"
+#include "config/config.h"
+#include "ds/hashtable.h"
+#include "server/server.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) ck_assert_msg(0, "expected: %s", #cond);                                      \
+    } while (0)
+
+#define T0 1700000000000LL /* a fixed "now" in unix ms */
+
+static void setup(void) {
+    memset(&srv, 0, sizeof(srv));
+    config_set_defaults();
+    srv.mstime = T0;
+    db_setup();
+}
+
+static void teardown(void) {
+    db_teardown();
+    config_free();
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static db_entry *set_str(db *d, const char *key, const char *val, int flags) {
+    return db_set(d, key, strlen(key), obj_string(val, strlen(val)), flags);
+}
+
+static db_entry *get(db *d, const char *key) {
+    return db_lookup(d, key, strlen(key), 0);
+}
+
+/* The raw table entry, without lazy expiry. */
+static db_entry *raw_find(db *d, const char *key) {
+    return hashtable_find(d->keys, key, strlen(key));
+}
+
+static db_entry *raw_find_expires(db *d, const char *key) {
+    return hashtable_find(d->expires, key, strlen(key));
+}
+
+static void expect_val(db_entry *e, const char *want) {
+    ck_assert_ptr_nonnull(e);
+    char buf[32];
+    size_t len;
+    const char *s = obj_str(e->val, buf, &len);
+    ck_assert_uint_eq(len, strlen(want));
+    ck_assert_mem_eq(s, want, len);
+}
+
+/* ---- basic ------------------------------------------------------------- */
+
+START_TEST(test_set_get_delete) {
+    db *d = db_get(0);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(d->id, 0);
+    ck_assert_ptr_nonnull(db_get(15));
+    ck_assert_ptr_null(db_get(16));
+    ck_assert_ptr_null(db_get(-1));
+
+    ck_assert_ptr_null(get(d, "k"));
+    db_entry *e = set_str(d, "k", "v1", 0);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->keylen, 1);
+    ck_assert_str_eq(e->key, "k");
+    ck_assert(e->expire == -1);
+    ck_assert_uint_eq(db_size(d), 1);
+    ck_assert_ptr_eq(get(d, "k"), e);
+    expect_val(get(d, "k"), "v1");
+
+    /* overwriting drops the old value's reference */
+    kobj *old = obj_incref(e->val);
+    ck_assert_uint_eq(old->refcount, 2);
+    db_entry *e2 = set_str(d, "k", "v2", 0);
+    ck_assert_ptr_eq(e2, e); /* same entry, new value */
+    ck_assert_uint_eq(old->refcount, 1);
+    obj_decref(old);
+    expect_val(get(d, "k"), "v2");
+    ck_assert_uint_eq(db_size(d), 1);
+
+    /* other databases are separate */
+    ck_assert_ptr_null(get(db_get(1), "k"));
+
+    ck_assert_int_eq(db_delete(d, "k", 1), 1);
+    ck_assert_ptr_null(get(d, "k"));
+    ck_assert_uint_eq(db_size(d), 0);
+    ck_assert_int_eq(db_delete(d, "k", 1), 0);
+
+    /* binary keys */
+    db_set(d, "a\0b", 3, obj_string("x", 1), 0);
+    ck_assert_ptr_nonnull(db_lookup(d, "a\0b", 3, 0));
+    ck_assert_ptr_null(db_lookup(d, "a", 1, 0));
+    ck_assert_int_eq(db_delete(d, "a\0b", 3), 1);
+}
+END_TEST
+
+START_TEST(test_add_existing) {
+    db *d = db_get(0);
+    kobj *v1 = obj_string("one", 3);
+    ck_assert_ptr_nonnull(db_add(d, "k", 1, v1));
+    kobj *v2 = obj_string("two", 3);
+    ck_assert_ptr_null(db_add(d, "k", 1, v2));
+    /* the caller keeps its reference on failure; the stored value is intact */
+    ck_assert_uint_eq(v2->refcount, 1);
+    obj_decref(v2);
+    expect_val(get(d, "k"), "one");
+    ck_assert_uint_eq(db_size(d), 1);
+}
+END_TEST
+
+START_TEST(test_replace_value) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "a", 0);
+    db_set_expire(d, e, T0 + 5000);
+    kobj *old = obj_incref(e->val);
+    db_replace_value(d, e, obj_string("b", 1));
+    ck_assert_uint_eq(old->refcount, 1);
+    obj_decref(old);
+    expect_val(get(d, "k"), "b");
+    ck_assert(e->expire == T0 + 5000); /* replacing the value keeps the TTL */
+    ck_assert_uint_eq(db_expires_count(d), 1);
+}
+END_TEST
+
+/* ---- expiry ------------------------------------------------------------ */
+
+START_TEST(test_lazy_expiry) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v", 0);
+    set_str(d, "other", "v", 0);
+    db_set_expire(d, e, T0 + 1000);
+    ck_assert(e->expire == T0 + 1000);
+    ck_assert_uint_eq(db_expires_count(d), 1);
+    ck_assert_ptr_eq(raw_find_expires(d, "k"), e);
+
+    srv.mstime = T0 + 999; /* one ms before */
+    ck_assert(!db_is_expired(e));
+    ck_assert_ptr_eq(db_lookup(d, "k", 1, 1), e);
+    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+
+    srv.mstime = T0 + 1000; /* expire <= now: expired */
+    ck_assert(db_is_expired(e));
+    ck_assert_ptr_null(db_lookup(d, "k", 1, 1));
+    ck_assert_int_eq(srv.stat_expiredkeys, 1);
+    ck_assert_int_eq(srv.stat_keyspace_hits, 1);
+    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+    /* gone from both tables */
+    ck_assert_ptr_null(raw_find(d, "k"));
+    ck_assert_ptr_null(raw_find_expires(d, "k"));
+    ck_assert_uint_eq(db_size(d), 1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    /* a second lookup is a plain miss, not a second expiry */
+    ck_assert_ptr_null(db_lookup(d, "k", 1, 1));
+    ck_assert_int_eq(srv.stat_expiredkeys, 1);
+    ck_assert_ptr_nonnull(get(d, "other"));
+}
+END_TEST
+
+START_TEST(test_lazy_expiry_quiet_and_set) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "q", "v", 0);
+    db_set_expire(d, e, T0 - 1); /* already in the past */
+    ck_assert_uint_eq(db_size(d), 1); /* nothing removed until accessed */
+    ck_assert_ptr_null(db_lookup_quiet(d, "q", 1));
+    ck_assert_int_eq(srv.stat_expiredkeys, 1);
+    ck_assert_int_eq(srv.stat_keyspace_misses, 0); /* quiet: no stats */
+    ck_assert_uint_eq(db_size(d), 0);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+
+    /* db_set over a logically expired key creates a fresh key without TTL */
+    e = set_str(d, "s", "old", 0);
+    db_set_expire(d, e, T0 - 1);
+    db_entry *n = set_str(d, "s", "new", DB_SET_KEEPTTL);
+    ck_assert_ptr_nonnull(n);
+    ck_assert(n->expire == -1);
+    ck_assert_int_eq(srv.stat_expiredkeys, 2);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    expect_val(get(d, "s"), "new");
+
+    /* db_add over a logically expired key succeeds */
+    e = set_str(d, "a", "old", 0);
+    db_set_expire(d, e, T0 - 1);
+    ck_assert_int_eq(db_expires_count(d), 1);
+    ck_assert_ptr_null(db_lookup_quiet(d, "a", 1));
+    ck_assert_ptr_nonnull(db_add(d, "a", 1, obj_string("new", 3)));
+    expect_val(get(d, "a"), "new");
+}
+END_TEST
+
+START_TEST(test_set_expire_twice) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v", 0);
+    db_set_expire(d, e, T0 + 1000);
+    db_set_expire(d, e, T0 + 5000); /* changing the TTL: still one entry */
+    ck_assert_uint_eq(db_expires_count(d), 1);
+    srv.mstime = T0 + 2000;
+    ck_assert_ptr_eq(get(d, "k"), e);
+    srv.mstime = T0 + 5000;
+    ck_assert_ptr_null(get(d, "k"));
+    ck_assert_uint_eq(db_expires_count(d), 0);
+}
+END_TEST
+
+START_TEST(test_persist) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v", 0);
+    ck_assert_int_eq(db_persist(d, e), 0); /* no TTL */
+    db_set_expire(d, e, T0 + 1000);
+    ck_assert_int_eq(db_persist(d, e), 1);
+    ck_assert(e->expire == -1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    ck_assert_ptr_null(raw_find_expires(d, "k"));
+    ck_assert_int_eq(db_persist(d, e), 0);
+    srv.mstime = T0 + 100000;
+    ck_assert_ptr_eq(get(d, "k"), e);
+    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+    /* the TTL can be set again after PERSIST */
+    db_set_expire(d, e, T0 + 200000);
+    ck_assert_uint_eq(db_expires_count(d), 1);
+}
+END_TEST
+
+START_TEST(test_keepttl) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v1", 0);
+    db_set_expire(d, e, T0 + 10000);
+
+    e = set_str(d, "k", "v2", DB_SET_KEEPTTL);
+    ck_assert(e->expire == T0 + 10000);
+    ck_assert_uint_eq(db_expires_count(d), 1);
+    ck_assert_ptr_eq(raw_find_expires(d, "k"), e);
+    expect_val(e, "v2");
+
+    e = set_str(d, "k", "v3", 0); /* plain SET clears the TTL */
+    ck_assert(e->expire == -1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    ck_assert_ptr_null(raw_find_expires(d, "k"));
+    srv.mstime = T0 + 20000;
+    expect_val(get(d, "k"), "v3");
+    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+
+    /* KEEPTTL on a key without TTL keeps "no TTL" */
+    e = set_str(d, "k", "v4", DB_SET_KEEPTTL);
+    ck_assert(e->expire == -1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+}
+END_TEST
+
+START_TEST(test_delete_with_ttl) {
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v", 0);
+    db_set_expire(d, e, T0 + 1000);
+    ck_assert_int_eq(db_delete(d, "k", 1), 1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    ck_assert_ptr_null(raw_find_expires(d, "k"));
+    /* the active cycle must not see a dangling entry (ASan would tell) */
+    srv.mstime = T0 + 5000;
+    ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
+}
+END_TEST
+
+/* 10k keys in db 0: 5000 already expired, 3000 with a future TTL, 2000
+ * without TTL; plus a few in db 3. The cycle must remove exactly the
+ * expired ones (over repeated calls) and nothing else. */
+START_TEST(test_active_expire_cycle) {
+    db *d = db_get(0);
+    db *d3 = db_get(3);
+    enum { N = 10000 };
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(key, sizeof(key), "key:%d", i);
+        db_entry *e = db_set(d, key, (size_t)n, obj_int(i), 0);
+        if (i % 2 == 0) db_set_expire(d, e, T0 + 1 + i % 1000); /* expired at T0+2000 */
+        else if (i % 10 != 1 && i % 10 != 3) db_set_expire(d, e, T0 + 3600 * 1000);
+    }
+    for (int i = 0; i < 100; i++) {
+        int n = snprintf(key, sizeof(key), "d3:%d", i);
+        db_entry *e = db_set(d3, key, (size_t)n, obj_int(i), 0);
+        db_set_expire(d3, e, i < 50 ? T0 + 10 : T0 + 3600 * 1000);
+    }
+    ck_assert_uint_eq(db_size(d), N);
+    ck_assert_uint_eq(db_expires_count(d), 8000);
+    ck_assert_uint_eq(db_expires_count(d3), 100);
+
+    /* nothing has expired yet */
+    ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
+    ck_assert_uint_eq(db_size(d), N);
+
+    srv.mstime = T0 + 2000;
+    size_t total = 0;
+    int cycles = 0;
+    while (total < 5050 && cycles < 200000) {
+        total += db_active_expire_cycle(100000);
+        cycles++;
+    }
+    ck_assert_msg(total == 5050, "expired %zu of 5050 after %d cycles", total, cycles);
+    ck_assert_int_eq(srv.stat_expiredkeys, 5050);
+    /* more cycles find nothing */
+    ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
+
+    ck_assert_uint_eq(db_size(d), 5000);
+    ck_assert_uint_eq(db_expires_count(d), 3000);
+    ck_assert_uint_eq(db_size(d3), 50);
+    ck_assert_uint_eq(db_expires_count(d3), 50);
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(key, sizeof(key), "key:%d", i);
+        db_entry *e = hashtable_find(d->keys, key, (size_t)n);
+        if (i % 2 == 0) {
+            EXPECT(e == NULL);
+            EXPECT(hashtable_find(d->expires, key, (size_t)n) == NULL);
+        } else {
+            EXPECT(e != NULL);
+            int64_t v = -1;
+            EXPECT(e && obj_get_int(e->val, &v) && v == i);
+        }
+    }
+    /* the estimate of the average TTL of live keys is about an hour */
+    ck_assert_int_gt(d->avg_ttl, 0);
+    ck_assert_int_le(d->avg_ttl, 3600 * 1000);
+}
+END_TEST
+
+/* While samples keep showing more than 10% stale keys, one cycle goes on
+ * (Valkey's ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE): with 90% of the volatile
+ * keys expired, a single cycle with a generous budget removes most of them,
+ * not just one sample's worth. */
+START_TEST(test_active_expire_repeats_while_stale) {
+    db *d = db_get(0);
+    char key[32];
+    for (int i = 0; i < 10000; i++) {
+        int n = snprintf(key, sizeof(key), "v:%d", i);
+        db_entry *e = db_set(d, key, (size_t)n, obj_int(i), 0);
+        db_set_expire(d, e, i % 10 == 0 ? T0 + 3600 * 1000 : T0 + 100);
+    }
+    srv.mstime = T0 + 1000;
+    size_t n = db_active_expire_cycle(2000000);
+    ck_assert_msg(n >= 4500, "one cycle expired only %zu of 9000 stale keys", n);
+    ck_assert_uint_eq(db_size(d), 10000 - n);
+    ck_assert_int_eq(srv.stat_expiredkeys, (long long)n);
+}
+END_TEST
+
+/* ---- flush / swap ------------------------------------------------------- */
+
+START_TEST(test_flush) {
+    db *d0 = db_get(0), *d1 = db_get(1);
+    for (int i = 0; i < 100; i++) {
+        char key[16];
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        db_entry *e = db_set(d0, key, (size_t)n, obj_int(i), 0);
+        if (i < 30) db_set_expire(d0, e, T0 + 1000);
+    }
+    set_str(d1, "x", "1", 0);
+    set_str(d1, "y", "2", 0);
+
+    ck_assert_uint_eq(db_flush(d0), 100);
+    ck_assert_uint_eq(db_size(d0), 0);
+    ck_assert_uint_eq(db_expires_count(d0), 0);
+    ck_assert_ptr_null(get(d0, "k5"));
+    ck_assert_uint_eq(db_size(d1), 2); /* other database untouched */
+    ck_assert_uint_eq(db_flush(d0), 0);
+
+    /* the database is usable after a flush */
+    set_str(d0, "again", "v", 0);
+    ck_assert_uint_eq(db_size(d0), 1);
+
+    set_str(db_get(15), "z", "3", 0);
+    ck_assert_uint_eq(db_flush_all(), 4);
+    for (int i = 0; i < 16; i++) ck_assert_uint_eq(db_size(db_get(i)), 0);
+}
+END_TEST
+
+START_TEST(test_swap) {
+    db *d0 = db_get(0), *d1 = db_get(1);
+    set_str(d0, "a", "A", 0);
+    db_entry *b = set_str(d0, "b", "B", 0);
+    db_set_expire(d0, b, T0 + 1000);
+    set_str(d1, "c", "C", 0);
+
+    db_swap(0, 1);
+    ck_assert_ptr_eq(db_get(0), d0); /* ids stay; contents move */
+    ck_assert_int_eq(d0->id, 0);
+    ck_assert_int_eq(d1->id, 1);
+    ck_assert_uint_eq(db_size(d0), 1);
+    ck_assert_uint_eq(db_size(d1), 2);
+    ck_assert_uint_eq(db_expires_count(d0), 0);
+    ck_assert_uint_eq(db_expires_count(d1), 1);
+    expect_val(get(d0, "c"), "C");
+    ck_assert_ptr_null(get(d0, "a"));
+    expect_val(get(d1, "a"), "A");
+    db_entry *bb = get(d1, "b");
+    expect_val(bb, "B");
+    ck_assert(bb->expire == T0 + 1000);
+
+    /* expiry follows the key into its new database */
+    srv.mstime = T0 + 1000;
+    ck_assert_ptr_null(get(d1, "b"));
+    ck_assert_uint_eq(db_expires_count(d1), 0);
+    ck_assert_uint_eq(db_size(d1), 1);
+
+    /* swapping back */
+    db_swap(1, 0);
+    ck_assert_ptr_nonnull(get(d0, "a"));
+    ck_assert_ptr_nonnull(get(d1, "c"));
+}
+END_TEST
+
+/* ---- counters and clocks -------------------------------------------------- */
+
+START_TEST(test_hits_misses) {
+    db *d = db_get(0);
+    set_str(d, "k", "v", 0);
+    ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 1));
+    ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 1));
+    ck_assert_ptr_null(db_lookup(d, "nokey", 5, 1));
+    ck_assert_int_eq(srv.stat_keyspace_hits, 2);
+    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+    /* stats off: nothing counted */
+    ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 0));
+    ck_assert_ptr_null(db_lookup(d, "nokey", 5, 0));
+    ck_assert_ptr_nonnull(db_lookup_quiet(d, "k", 1));
+    ck_assert_int_eq(srv.stat_keyspace_hits, 2);
+    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+}
+END_TEST
+
+START_TEST(test_lru_clock) {
+    db *d = db_get(0);
+    ck_assert_uint_eq(db_lru_clock(), (uint32_t)((T0 / 1000) & ((1u << 24) - 1)));
+    db_entry *e = set_str(d, "k", "v", 0);
+    ck_assert_uint_eq(e->lru, db_lru_clock());
+    ck_assert_uint_eq(db_idle_seconds(e), 0);
+
+    srv.mstime = T0 + 100 * 1000;
+    ck_assert_uint_eq(db_idle_seconds(e), 100);
+    ck_assert_ptr_eq(db_lookup_quiet(d, "k", 1), e); /* quiet: no touch */
+    ck_assert_uint_eq(db_idle_seconds(e), 100);
+    ck_assert_ptr_eq(db_lookup(d, "k", 1, 0), e); /* touch */
+    ck_assert_uint_eq(db_idle_seconds(e), 0);
+
+    /* the 24-bit clock wraps */
+    e->lru = (1u << 24) - 1 - 5; /* 5 before the wrap */
+    srv.mstime = (int64_t)(1u << 24) * 1000 * 3 + 5 * 1000; /* clock = 5 */
+    ck_assert_uint_eq(db_lru_clock(), 5);
+    ck_assert_uint_eq(db_idle_seconds(e), 10);
+}
+END_TEST
+
+START_TEST(test_lfu_clock) {
+    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
+    srv.lfu_decay_time = 1;
+    db *d = db_get(0);
+    db_entry *e = set_str(d, "k", "v", 0);
+    ck_assert_uint_eq(db_lfu_freq(e), 5); /* LFU_INIT_VAL */
+    uint32_t minutes = (uint32_t)((T0 / 60000) & 0xffff);
+    ck_assert_uint_eq(e->lru >> 8, minutes);
+
+    e->lru = (minutes << 8) | 20;
+    srv.mstime = T0 + 3 * 60000; /* 3 periods of 1 minute */
+    ck_assert_uint_eq(db_lfu_freq(e), 17);
+    srv.mstime = T0 + 60 * 60000;
+    ck_assert_uint_eq(db_lfu_freq(e), 0); /* never below zero */
+
+    /* accesses raise the counter (logarithmically) */
+    srv.mstime = T0;
+    e->lru = (minutes << 8) | 0;
+    for (int i = 0; i < 100; i++) db_touch(e);
+    ck_assert_uint_gt(db_lfu_freq(e), 5);
+    ck_assert_uint_le(db_lfu_freq(e), 255);
+}
+END_TEST
+
+static Suite *db_suite(void) {
+    Suite *s = suite_create("db");
+    TCase *tc = tcase_create("basic");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_set_get_delete);
+    tcase_add_test(tc, test_add_existing);
+    tcase_add_test(tc, test_replace_value);
+    tcase_add_test(tc, test_hits_misses);
+    tcase_add_test(tc, test_flush);
+    tcase_add_test(tc, test_swap);
+    tcase_add_test(tc, test_lru_clock);
+    tcase_add_test(tc, test_lfu_clock);
+    suite_add_tcase(s, tc);
+
+    TCase *ex = tcase_create("expire");
+    tcase_add_checked_fixture(ex, setup, teardown);
+    tcase_set_timeout(ex, 120);
+    tcase_add_test(ex, test_lazy_expiry);
+    tcase_add_test(ex, test_lazy_expiry_quiet_and_set);
+    tcase_add_test(ex, test_set_expire_twice);
+    tcase_add_test(ex, test_persist);
+    tcase_add_test(ex, test_keepttl);
+    tcase_add_test(ex, test_delete_with_ttl);
+    tcase_add_test(ex, test_active_expire_cycle);
+    tcase_add_test(ex, test_active_expire_repeats_while_stale);
+    suite_add_tcase(s, ex);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(db_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
