@@ -649,28 +649,25 @@ void config_set_command(client *c) {
     int done = 0;
     char *err = NULL;
     const char *failed = NULL;
-    for (int i = 0; i < pairs; i++) {
+    for (int i = 0; i < pairs && !failed; i++) {
         char name[128], buf[1024];
         snprintf(name, sizeof(name), "%.*s", (int)c->argv[2 + 2 * i].len, c->argv[2 + 2 * i].ptr);
-        char *value = km_strndup(c->argv[3 + 2 * i].ptr, c->argv[3 + 2 * i].len);
         if (defs_redact(name)) client_redact_arg(c, 3 + 2 * i);
         names[i] = config_canonical_name(name);
-        for (int j = 0; j < i && names[i]; j++)
-            if (!strcmp(names[j], names[i]) && !err) err = km_strdup("duplicate parameter");
         if (!names[i]) {
             reply_errorf(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
             break;
         }
+        for (int j = 0; j < i && !err; j++)
+            if (!strcmp(names[j], names[i])) err = km_strdup("duplicate parameter");
         if (!err) {
+            char *value = km_strndup(c->argv[3 + 2 * i].ptr, c->argv[3 + 2 * i].len);
             config_get(names[i], buf, sizeof(buf));
             old[i] = km_strdup(buf);
-            if (config_set(names[i], value, &err) == K_OK) {
-                done++;
-                continue;
-            }
+            if (config_set(names[i], value, &err) == K_OK) done++;
+            km_free(value);
         }
-        failed = names[i];
-        break;
+        if (err) failed = names[i];
     }
     if (failed) {
         reply_errorf(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", failed, err);

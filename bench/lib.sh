@@ -1,0 +1,139 @@
+# shellcheck shell=bash
+# Shared helpers for bench/run.sh and bench/callgrind.sh. Sourced, not run.
+# Requires: bash, redis-cli. Every server started through start_server is
+# recorded in BENCH_PIDS and stopped by stop_all (installed as an EXIT trap by
+# the caller), so no process outlives the script.
+
+BENCH_PIDS=()
+BENCH_TMP=""
+
+# The settings every server under test gets, identical for Keel, Redis and
+# Valkey: no persistence, one I/O thread, quiet log, no DEBUG command.
+common_server_args() { # port dir
+    printf '%s\0' --port "$1" --bind 127.0.0.1 --protected-mode no \
+        --save "" --appendonly no --loglevel warning --io-threads 1 \
+        --enable-debug-command no --daemonize no \
+        --dir "$2" --logfile "$2/server.log"
+}
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+bench_tmpdir() {
+    BENCH_TMP=$(mktemp -d "${TMPDIR:-/tmp}/keel-bench.XXXXXX")
+}
+
+# pick_port: sets PORT to a TCP port on 127.0.0.1 nobody listens on and that
+# we have not handed out, below the kernel's ephemeral range (so no client
+# socket of an earlier run can be sitting on it).
+_BENCH_USED_PORTS=" "
+pick_port() {
+    local p lo hi tries=0
+    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+    hi=$((lo - 1)); lo=10000
+    [ "$hi" -gt $((lo + 1000)) ] || { lo=20000; hi=30000; }
+    while [ $tries -lt 200 ]; do
+        p=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1) ))
+        tries=$((tries + 1))
+        case "$_BENCH_USED_PORTS" in *" $p "*) continue ;; esac
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            _BENCH_USED_PORTS+="$p "
+            PORT=$p
+            return 0
+        fi
+    done
+    die "no free TCP port found"
+}
+
+# wait_ready PID PORT TIMEOUT_S: until the server answers PING (or dies).
+wait_ready() {
+    local pid=$1 port=$2 limit=$3 t=0
+    while [ "$t" -lt $((limit * 10)) ]; do
+        kill -0 "$pid" 2>/dev/null || return 1
+        if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
+            return 0
+        fi
+        sleep 0.1
+        t=$((t + 1))
+    done
+    return 1
+}
+
+# start_server NAME DIR [PREFIX...] -- BINARY: starts BINARY (optionally under
+# PREFIX, e.g. valgrind) with the common arguments on a free port; sets
+# SERVER_PID and SERVER_PORT. Tries another port if the first is taken.
+start_server() {
+    local name=$1 dir=$2; shift 2
+    local prefix=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do prefix+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    local bin=$1 args=() limit=15 _
+    [ ${#prefix[@]} -gt 0 ] && limit=120
+    mkdir -p "$dir"
+    for _ in 1 2 3; do
+        pick_port
+        mapfile -d '' args < <(common_server_args "$PORT" "$dir")
+        "${prefix[@]}" "$bin" "${args[@]}" >"$dir/stdout.log" 2>&1 </dev/null &
+        SERVER_PID=$!
+        SERVER_PORT=$PORT
+        BENCH_PIDS+=("$SERVER_PID")
+        if wait_ready "$SERVER_PID" "$SERVER_PORT" "$limit"; then
+            return 0
+        fi
+        stop_pid "$SERVER_PID" 5
+        forget_pid "$SERVER_PID"
+        grep -qi 'address already in use' "$dir/stdout.log" "$dir/server.log" 2>/dev/null || break
+    done
+    echo "bench: $name ($bin) did not come up; its output:" >&2
+    tail -n 20 "$dir/stdout.log" "$dir/server.log" >&2 2>/dev/null || true
+    return 1
+}
+
+# stop_pid PID [GRACE_S]: SIGTERM, wait, then SIGKILL.
+stop_pid() {
+    local pid=$1 grace=${2:-10} t=0
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+    kill -TERM "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null && [ "$t" -lt $((grace * 10)) ]; do
+        sleep 0.1; t=$((t + 1))
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# forget_pid PID: drop a reaped server from BENCH_PIDS (its number may be
+# reused by an unrelated process, which stop_all must never signal).
+forget_pid() {
+    local keep=() pid
+    for pid in "${BENCH_PIDS[@]}"; do [ "$pid" = "$1" ] || keep+=("$pid"); done
+    BENCH_PIDS=("${keep[@]}")
+}
+
+# run_client TIMEOUT_S OUTFILE ERRFILE COMMAND...: runs a client (e.g.
+# redis-benchmark) under `timeout` in the background and waits for it, so a
+# SIGTERM/SIGINT to the script is handled at once rather than after the client
+# finishes; stop_all stops it. Returns the client's exit status.
+BENCH_CLIENT=""
+run_client() {
+    local limit=$1 out=$2 err=$3 rc=0; shift 3
+    timeout "$limit" "$@" >"$out" 2>>"$err" </dev/null &
+    BENCH_CLIENT=$!
+    wait "$BENCH_CLIENT" || rc=$?
+    BENCH_CLIENT=""
+    return "$rc"
+}
+
+stop_all() {
+    local pid
+    if [ -n "$BENCH_CLIENT" ]; then stop_pid "$BENCH_CLIENT" 5; BENCH_CLIENT=""; fi
+    for pid in "${BENCH_PIDS[@]}"; do stop_pid "$pid" 5; done
+    BENCH_PIDS=()
+    if [ -n "$BENCH_TMP" ] && [ -z "${BENCH_KEEP_TMP:-}" ]; then
+        rm -rf "$BENCH_TMP"
+    fi
+}
+
+server_version() { # binary
+    "$1" --version 2>/dev/null | head -n 1
+}
+
+load_avg() { cut -d' ' -f1-3 /proc/loadavg; }

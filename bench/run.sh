@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Throughput of Keel against Redis (Debian's redis-server) and, optionally, a
+# Valkey build, measured with redis-benchmark. Prints a markdown table and
+# writes it to bench/results/latest.md (medians also to latest.csv).
+#
+#   bench/run.sh [--valkey /path/to/valkey-server] [--quick]
+#
+# Options:
+#   --valkey PATH   also benchmark this valkey-server (see bench/README.md)
+#   --keel PATH     Keel binary (default: build/release/keel-server)
+#   --keel-desc S   how to describe that binary in the output (e.g. a commit)
+#   --redis PATH    Redis binary (default: /usr/bin/redis-server)
+#   --quick         request counts / 10 (smoke run, under ~2 minutes)
+#   --reps N        runs per row and server, median taken (default 3)
+#   --keyspace K    pass -r K to redis-benchmark (default: none, i.e. the
+#                   stock one-key-per-test workload)
+#   --out FILE      markdown output (default: bench/results/latest.md)
+#
+# Nothing is built here; build Keel first with `bash .ci/setup`.
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$BENCH_DIR")
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
+
+KEEL="$ROOT/build/release/keel-server"
+REDIS=/usr/bin/redis-server
+VALKEY=""
+KEEL_DESC=""
+QUICK=0
+REPS=3
+KEYSPACE=""
+OUT="$BENCH_DIR/results/latest.md"
+
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --valkey) VALKEY=${2:?--valkey needs a path}; shift 2 ;;
+        --keel) KEEL=${2:?--keel needs a path}; shift 2 ;;
+        --keel-desc) KEEL_DESC=${2:?}; shift 2 ;;
+        --redis) REDIS=${2:?--redis needs a path}; shift 2 ;;
+        --quick) QUICK=1; shift ;;
+        --reps) REPS=${2:?--reps needs a number}; shift 2 ;;
+        --keyspace) KEYSPACE=${2:?--keyspace needs a number}; shift 2 ;;
+        --out) OUT=${2:?--out needs a file}; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+done
+
+if [ ! -x "$KEEL" ]; then
+    die "$KEEL not found; build it first with: bash .ci/setup"
+fi
+[ -x "$REDIS" ] || die "$REDIS not found (apt-get install redis-server)"
+[ -z "$VALKEY" ] || [ -x "$VALKEY" ] || die "$VALKEY is not an executable"
+command -v redis-benchmark >/dev/null || die "redis-benchmark not found (apt-get install redis-tools)"
+command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install redis-tools)"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+
+NAMES=(keel redis)
+TITLES=(Keel Redis)
+BINS=("$KEEL" "$REDIS")
+if [ -n "$VALKEY" ]; then
+    NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY")
+fi
+
+# Request counts, chosen for roughly 2-3 s per test on a loaded 2-core
+# machine (1-2 s when idle), which keeps a full three-server run under ten
+# minutes. MGET (10 keys) moves ten values per request, so it gets fewer.
+div=1
+[ "$QUICK" = 1 ] && div=10
+requests() { # pipeline size test
+    local n
+    if [ "$1" -gt 1 ]; then n=1000000; else n=100000; fi
+    if [ "$3" = mget ]; then
+        if [ "$1" -gt 1 ] && [ "$2" -gt 100 ]; then n=$((n / 10)); else n=$((n / 2)); fi
+    fi
+    echo $((n / div))
+}
+
+CONFIGS=("1 3" "16 3" "1 1024" "16 1024") # pipeline size (3 = redis-benchmark default)
+TESTS=(set get incr mget)
+
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+bench_tmpdir
+mkdir -p "$(dirname "$OUT")"
+
+load_start=$(load_avg)
+started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "bench: load average at start: $load_start ($(nproc) CPUs)"
+if awk -v l="${load_start%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "bench: warning: the machine is not idle; numbers will be noisy" >&2
+fi
+
+PORTS=()
+SPIDS=()
+for i in "${!NAMES[@]}"; do
+    start_server "${NAMES[$i]}" "$BENCH_TMP/${NAMES[$i]}" -- "${BINS[$i]}" ||
+        die "could not start ${NAMES[$i]}"
+    PORTS+=("$SERVER_PORT")
+    SPIDS+=("$SERVER_PID")
+    echo "bench: ${TITLES[$i]} on port $SERVER_PORT: $(server_version "${BINS[$i]}")"
+done
+
+# Server CPU time (user + system, clock ticks) from /proc/PID/stat; fields
+# counted after the ")" that closes the command name.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+TICK_HZ=$(getconf CLK_TCK)
+
+# run_one IDX PIPELINE SIZE REP: one pass of all four tests against server
+# IDX; appends "name,pipeline,size,test,rep,rps,cpu_us_per_request" lines
+# to $RAW.
+RAW="$BENCH_TMP/raw.csv"
+: >"$RAW"
+run_one() {
+    local i=$1 p=$2 d=$3 rep=$4 port=${PORTS[$1]} name=${NAMES[$1]}
+    local common=(-h 127.0.0.1 -p "$port" -c 50 -P "$p" -d "$d" --threads 1 --csv)
+    [ -n "$KEYSPACE" ] && common+=(-r "$KEYSPACE")
+    local t out rps c0 c1 cpu log="$BENCH_TMP/benchmark.log" pid=${SPIDS[$1]}
+    [ "$(redis-cli -h 127.0.0.1 -p "$port" flushall 2>&1)" = OK ] || die "FLUSHALL failed on $name"
+    for t in "${TESTS[@]}"; do
+        local n cmd=(-t "$t")
+        n=$(requests "$p" "$d" "$t")
+        if [ "$t" = mget ]; then
+            # redis-benchmark 7.0 has no built-in MGET test: the same shape as
+            # its "MSET (10 keys)", reading the key the SET test wrote.
+            cmd=(mget key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__
+                 key:__rand_int__ key:__rand_int__ key:__rand_int__ key:__rand_int__
+                 key:__rand_int__ key:__rand_int__)
+        fi
+        # redis-benchmark retries a refused connection forever: check first.
+        kill -0 "$pid" 2>/dev/null || die "$name is no longer running"
+        c0=$(cpu_ticks "$pid")
+        if ! run_client 180 "$BENCH_TMP/out.csv" "$log" redis-benchmark "${common[@]}" -n "$n" "${cmd[@]}"; then
+            tail -n 5 "$log" >&2
+            die "redis-benchmark failed against $name ($t, -P $p -d $d)"
+        fi
+        c1=$(cpu_ticks "$pid")
+        out=$(cat "$BENCH_TMP/out.csv")
+        cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$TICK_HZ" -v n="$n" 'BEGIN { printf "%.3f", (b - a) * 1e6 / hz / n }')
+        # CSV: header line, then "TEST","rps",... ; take the last data row.
+        rps=$(printf '%s\n' "$out" | awk -F'","' 'NF > 1 && $1 !~ /"test/ { gsub(/"/, "", $2); r = $2 } END { print r }')
+        [ -n "$rps" ] || die "could not parse redis-benchmark output: $out"
+        echo "$name,$p,$d,$t,$rep,$rps,$cpu" >>"$RAW"
+    done
+    kill -0 "$pid" 2>/dev/null || die "$name died during the benchmark"
+}
+
+# A hard bound on the run time: a heavily loaded machine can stretch the
+# run a lot, and numbers from such a run are not worth waiting for.
+MAX_S=1200
+[ "$QUICK" = 1 ] && MAX_S=300
+SECONDS=0
+for cfg in "${CONFIGS[@]}"; do
+    read -r p d <<<"$cfg"
+    for rep in $(seq 1 "$REPS"); do
+        for i in "${!NAMES[@]}"; do
+            [ "$SECONDS" -lt "$MAX_S" ] ||
+                die "over the ${MAX_S}s time budget (load average $(load_avg)); try again on a quieter machine"
+            printf 'bench: -P %-2s -d %-4s run %d/%d %-6s ... ' "$p" "$d" "$rep" "$REPS" "${NAMES[$i]}"
+            run_one "$i" "$p" "$d" "$rep"
+            awk -F, -v n="${NAMES[$i]}" -v p="$p" -v d="$d" -v r="$rep" \
+                '$1 == n && $2 == p && $3 == d && $5 == r { printf "%s %.0f/s %.2fus  ", $4, $6, $7 } END { print "" }' "$RAW"
+        done
+    done
+done
+elapsed=$SECONDS
+load_end=$(load_avg)
+
+# Medians and the tables.
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+med() { # column name pipeline size test
+    awk -F, -v c="$1" -v n="$2" -v p="$3" -v d="$4" -v t="$5" \
+        '$1 == n && $2 == p && $3 == d && $4 == t { print $c }' "$RAW" | median
+}
+
+# table COLUMN UNIT FORMAT: a markdown table of the medians of RAW's COLUMN,
+# with Keel/peer ratios; also fills CSVROWS (test,pipeline,size,values,ratios).
+table() {
+    local col=$1 unit=$2 fmt=$3 cfg p d t i v label ratio row csvrow vals
+    row="| test | pipeline | value size |"
+    local rule="| --- | ---: | ---: |" csvhead="test,pipeline,size"
+    for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} $unit |"; rule+=" ---: |"; csvhead+=",${NAMES[$i]}"; done
+    for i in "${!NAMES[@]}"; do
+        [ "$i" -eq 0 ] && continue
+        row+=" Keel/${TITLES[$i]} |"; rule+=" ---: |"; csvhead+=",Keel/${TITLES[$i]}"
+    done
+    echo "$row"; echo "$rule"
+    CSVROWS=("$csvhead")
+    for cfg in "${CONFIGS[@]}"; do
+        read -r p d <<<"$cfg"
+        for t in "${TESTS[@]}"; do
+            label=$(echo "$t" | tr "[:lower:]" "[:upper:]")
+            [ "$t" = mget ] && label="MGET (10 keys)"
+            vals=()
+            for i in "${!NAMES[@]}"; do vals+=("$(med "$col" "${NAMES[$i]}" "$p" "$d" "$t")"); done
+            row="| $label | $p | $d |"
+            csvrow="$label,$p,$d"
+            for v in "${vals[@]}"; do
+                # shellcheck disable=SC2059 # the format is ours
+                v=$(printf "$fmt" "$v"); row+=" $v |"; csvrow+=",$v"
+            done
+            for i in "${!vals[@]}"; do
+                [ "$i" -eq 0 ] && continue
+                ratio=$(awk -v a="${vals[0]}" -v b="${vals[$i]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+                row+=" ${ratio}x |"; csvrow+=",$ratio"
+            done
+            echo "$row"
+            CSVROWS+=("$csvrow")
+        done
+    done
+}
+
+CSV="${OUT%.md}.csv"
+CPUCSV="${OUT%.md}-cpu.csv"
+table 7 "µs" '%.2f' >"$BENCH_TMP/cpu.md"
+printf '%s\n' "${CSVROWS[@]}" >"$CPUCSV"
+table 6 rps '%.0f' >"$BENCH_TMP/rps.md"
+printf '%s\n' "${CSVROWS[@]}" >"$CSV"
+
+if [ "$KEEL" = "$ROOT/build/release/keel-server" ]; then
+    keel_rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    if [ -n "$(git -C "$ROOT" status --porcelain -- core 2>/dev/null)" ]; then keel_rev+=" (+ uncommitted core/ changes)"; fi
+else
+    keel_rev="binary $KEEL"
+fi
+[ -z "$KEEL_DESC" ] || keel_rev=$KEEL_DESC
+nbase=$(requests 1 3 set)
+{
+    echo "## Throughput (redis-benchmark, requests per second, median of $REPS)"
+    echo
+    echo "- date: $started_at, run time ${elapsed}s$([ "$QUICK" = 1 ] && echo ', --quick')"
+    echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), Linux $(uname -r)"
+    echo "- load average (1/5/15 min): $load_start at start, $load_end at end"
+    for i in "${!NAMES[@]}"; do
+        v=$(server_version "${BINS[$i]}")
+        [ "${NAMES[$i]}" = keel ] && v+=", $keel_rev"
+        echo "- ${TITLES[$i]}: $v"
+    done
+    echo "- client: redis-benchmark -c 50 --threads 1 -n $nbase at -P 1, $((nbase * 10)) at -P 16 (MGET: half that, a tenth at -P 16 -d 1024)$([ -n "$KEYSPACE" ] && echo ", -r $KEYSPACE")"
+    echo
+    cat "$BENCH_TMP/rps.md"
+    echo
+    echo "### Server CPU time per request (µs, user + system, median of $REPS; lower is better)"
+    echo
+    echo "Read from /proc/PID/stat around each test. Less sensitive to other load"
+    echo "on the machine than requests per second, though not immune to it."
+    echo
+    cat "$BENCH_TMP/cpu.md"
+} >"$OUT"
+
+echo
+cat "$OUT"
+echo
+echo "bench: wrote $OUT, $CSV and $CPUCSV"
