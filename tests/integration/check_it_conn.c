@@ -23,6 +23,15 @@ static long long used_memory(void) {
     return it_info_int(C, "memory", "used_memory");
 }
 
+/* Waits until the server counts n connected clients (10 s). */
+static void wait_clients(long long n) {
+    long long deadline = it_mstime() + 10000, got;
+    while ((got = connected_clients()) != n && it_mstime() < deadline)
+        it_sleep_ms(5);
+    ck_assert_msg(got == n, "connected_clients is %lld, expected %lld (10 s after the disconnects)",
+                  got, n);
+}
+
 /* Reads one reply from c and compares its rendering. */
 static void read_expect(redisContext *c, const char *want, int conn) {
     redisReply *r = NULL;
@@ -36,14 +45,16 @@ static void read_expect(redisContext *c, const char *want, int conn) {
 START_TEST(test_1000_concurrent_connections) {
     enum { N = 1000 };
     redisContext **cs = it_alloc(N * sizeof(*cs));
-    for (int i = 0; i < N; i++) cs[i] = it_connect(S);
+    for (int i = 0; i < N; i++)
+        cs[i] = it_connect(S);
     /* Everyone sends before anyone reads. */
     for (int i = 0; i < N; i++) {
         redisAppendCommand(cs[i], "PING");
         redisAppendCommand(cs[i], "SET conn:%d %d", i, i);
         redisAppendCommand(cs[i], "GET conn:%d", i);
         int done = 0;
-        while (!done) ck_assert_int_eq(redisBufferWrite(cs[i], &done), REDIS_OK);
+        while (!done)
+            ck_assert_int_eq(redisBufferWrite(cs[i], &done), REDIS_OK);
     }
     for (int i = N - 1; i >= 0; i--) {
         read_expect(cs[i], "+PONG", i);
@@ -52,8 +63,9 @@ START_TEST(test_1000_concurrent_connections) {
     }
     ck_assert_int_eq(connected_clients(), N + 1);
     expect_int(C, N, "DBSIZE");
-    for (int i = 0; i < N; i++) it_disconnect(cs[i]);
-    it_wait_until(connected_clients() == 1, 10000);
+    for (int i = 0; i < N; i++)
+        it_disconnect(cs[i]);
+    wait_clients(1);
     expect_bulk(C, "999", "GET conn:999");
 }
 END_TEST
@@ -61,13 +73,13 @@ END_TEST
 START_TEST(test_disconnect_in_half_multibulk) {
     it_raw *r = it_raw_connect(S);
     it_raw_sendstr(r, "*3\r\n$3\r\nSET\r\n$1\r\n");
-    it_wait_until(connected_clients() == 2, 5000);
+    wait_clients(2);
     it_raw_close(r);
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     r = it_raw_connect(S);
     it_raw_sendstr(r, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhel");
     it_raw_close(r);
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     expect_status(C, "PONG", "PING");
     expect_int(C, 0, "EXISTS k");
     expect_int(C, 0, "DBSIZE");
@@ -84,7 +96,7 @@ START_TEST(test_disconnect_in_half_big_bulk) {
     it_wait_until(used_memory() >= before + 4 * MB, 10000);
     it_raw_close(r);
     /* ...and frees it with the client. */
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     it_wait_until(used_memory() < before + MB, 10000);
     expect_int(C, 0, "EXISTS big");
     expect_ok(C, "SET after ok");
@@ -99,11 +111,12 @@ START_TEST(test_disconnect_during_big_reply) {
     long long before = used_memory();
     for (int round = 0; round < 3; round++) {
         it_raw *r = it_raw_connect(S);
-        for (int i = 0; i < 4; i++) it_raw_cmd(r, "GET", "big", NULL);
+        for (int i = 0; i < 4; i++)
+            it_raw_cmd(r, "GET", "big", NULL);
         it_sleep_ms(50);
         it_raw_close(r); /* with up to 64 MB of replies unread */
     }
-    it_wait_until(connected_clients() == 1, 10000);
+    wait_clients(1);
     it_wait_until(used_memory() < before + 4 * MB, 10000);
     expect_bulk_len(C, val, len, "GET big");
 }
@@ -116,7 +129,7 @@ START_TEST(test_disconnect_inside_multi) {
     it_raw_cmd(r, "SET", "a", "1", NULL);
     expect_raw(r, "+QUEUED");
     it_raw_close(r);
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     expect_int(C, 0, "EXISTS a");
 }
 END_TEST
@@ -128,7 +141,7 @@ START_TEST(test_disconnect_while_watching) {
         expect_raw(r, "+OK");
         it_raw_close(r);
     }
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     /* Touching keys the dead clients watched must not touch freed memory. */
     expect_ok(C, "SET k v");
     expect_ok(C, "SET k2 v");
@@ -149,7 +162,7 @@ START_TEST(test_reset_connection_mid_request) {
         setsockopt(r->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
         it_raw_close(r); /* RST */
     }
-    it_wait_until(connected_clients() == 1, 5000);
+    wait_clients(1);
     expect_status(C, "PONG", "PING");
     expect_int(C, 0, "EXISTS x");
 }
@@ -162,7 +175,7 @@ START_TEST(test_connect_disconnect_churn) {
         if (i % 2) it_raw_cmd(r, "PING", NULL); /* and leave without reading */
         it_raw_close(r);
     }
-    it_wait_until(connected_clients() == 1, 10000);
+    wait_clients(1);
     ck_assert_int_ge(it_info_int(C, "stats", "total_connections_received"), before + 500);
     expect_status(C, "PONG", "PING");
 }
@@ -171,11 +184,14 @@ END_TEST
 START_TEST(test_many_clients_one_counter) {
     enum { N = 50, PER = 200 };
     redisContext *cs[N];
-    for (int i = 0; i < N; i++) cs[i] = it_connect(S);
+    for (int i = 0; i < N; i++)
+        cs[i] = it_connect(S);
     for (int i = 0; i < N; i++) {
-        for (int j = 0; j < PER; j++) redisAppendCommand(cs[i], "INCR counter");
+        for (int j = 0; j < PER; j++)
+            redisAppendCommand(cs[i], "INCR counter");
         int done = 0;
-        while (!done) ck_assert_int_eq(redisBufferWrite(cs[i], &done), REDIS_OK);
+        while (!done)
+            ck_assert_int_eq(redisBufferWrite(cs[i], &done), REDIS_OK);
     }
     for (int i = 0; i < N; i++) {
         long long last = 0;
@@ -194,10 +210,12 @@ END_TEST
 
 START_TEST(test_client_list_many) {
     enum { N = 200 };
-    for (int i = 0; i < N; i++) expect_ok(it_connect(S), "CLIENT SETNAME c%d", i);
+    for (int i = 0; i < N; i++)
+        expect_ok(it_connect(S), "CLIENT SETNAME c%d", i);
     redisReply *r = it_cmd(C, "CLIENT LIST");
     int lines = 0;
-    for (const char *p = r->str; *p; p++) lines += *p == '\n';
+    for (const char *p = r->str; *p; p++)
+        lines += *p == '\n';
     ck_assert_int_eq(lines, N + 1);
     ck_assert_ptr_nonnull(strstr(r->str, " name=c199 "));
 }

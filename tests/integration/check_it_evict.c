@@ -18,11 +18,13 @@
 #define HEADROOM (1024 * 1024)
 #define SLACK (64 * 1024)
 
-static const char *const all_policies[] = {"allkeys-random", "allkeys-lru", "allkeys-lfu", "volatile-lru",
-                                           "volatile-lfu",   "volatile-random", "volatile-ttl"};
-static const char *const persist_policies[] = {"allkeys-random", "allkeys-lru", "volatile-lru", "volatile-random",
-                                               "volatile-ttl"};
-static const char *const volatile_policies[] = {"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"};
+static const char *const all_policies[] = {"allkeys-random", "allkeys-lru",  "allkeys-lfu",
+                                           "volatile-lru",   "volatile-lfu", "volatile-random",
+                                           "volatile-ttl"};
+static const char *const persist_policies[] = {"allkeys-random", "allkeys-lru", "volatile-lru",
+                                               "volatile-random", "volatile-ttl"};
+static const char *const volatile_policies[] = {"volatile-lru", "volatile-lfu", "volatile-random",
+                                                "volatile-ttl"};
 
 static char value[VALUE_LEN];
 
@@ -46,12 +48,14 @@ static long long set_limit(const char *policy) {
 /* SET (or SETEX when volatile) one key; returns 1 on OK, 0 on the OOM error;
  * anything else fails the test. */
 static int set_key(const char *prefix, long long i, int volatile_key) {
-    redisReply *r = volatile_key ? it_cmd(C, "SETEX %s:%lld 10000 %b", prefix, i, value, sizeof(value))
-                                 : it_cmd(C, "SET %s:%lld %b", prefix, i, value, sizeof(value));
+    redisReply *r = volatile_key
+                        ? it_cmd(C, "SETEX %s:%lld 10000 %b", prefix, i, value, sizeof(value))
+                        : it_cmd(C, "SET %s:%lld %b", prefix, i, value, sizeof(value));
     char got[200];
     int ok = r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK");
     int oom = r->type == REDIS_REPLY_ERROR && !strcmp(r->str, OOM_ERR);
-    ck_assert_msg(ok || oom, "SET %s:%lld: unexpected reply %s", prefix, i, it_render(r, got, sizeof(got)));
+    ck_assert_msg(ok || oom, "SET %s:%lld: unexpected reply %s", prefix, i,
+                  it_render(r, got, sizeof(got)));
     it_free(r);
     return ok;
 }
@@ -69,11 +73,12 @@ static long long fill_to_limit(long long limit, int volatile_every) {
         used = used_memory();
         if (used + 4096 > limit) break;
         if (n == 250)
-            ck_assert_msg(used > start + 100 * 1024,
-                          "used_memory does not grow: %lld bytes of values written, used_memory %lld -> %lld",
-                          n * VALUE_LEN, start, used);
-        ck_assert_msg(n * VALUE_LEN < 8 * HEADROOM, "used_memory never reached the limit (%lld, limit %lld)", used,
-                      limit);
+            ck_assert_msg(
+                used > start + 100 * 1024,
+                "used_memory does not grow: %lld bytes of values written, used_memory %lld -> %lld",
+                n * VALUE_LEN, start, used);
+        ck_assert_msg(n * VALUE_LEN < 8 * HEADROOM,
+                      "used_memory never reached the limit (%lld, limit %lld)", used, limit);
     }
     ck_assert_int_gt(n, 10);
     return n;
@@ -81,8 +86,8 @@ static long long fill_to_limit(long long limit, int volatile_every) {
 
 static void assert_near_limit(long long limit) {
     long long used = used_memory();
-    ck_assert_msg(used < limit + SLACK, "used_memory %lld exceeds maxmemory %lld by %lld bytes", used, limit,
-                  used - limit);
+    ck_assert_msg(used < limit + SLACK, "used_memory %lld exceeds maxmemory %lld by %lld bytes",
+                  used, limit, used - limit);
 }
 
 START_TEST(test_limit_honoured) {
@@ -91,7 +96,8 @@ START_TEST(test_limit_honoured) {
     long long n = fill_to_limit(limit, 1);
     ck_assert_int_eq(evicted_keys(), 0);
     for (long long j = 0; j < n; j++)
-        ck_assert_msg(set_key("more", j, 1), "%s: OOM although volatile keys can be evicted", policy);
+        ck_assert_msg(set_key("more", j, 1), "%s: OOM although volatile keys can be evicted",
+                      policy);
     assert_near_limit(limit);
     ck_assert_msg(evicted_keys() > 0, "%s: nothing evicted", policy);
     redisReply *r = it_cmd(C, "DBSIZE");
@@ -105,7 +111,8 @@ START_TEST(test_only_allkeys_evict_persistent_keys) {
     long long limit = set_limit(policy);
     long long n = fill_to_limit(limit, 0);
     int oom = 0;
-    for (long long j = 0; j < n; j++) oom |= !set_key("more", j, 0);
+    for (long long j = 0; j < n; j++)
+        oom |= !set_key("more", j, 0);
     if (!strncmp(policy, "allkeys-", 8)) {
         ck_assert_msg(!oom, "%s: OOM error although keys can be evicted", policy);
         assert_near_limit(limit);
@@ -121,10 +128,12 @@ START_TEST(test_volatile_policy_keeps_persistent_keys) {
     const char *policy = volatile_policies[_i];
     long long limit = set_limit(policy);
     long long n = fill_to_limit(limit, 2);
-    for (long long j = 0; j < n; j++) set_key("foo", j, 1);
+    for (long long j = 0; j < n; j++)
+        set_key("foo", j, 1);
     assert_near_limit(limit);
     ck_assert_int_gt(evicted_keys(), 0);
-    for (long long j = 0; j < n; j += 2) expect_int(C, 1, "EXISTS key:%lld", j);
+    for (long long j = 0; j < n; j += 2)
+        expect_int(C, 1, "EXISTS key:%lld", j);
 }
 END_TEST
 
@@ -133,7 +142,8 @@ START_TEST(test_noeviction) {
     long long n = fill_to_limit(limit, 0);
     while (set_key("key", n, 0)) {
         n++;
-        ck_assert_msg(n * VALUE_LEN < 8 * HEADROOM, "noeviction: writes never failed (used_memory %lld, limit %lld)",
+        ck_assert_msg(n * VALUE_LEN < 8 * HEADROOM,
+                      "noeviction: writes never failed (used_memory %lld, limit %lld)",
                       used_memory(), limit);
     }
     ck_assert_int_gt(n, 10);
@@ -177,7 +187,8 @@ START_TEST(test_maxmemory_from_command_line) {
     ck_assert_str_eq(it_info_str(C, "memory", "maxmemory_policy"), "allkeys-lru");
     size_t len = 1024 * 1024;
     char *big = it_random_bytes(len, 5);
-    for (int i = 0; i < 30; i++) expect_ok(C, "SET big:%d %b", i, big, len);
+    for (int i = 0; i < 30; i++)
+        expect_ok(C, "SET big:%d %b", i, big, len);
     expect_status(C, "PONG", "PING");
     long long used = used_memory();
     ck_assert_msg(used < 12 * 1024 * 1024, "used_memory %lld with maxmemory 10mb", used);
@@ -193,7 +204,8 @@ START_TEST(test_eviction_across_databases) {
     expect_ok(C, "SELECT 5");
     long long n = fill_to_limit(limit, 0);
     expect_ok(C, "SELECT 0");
-    for (long long j = 0; j < n; j++) ck_assert(set_key("db0", j, 0));
+    for (long long j = 0; j < n; j++)
+        ck_assert(set_key("db0", j, 0));
     assert_near_limit(limit);
     expect_ok(C, "SELECT 5");
     redisReply *r = it_cmd(C, "DBSIZE");
@@ -204,7 +216,8 @@ END_TEST
 static Suite *evict_suite(void) {
     Suite *s = suite_create("evict");
     TCase *tc = it_tcase(s, "policies");
-    tcase_add_loop_test(tc, test_limit_honoured, 0, (int)(sizeof(all_policies) / sizeof(*all_policies)));
+    tcase_add_loop_test(tc, test_limit_honoured, 0,
+                        (int)(sizeof(all_policies) / sizeof(*all_policies)));
     tcase_add_loop_test(tc, test_only_allkeys_evict_persistent_keys, 0,
                         (int)(sizeof(persist_policies) / sizeof(*persist_policies)));
     tcase_add_loop_test(tc, test_volatile_policy_keeps_persistent_keys, 0,

@@ -41,7 +41,8 @@ END_TEST
 
 START_TEST(test_expired_keys_invisible) {
     expect_ok(C, "MSET keep1 a keep2 b keep3 c");
-    for (int i = 0; i < 100; i++) expect_ok(C, "SET gone:%d x PX 100", i);
+    for (int i = 0; i < 100; i++)
+        expect_ok(C, "SET gone:%d x PX 100", i);
     it_sleep_ms(250);
     ck_assert_str_eq(it_sorted_join(it_cmd(C, "KEYS *")), "keep1,keep2,keep3");
     ck_assert_str_eq(it_sorted_join(it_cmd(C, "KEYS gone:*")), "");
@@ -58,7 +59,8 @@ END_TEST
 
 START_TEST(test_expired_keys_invisible_to_scan) {
     expect_ok(C, "SET keep x");
-    for (int i = 0; i < 200; i++) expect_ok(C, "SET gone:%d x PX 100", i);
+    for (int i = 0; i < 200; i++)
+        expect_ok(C, "SET gone:%d x PX 100", i);
     it_sleep_ms(250);
     char cursor[32] = "0";
     int seen_keep = 0;
@@ -78,7 +80,8 @@ START_TEST(test_expired_keys_invisible_to_scan) {
 END_TEST
 
 START_TEST(test_randomkey_all_expired) {
-    for (int i = 0; i < 10; i++) expect_ok(C, "SET k%d x PX 100", i);
+    for (int i = 0; i < 10; i++)
+        expect_ok(C, "SET k%d x PX 100", i);
     it_sleep_ms(250);
     expect_nil(C, "RANDOMKEY");
 }
@@ -87,7 +90,8 @@ END_TEST
 START_TEST(test_active_expiry) {
     expect_ok(C, "SET persistent x");
     long long before = it_info_int(C, "stats", "expired_keys");
-    for (int i = 0; i < 100; i++) expect_ok(C, "SET vol:%d x PX 100", i);
+    for (int i = 0; i < 100; i++)
+        expect_ok(C, "SET vol:%d x PX 100", i);
     /* Nobody touches the keys: only the active expiry cycle can remove them. */
     it_wait_until(it_info_int(C, "stats", "expired_keys") >= before + 100, 10000);
     expect_int(C, 1, "DBSIZE");
@@ -239,10 +243,14 @@ END_TEST
 
 START_TEST(test_expire_option_errors) {
     expect_ok(C, "SET foo bar");
-    expect_error(C, "ERR GT and LT options at the same time are not compatible", "EXPIRE foo 200 LT GT");
-    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible", "EXPIRE foo 200 NX GT");
-    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible", "EXPIRE foo 200 NX LT");
-    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible", "EXPIRE foo 200 NX XX");
+    expect_error(C, "ERR GT and LT options at the same time are not compatible",
+                 "EXPIRE foo 200 LT GT");
+    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible",
+                 "EXPIRE foo 200 NX GT");
+    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible",
+                 "EXPIRE foo 200 NX LT");
+    expect_error(C, "ERR NX and XX, GT or LT options at the same time are not compatible",
+                 "EXPIRE foo 200 NX XX");
     expect_error(C, "ERR Unsupported option AB", "EXPIRE foo 200 AB");
     expect_error(C, "ERR Unsupported option AB", "EXPIRE foo 200 XX AB");
     expect_int(C, -1, "TTL foo");
@@ -278,7 +286,8 @@ START_TEST(test_expire_integer_errors) {
     expect_error(C, "ERR invalid expire time in 'expire' command", "EXPIRE foo 18446744073709561");
     expect_error(C, "ERR invalid expire time in 'expire' command", "EXPIRE foo -9223372036854776");
     expect_error(C, "ERR invalid expire time in 'expire' command", "EXPIRE foo -9999999999999999");
-    expect_error(C, "ERR invalid expire time in 'pexpire' command", "PEXPIRE foo 9223372036854770000");
+    expect_error(C, "ERR invalid expire time in 'pexpire' command",
+                 "PEXPIRE foo 9223372036854770000");
     expect_int(C, -1, "TTL foo");
     expect_error(C, "ERR wrong number of arguments for 'expire' command", "EXPIRE foo");
 }

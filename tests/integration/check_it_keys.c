@@ -12,7 +12,8 @@
 #define ERR_SYNTAX "ERR syntax error"
 
 static void set_keys(const char *const *keys) {
-    for (; *keys; keys++) expect_ok(C, "SET %s x", *keys);
+    for (; *keys; keys++)
+        expect_ok(C, "SET %s x", *keys);
 }
 
 START_TEST(test_del) {
@@ -91,7 +92,8 @@ START_TEST(test_keys_patterns) {
 END_TEST
 
 START_TEST(test_keys_glob_docs) {
-    static const char *const keys[] = {"hello", "hallo", "hxllo", "hllo", "heeeello", "a*b", "axb", NULL};
+    static const char *const keys[] = {"hello",    "hallo", "hxllo", "hllo",
+                                       "heeeello", "a*b",   "axb",   NULL};
     set_keys(keys);
     ck_assert_str_eq(it_sorted_join(it_cmd(C, "KEYS h?llo")), "hallo,hello,hxllo");
     ck_assert_str_eq(it_sorted_join(it_cmd(C, "KEYS h*llo")), "hallo,heeeello,hello,hllo,hxllo");
@@ -106,8 +108,10 @@ END_TEST
 START_TEST(test_keys_long_pattern) {
     /* Valkey regression: pathological patterns must return quickly. */
     expect_ok(C, "SET %s 1", "dlskeriewrioeuwqoirueioqwrueoqwrueqw");
-    ck_assert_str_eq(it_sorted_join(it_cmd(C, "KEYS %s", "*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*")),
-                     "dlskeriewrioeuwqoirueioqwrueoqwrueqw");
+    ck_assert_str_eq(
+        it_sorted_join(
+            it_cmd(C, "KEYS %s", "*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*")),
+        "dlskeriewrioeuwqoirueioqwrueoqwrueqw");
     expect_reply(C, "[]", "KEYS %s", "a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b");
 }
 END_TEST
@@ -316,9 +320,12 @@ START_TEST(test_randomkey) {
     for (int i = 0; i < 200 && !(foo && bar); i++) {
         redisReply *r = it_cmd(C, "RANDOMKEY");
         ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
-        if (!strcmp(r->str, "foo")) foo = 1;
-        else if (!strcmp(r->str, "bar")) bar = 1;
-        else ck_abort_msg("RANDOMKEY returned %s", r->str);
+        if (!strcmp(r->str, "foo"))
+            foo = 1;
+        else if (!strcmp(r->str, "bar"))
+            bar = 1;
+        else
+            ck_abort_msg("RANDOMKEY returned %s", r->str);
         it_free(r);
     }
     ck_assert(foo && bar);
@@ -340,12 +347,13 @@ static char *scan_all(const char *extra, int *calls) {
         int argc = 2;
         char words[256];
         snprintf(words, sizeof(words), "%s", extra ? extra : "");
-        for (char *save = NULL, *w = strtok_r(words, " ", &save); w && argc < 16; w = strtok_r(NULL, " ", &save))
+        for (char *save = NULL, *w = strtok_r(words, " ", &save); w && argc < 16;
+             w = strtok_r(NULL, " ", &save))
             argv[argc++] = w;
         redisReply *r = it_cmd_argv(C, argc, argv, NULL);
         char desc[300];
-        ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "SCAN %s: bad reply %s", cursor,
-                      it_render(r, desc, sizeof(desc)));
+        ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "SCAN %s: bad reply %s",
+                      cursor, it_render(r, desc, sizeof(desc)));
         ck_assert_int_eq(r->element[0]->type, REDIS_REPLY_STRING);
         ck_assert_int_eq(r->element[1]->type, REDIS_REPLY_ARRAY);
         snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
@@ -365,7 +373,8 @@ static char *scan_all(const char *extra, int *calls) {
         ck_assert_int_lt(*calls, 100000);
     } while (strcmp(cursor, "0") != 0);
     char *joined = it_sorted_join(acc);
-    for (size_t i = 0; i < acc->elements; i++) freeReplyObject(acc->element[i]);
+    for (size_t i = 0; i < acc->elements; i++)
+        freeReplyObject(acc->element[i]);
     free(acc->element);
     free(acc);
     return joined;
@@ -381,13 +390,15 @@ static char *expected_keys(const char *prefix, int n) {
         arr.element[i]->str = it_fmt("%s%d", prefix, i);
     }
     char *s = it_sorted_join(&arr);
-    for (int i = 0; i < n; i++) free(arr.element[i]);
+    for (int i = 0; i < n; i++)
+        free(arr.element[i]);
     free(arr.element);
     return s;
 }
 
 START_TEST(test_scan_full_iteration) {
-    for (int i = 0; i < 1000; i++) redisAppendCommand(C, "SET key:%d x", i);
+    for (int i = 0; i < 1000; i++)
+        redisAppendCommand(C, "SET key:%d x", i);
     for (int i = 0; i < 1000; i++) {
         redisReply *r;
         ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
@@ -448,7 +459,8 @@ START_TEST(test_memory_usage) {
 END_TEST
 
 START_TEST(test_unknown_command) {
-    expect_error(C, "ERR unknown command 'FOOBAR', with args beginning with: 'a' 'b' ", "FOOBAR a b");
+    expect_error(C, "ERR unknown command 'FOOBAR', with args beginning with: 'a' 'b' ",
+                 "FOOBAR a b");
     expect_error(C, "ERR unknown command 'foobar', with args beginning with: ", "foobar");
     expect_error(C, "ERR unknown subcommand 'nope'. Try CONFIG HELP.", "CONFIG nope");
     expect_status(C, "PONG", "PING");

@@ -58,7 +58,8 @@ END_TEST
 START_TEST(test_execabort_unknown_command) {
     expect_ok(C, "MULTI");
     expect_status(C, "QUEUED", "SET foo1 bar1");
-    expect_error(C, "ERR unknown command 'non-existing-command', with args beginning with: ", "non-existing-command");
+    expect_error(C, "ERR unknown command 'non-existing-command', with args beginning with: ",
+                 "non-existing-command");
     expect_status(C, "QUEUED", "SET foo2 bar2");
     expect_error(C, EXECABORT, "EXEC");
     expect_int(C, 0, "EXISTS foo1 foo2");
@@ -84,7 +85,9 @@ START_TEST(test_runtime_error_does_not_abort) {
     expect_status(C, "QUEUED", "INCR str");
     expect_status(C, "QUEUED", "SET b 2");
     expect_status(C, "QUEUED", "SET c 3 EX 0");
-    expect_reply(C, "[+OK,-ERR value is not an integer or out of range,+OK,-ERR invalid expire time in 'set' command]",
+    expect_reply(C,
+                 "[+OK,-ERR value is not an integer or out of range,+OK,-ERR invalid expire time "
+                 "in 'set' command]",
                  "EXEC");
     expect_reply(C, "[\"1\",\"2\",nil]", "MGET a b c");
 }
@@ -366,7 +369,8 @@ START_TEST(test_exec_is_atomic_with_pipelining) {
     /* MULTI ... EXEC sent in one write, with another client's command. */
     redisContext *c2 = it_connect(S);
     redisAppendCommand(C, "MULTI");
-    for (int i = 0; i < 100; i++) redisAppendCommand(C, "INCR n");
+    for (int i = 0; i < 100; i++)
+        redisAppendCommand(C, "INCR n");
     redisAppendCommand(C, "EXEC");
     redisReply *r;
     for (int i = 0; i < 101; i++) {

@@ -54,7 +54,8 @@ START_TEST(test_non_number_multibulk_length) {
 END_TEST
 
 START_TEST(test_wrong_multibulk_payload_header) {
-    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "-ERR Protocol error: expected '$', got 'f'");
+    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n",
+                   "-ERR Protocol error: expected '$', got 'f'");
 }
 END_TEST
 
@@ -69,17 +70,20 @@ START_TEST(test_bad_type_byte_in_multibulk) {
 END_TEST
 
 START_TEST(test_negative_bulk_length) {
-    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length");
+    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n",
+                   "-ERR Protocol error: invalid bulk length");
 }
 END_TEST
 
 START_TEST(test_out_of_range_bulk_length) {
-    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", "-ERR Protocol error: invalid bulk length");
+    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n",
+                   "-ERR Protocol error: invalid bulk length");
 }
 END_TEST
 
 START_TEST(test_non_number_bulk_length) {
-    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n", "-ERR Protocol error: invalid bulk length");
+    PROTOCOL_ERROR("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n",
+                   "-ERR Protocol error: invalid bulk length");
 }
 END_TEST
 
@@ -91,7 +95,8 @@ START_TEST(test_bulk_length_over_proto_max_bulk_len) {
 END_TEST
 
 START_TEST(test_unbalanced_quotes) {
-    PROTOCOL_ERROR("set \"\"\"test-key\"\"\" test-value\r\nping\r\n", "-ERR Protocol error: unbalanced quotes in request");
+    PROTOCOL_ERROR("set \"\"\"test-key\"\"\" test-value\r\nping\r\n",
+                   "-ERR Protocol error: unbalanced quotes in request");
 }
 END_TEST
 
@@ -175,7 +180,8 @@ START_TEST(test_request_split_across_writes) {
     it_raw_sendstr(r, "lo\r\n");
     expect_raw(r, "+OK");
     const char *cmd = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
-    for (const char *p = cmd; *p; p++) it_raw_send(r, p, 1);
+    for (const char *p = cmd; *p; p++)
+        it_raw_send(r, p, 1);
     expect_raw(r, "\"hello\"");
     it_raw_sendstr(r, "PI");
     it_sleep_ms(50);
@@ -221,9 +227,18 @@ START_TEST(test_pipeline_10000_in_one_write) {
         char key[16];
         int kl = snprintf(key, sizeof(key), "key:%d", i / 3);
         switch (i % 3) {
-        case 0: len += (size_t)snprintf(buf + len, cap - len, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n5\r\n", kl, key); break;
-        case 1: len += (size_t)snprintf(buf + len, cap - len, "*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", kl, key); break;
-        default: len += (size_t)snprintf(buf + len, cap - len, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kl, key); break;
+        case 0:
+            len += (size_t)snprintf(buf + len, cap - len,
+                                    "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n5\r\n", kl, key);
+            break;
+        case 1:
+            len += (size_t)snprintf(buf + len, cap - len, "*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n", kl,
+                                    key);
+            break;
+        default:
+            len +=
+                (size_t)snprintf(buf + len, cap - len, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", kl, key);
+            break;
         }
     }
     it_raw *r = it_raw_connect(S);
@@ -232,9 +247,16 @@ START_TEST(test_pipeline_10000_in_one_write) {
         it_value *v = it_raw_read(r);
         ck_assert_msg(v != NULL, "connection closed after %d replies", i);
         switch (i % 3) {
-        case 0: ck_assert_msg(v->type == '+' && !strcmp(v->str, "OK"), "reply %d: not +OK", i); break;
-        case 1: ck_assert_msg(v->type == ':' && v->integer == 6, "reply %d: not :6", i); break;
-        default: ck_assert_msg(v->type == '$' && v->str && !strcmp(v->str, "6"), "reply %d: not \"6\"", i); break;
+        case 0:
+            ck_assert_msg(v->type == '+' && !strcmp(v->str, "OK"), "reply %d: not +OK", i);
+            break;
+        case 1:
+            ck_assert_msg(v->type == ':' && v->integer == 6, "reply %d: not :6", i);
+            break;
+        default:
+            ck_assert_msg(v->type == '$' && v->str && !strcmp(v->str, "6"), "reply %d: not \"6\"",
+                          i);
+            break;
         }
     }
     expect_int(C, (N + 2) / 3, "DBSIZE");
@@ -245,7 +267,8 @@ START_TEST(test_pipeline_10000_inline) {
     enum { N = 10000 };
     size_t cap = (size_t)N * 8;
     char *buf = it_alloc(cap);
-    for (int i = 0; i < N; i++) memcpy(buf + i * 6, "PING\r\n", 6);
+    for (int i = 0; i < N; i++)
+        memcpy(buf + i * 6, "PING\r\n", 6);
     it_raw *r = it_raw_connect(S);
     ck_assert_int_eq(it_raw_send(r, buf, (size_t)N * 6), 0);
     for (int i = 0; i < N; i++) {
@@ -257,7 +280,8 @@ END_TEST
 
 START_TEST(test_pipeline_hiredis) {
     enum { N = 10000 };
-    for (int i = 0; i < N; i++) redisAppendCommand(C, "ECHO %d", i);
+    for (int i = 0; i < N; i++)
+        redisAppendCommand(C, "ECHO %d", i);
     for (int i = 0; i < N; i++) {
         redisReply *r;
         ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
@@ -271,7 +295,8 @@ END_TEST
 START_TEST(test_error_then_pipeline_stops) {
     /* Commands after the protocol error in the same write are not run. */
     it_raw *r = it_raw_connect(S);
-    it_raw_sendstr(r, "*1\r\n$4\r\nPING\r\n*1\r\nfoo\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n1\r\n");
+    it_raw_sendstr(
+        r, "*1\r\n$4\r\nPING\r\n*1\r\nfoo\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n1\r\n");
     expect_raw(r, "+PONG");
     expect_raw(r, "-ERR Protocol error: expected '$', got 'f'");
     ck_assert(it_raw_wait_closed(r, 5000));

@@ -160,16 +160,19 @@ START_TEST(test_resp3_sets) {
     it_raw_cmd(r, "COMMAND", "INFO", "get", NULL);
     it_value *v = it_raw_read(r);
     char buf[1024];
-    ck_assert_msg(v && v->type == '*' && v->n == 1, "COMMAND INFO get: %s", it_vrender(v, buf, sizeof(buf)));
+    ck_assert_msg(v && v->type == '*' && v->n == 1, "COMMAND INFO get: %s",
+                  it_vrender(v, buf, sizeof(buf)));
     it_value *get = v->elem[0];
     ck_assert_int_eq(get->type, '*');
     ck_assert_int_ge(get->n, 7);
     ck_assert_str_eq(get->elem[0]->str, "get");
-    ck_assert_msg(get->elem[2]->type == '~', "flags are not a RESP3 set: %s", it_vrender(get->elem[2], buf, sizeof(buf)));
+    ck_assert_msg(get->elem[2]->type == '~', "flags are not a RESP3 set: %s",
+                  it_vrender(get->elem[2], buf, sizeof(buf)));
     ck_assert_msg(get->elem[6]->type == '~', "ACL categories are not a RESP3 set: %s",
                   it_vrender(get->elem[6], buf, sizeof(buf)));
     int readonly = 0;
-    for (size_t i = 0; i < get->elem[2]->n; i++) readonly |= !strcmp(get->elem[2]->elem[i]->str, "readonly");
+    for (size_t i = 0; i < get->elem[2]->n; i++)
+        readonly |= !strcmp(get->elem[2]->elem[i]->str, "readonly");
     ck_assert(readonly);
 }
 END_TEST
@@ -187,7 +190,8 @@ START_TEST(test_resp3_doubles) {
     for (int i = 0; i < 3; i++) {
         it_value *d = it_map_get(v, doubles[i]);
         ck_assert_msg(d != NULL, "MEMORY STATS has no %s", doubles[i]);
-        ck_assert_msg(d->type == ',', "%s is not a RESP3 double: %s", doubles[i], it_vrender(d, buf, sizeof(buf)));
+        ck_assert_msg(d->type == ',', "%s is not a RESP3 double: %s", doubles[i],
+                      it_vrender(d, buf, sizeof(buf)));
         char *end;
         strtod(d->str, &end);
         ck_assert_msg(*end == '\0', "%s: bad double %s", doubles[i], d->str);
@@ -196,7 +200,8 @@ START_TEST(test_resp3_doubles) {
     redisReply *r2 = it_cmd(C, "MEMORY STATS");
     ck_assert_int_eq(r2->type, REDIS_REPLY_ARRAY);
     for (size_t i = 0; i + 1 < r2->elements; i += 2)
-        if (!strcmp(r2->element[i]->str, "fragmentation")) ck_assert_int_eq(r2->element[i + 1]->type, REDIS_REPLY_STRING);
+        if (!strcmp(r2->element[i]->str, "fragmentation"))
+            ck_assert_int_eq(r2->element[i + 1]->type, REDIS_REPLY_STRING);
 }
 END_TEST
 
@@ -220,10 +225,12 @@ START_TEST(test_resp3_verbatim) {
     ck_assert_msg(strstr(v->str, "# Server\r\n") != NULL, "INFO verbatim body: %.60s", v->str);
     it_raw_cmd(r, "CLIENT", "INFO", NULL);
     v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '=' && strncmp(v->str, "txt:id=", 7) == 0, "CLIENT INFO in RESP3: not verbatim");
+    ck_assert_msg(v && v->type == '=' && strncmp(v->str, "txt:id=", 7) == 0,
+                  "CLIENT INFO in RESP3: not verbatim");
     it_raw_cmd(r, "CLIENT", "LIST", NULL);
     v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '=' && strncmp(v->str, "txt:id=", 7) == 0, "CLIENT LIST in RESP3: not verbatim");
+    ck_assert_msg(v && v->type == '=' && strncmp(v->str, "txt:id=", 7) == 0,
+                  "CLIENT LIST in RESP3: not verbatim");
     /* Plain strings are still bulk strings. */
     it_raw_cmd(r, "ECHO", "txt:x", NULL);
     expect_raw(r, "\"txt:x\"");
@@ -256,8 +263,10 @@ END_TEST
 
 START_TEST(test_resp3_pipeline) {
     it_raw *r = resp3();
-    for (int i = 0; i < 1000; i++) it_raw_cmd(r, "GET", "nokey", NULL);
-    for (int i = 0; i < 1000; i++) expect_raw(r, "_");
+    for (int i = 0; i < 1000; i++)
+        it_raw_cmd(r, "GET", "nokey", NULL);
+    for (int i = 0; i < 1000; i++)
+        expect_raw(r, "_");
 }
 END_TEST
 

@@ -288,10 +288,10 @@ END_TEST
 START_TEST(test_setrange_errors) {
     expect_ok(C, "SET mykey hello");
     expect_error(C, "ERR offset is out of range", "SETRANGE mykey -1 world");
-    expect_error(C, "ERR string exceeds maximum allowed size (proto-max-bulk-len)", "SETRANGE mykey %lld world",
-                 512LL * 1024 * 1024 - 4);
-    expect_error(C, "ERR string exceeds maximum allowed size (proto-max-bulk-len)", "SETRANGE nokey %lld world",
-                 512LL * 1024 * 1024 - 4);
+    expect_error(C, "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                 "SETRANGE mykey %lld world", 512LL * 1024 * 1024 - 4);
+    expect_error(C, "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                 "SETRANGE nokey %lld world", 512LL * 1024 * 1024 - 4);
     expect_error(C, ERR_NOT_INT, "SETRANGE mykey abc world");
     expect_bulk(C, "hello", "GET mykey");
     expect_int(C, 0, "EXISTS nokey");
@@ -412,14 +412,16 @@ END_TEST
 
 START_TEST(test_10000_keys_pipelined) {
     enum { N = 10000 };
-    for (int i = 0; i < N; i++) redisAppendCommand(C, "SET %d %d", i, i);
+    for (int i = 0; i < N; i++)
+        redisAppendCommand(C, "SET %d %d", i, i);
     for (int i = 0; i < N; i++) {
         redisReply *r = NULL;
         ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
         ck_assert_msg(r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK"), "SET %d failed", i);
         freeReplyObject(r);
     }
-    for (int i = N - 1; i >= 0; i--) redisAppendCommand(C, "GET %d", i);
+    for (int i = N - 1; i >= 0; i--)
+        redisAppendCommand(C, "GET %d", i);
     for (int i = N - 1; i >= 0; i--) {
         redisReply *r = NULL;
         ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);

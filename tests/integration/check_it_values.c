@@ -35,7 +35,8 @@ static void raw_expect_bulk(it_raw *r, const char *val, size_t len) {
     ck_assert_msg(v->len == len, "expected %zu bytes, got %zu", len, v->len);
     if (memcmp(v->str, val, len) == 0) return;
     size_t i = 0;
-    while (i < len && v->str[i] == val[i]) i++;
+    while (i < len && v->str[i] == val[i])
+        i++;
     ck_assert_msg(i == len, "value differs at offset %zu of %zu", i, len);
 }
 
@@ -59,7 +60,8 @@ START_TEST(test_64mb_roundtrip) {
 END_TEST
 
 START_TEST(test_sizes_around_buffer_boundaries) {
-    static const size_t sizes[] = {16383, 16384, 16385, 32767, 32768, 65535, 65536, 65537, 131072, 524288 + 1};
+    static const size_t sizes[] = {16383, 16384, 16385, 32767,  32768,
+                                   65535, 65536, 65537, 131072, 524288 + 1};
     char *val = it_random_bytes(524288 + 1, 3);
     for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
         expect_ok(C, "SET k%d %b", (int)i, val, sizes[i]);
@@ -70,7 +72,8 @@ END_TEST
 
 START_TEST(test_pipelined_big_sets_behind_small_commands) {
     size_t l1 = 2 * MB, l2 = 3 * MB + 17, l3 = 5 * MB + 1;
-    char *v1 = it_random_bytes(l1, 11), *v2 = it_random_bytes(l2, 12), *v3 = it_random_bytes(l3, 13);
+    char *v1 = it_random_bytes(l1, 11), *v2 = it_random_bytes(l2, 12),
+         *v3 = it_random_bytes(l3, 13);
     redisAppendCommand(C, "PING");
     redisAppendCommand(C, "SET big1 %b", v1, l1);
     redisAppendCommand(C, "INCR counter");
@@ -81,15 +84,16 @@ START_TEST(test_pipelined_big_sets_behind_small_commands) {
     redisAppendCommand(C, "INCR counter");
     redisAppendCommand(C, "STRLEN big2");
     redisAppendCommand(C, "PING");
-    static const char *const want[] = {"+PONG", "+OK", ":1", "+OK", "+OK", "\"x\"", "+OK", ":2",
-                                       ":3145745", "+PONG"};
+    static const char *const want[] = {"+PONG", "+OK", ":1", "+OK",      "+OK",
+                                       "\"x\"", "+OK", ":2", ":3145745", "+PONG"};
     for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
         redisReply *r;
         ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
         char got[200];
         it_render(r, got, sizeof(got));
         freeReplyObject(r);
-        ck_assert_msg(!strcmp(got, want[i]), "pipelined reply %zu: expected %s, got %s", i, want[i], got);
+        ck_assert_msg(!strcmp(got, want[i]), "pipelined reply %zu: expected %s, got %s", i, want[i],
+                      got);
     }
     expect_bulk_len(C, v1, l1, "GET big1");
     expect_bulk_len(C, v2, l2, "GET big2");
@@ -134,7 +138,8 @@ END_TEST
 START_TEST(test_append_many_chunks) {
     size_t chunk = 64 * 1024, n = 64;
     char *all = it_random_bytes(chunk * n, 33);
-    for (size_t i = 0; i < n; i++) expect_int(C, (long long)(chunk * (i + 1)), "APPEND k %b", all + i * chunk, chunk);
+    for (size_t i = 0; i < n; i++)
+        expect_int(C, (long long)(chunk * (i + 1)), "APPEND k %b", all + i * chunk, chunk);
     expect_bulk_len(C, all, chunk * n, "GET k");
 }
 END_TEST
@@ -204,7 +209,8 @@ START_TEST(test_big_value_overwrite_and_memory) {
     size_t len = 16 * MB;
     char *val = it_random_bytes(len, 81);
     long long before = it_info_int(C, "memory", "used_memory");
-    for (int i = 0; i < 4; i++) expect_ok(C, "SET k %b", val, len);
+    for (int i = 0; i < 4; i++)
+        expect_ok(C, "SET k %b", val, len);
     expect_bulk_len(C, val, len, "GET k");
     long long with = it_info_int(C, "memory", "used_memory");
     ck_assert_int_ge(with, before + (long long)len);

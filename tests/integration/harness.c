@@ -150,14 +150,26 @@ static void sb_quoted(sb *b, const char *s, size_t n, size_t max) {
     for (size_t i = 0; i < n && i < max; i++) {
         unsigned char ch = (unsigned char)s[i];
         switch (ch) {
-        case '\\': sb_str(b, "\\\\"); break;
-        case '"': sb_str(b, "\\\""); break;
-        case '\n': sb_str(b, "\\n"); break;
-        case '\r': sb_str(b, "\\r"); break;
-        case '\t': sb_str(b, "\\t"); break;
+        case '\\':
+            sb_str(b, "\\\\");
+            break;
+        case '"':
+            sb_str(b, "\\\"");
+            break;
+        case '\n':
+            sb_str(b, "\\n");
+            break;
+        case '\r':
+            sb_str(b, "\\r");
+            break;
+        case '\t':
+            sb_str(b, "\\t");
+            break;
         default:
-            if (ch < 0x20 || ch > 0x7e) sb_printf(b, "\\x%02x", ch);
-            else sb_add(b, (const char *)&ch, 1);
+            if (ch < 0x20 || ch > 0x7e)
+                sb_printf(b, "\\x%02x", ch);
+            else
+                sb_add(b, (const char *)&ch, 1);
         }
     }
     if (n > max) sb_printf(b, "...(%zu bytes)", n);
@@ -168,11 +180,23 @@ static void sb_quoted(sb *b, const char *s, size_t n, size_t max) {
 
 static void render_reply(sb *b, const redisReply *r, size_t max) {
     switch (r->type) {
-    case REDIS_REPLY_STATUS: sb_str(b, "+"); sb_add(b, r->str, r->len); break;
-    case REDIS_REPLY_ERROR: sb_str(b, "-"); sb_add(b, r->str, r->len); break;
-    case REDIS_REPLY_INTEGER: sb_printf(b, ":%lld", r->integer); break;
-    case REDIS_REPLY_NIL: sb_str(b, "nil"); break;
-    case REDIS_REPLY_STRING: sb_quoted(b, r->str, r->len, max); break;
+    case REDIS_REPLY_STATUS:
+        sb_str(b, "+");
+        sb_add(b, r->str, r->len);
+        break;
+    case REDIS_REPLY_ERROR:
+        sb_str(b, "-");
+        sb_add(b, r->str, r->len);
+        break;
+    case REDIS_REPLY_INTEGER:
+        sb_printf(b, ":%lld", r->integer);
+        break;
+    case REDIS_REPLY_NIL:
+        sb_str(b, "nil");
+        break;
+    case REDIS_REPLY_STRING:
+        sb_quoted(b, r->str, r->len, max);
+        break;
     case REDIS_REPLY_ARRAY:
         sb_str(b, "[");
         for (size_t i = 0; i < r->elements; i++) {
@@ -181,34 +205,65 @@ static void render_reply(sb *b, const redisReply *r, size_t max) {
         }
         sb_str(b, "]");
         break;
-    default: sb_printf(b, "?type%d", r->type);
+    default:
+        sb_printf(b, "?type%d", r->type);
     }
 }
 
 char *it_render(const redisReply *r, char *buf, size_t len) {
     sb b = {buf, 0, len};
     if (len) buf[0] = '\0';
-    if (!r) sb_str(&b, "<no reply>");
-    else render_reply(&b, r, (size_t)-1);
+    if (!r)
+        sb_str(&b, "<no reply>");
+    else
+        render_reply(&b, r, (size_t)-1);
     return buf;
 }
 
 static void render_value(sb *b, const it_value *v, size_t max) {
     switch (v->type) {
-    case '+': sb_str(b, "+"); sb_add(b, v->str, v->len); break;
-    case '-': sb_str(b, "-"); sb_add(b, v->str, v->len); break;
-    case '!': sb_str(b, "!"); sb_add(b, v->str, v->len); break;
-    case ':': sb_printf(b, ":%lld", v->integer); break;
-    case '_': sb_str(b, "_"); break;
-    case ',': sb_str(b, ","); sb_add(b, v->str, v->len); break;
-    case '(': sb_str(b, "("); sb_add(b, v->str, v->len); break;
-    case '#': sb_str(b, v->integer ? "#t" : "#f"); break;
-    case '$':
-        if (v->is_null) sb_str(b, "nil");
-        else sb_quoted(b, v->str, v->len, max);
+    case '+':
+        sb_str(b, "+");
+        sb_add(b, v->str, v->len);
         break;
-    case '=': sb_str(b, "="); sb_quoted(b, v->str, v->len, max); break;
-    case '*': case '~': case '>':
+    case '-':
+        sb_str(b, "-");
+        sb_add(b, v->str, v->len);
+        break;
+    case '!':
+        sb_str(b, "!");
+        sb_add(b, v->str, v->len);
+        break;
+    case ':':
+        sb_printf(b, ":%lld", v->integer);
+        break;
+    case '_':
+        sb_str(b, "_");
+        break;
+    case ',':
+        sb_str(b, ",");
+        sb_add(b, v->str, v->len);
+        break;
+    case '(':
+        sb_str(b, "(");
+        sb_add(b, v->str, v->len);
+        break;
+    case '#':
+        sb_str(b, v->integer ? "#t" : "#f");
+        break;
+    case '$':
+        if (v->is_null)
+            sb_str(b, "nil");
+        else
+            sb_quoted(b, v->str, v->len, max);
+        break;
+    case '=':
+        sb_str(b, "=");
+        sb_quoted(b, v->str, v->len, max);
+        break;
+    case '*':
+    case '~':
+    case '>':
         if (v->is_null) {
             sb_str(b, "*nil");
             break;
@@ -221,7 +276,8 @@ static void render_value(sb *b, const it_value *v, size_t max) {
         }
         sb_str(b, "]");
         break;
-    case '%': case '|':
+    case '%':
+    case '|':
         if (v->type == '|') sb_str(b, "|");
         sb_str(b, "{");
         for (size_t i = 0; i + 1 < v->n; i += 2) {
@@ -232,15 +288,18 @@ static void render_value(sb *b, const it_value *v, size_t max) {
         }
         sb_str(b, "}");
         break;
-    default: sb_printf(b, "?%c", v->type);
+    default:
+        sb_printf(b, "?%c", v->type);
     }
 }
 
 char *it_vrender(const it_value *v, char *buf, size_t len) {
     sb b = {buf, 0, len};
     if (len) buf[0] = '\0';
-    if (!v) sb_str(&b, "<closed>");
-    else render_value(&b, v, (size_t)-1);
+    if (!v)
+        sb_str(&b, "<closed>");
+    else
+        render_value(&b, v, (size_t)-1);
     return buf;
 }
 
@@ -312,7 +371,8 @@ static void child_exec(it_server *s, char **argv) {
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
 #endif
-        for (int fd = 3; fd < 65536; fd++) close(fd);
+        for (int fd = 3; fd < 65536; fd++)
+            close(fd);
     if (chdir(s->dir) != 0) _exit(126);
     int lfd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (lfd >= 0) {
@@ -386,7 +446,8 @@ static it_server *start_v(const char *conf_text, const char *first, va_list ap) 
         argv[argc++] = portstr;
         argv[argc++] = "--bind";
         argv[argc++] = "127.0.0.1";
-        for (int i = 0; i < nextra; i++) argv[argc++] = (char *)extra[i];
+        for (int i = 0; i < nextra; i++)
+            argv[argc++] = (char *)extra[i];
         argv[argc] = NULL;
 
         s->pid = fork();
@@ -398,7 +459,8 @@ static it_server *start_v(const char *conf_text, const char *first, va_list ap) 
             return s;
         }
         snprintf(failure, sizeof(failure), "%s (port %d); log:\n%s",
-                 ready == 0 ? "keel-server exited during start-up" : "keel-server did not answer PING within 10 s",
+                 ready == 0 ? "keel-server exited during start-up"
+                            : "keel-server did not answer PING within 10 s",
                  s->port, it_log_tail(s));
         if (ready < 0) {
             kill(s->pid, SIGKILL);
@@ -450,9 +512,9 @@ static int stop_server(it_server *s, char *msg, size_t msglen, int *already_exit
     if (s->stopped) return 1;
     if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
         s->stopped = 1;
-        snprintf(msg, msglen, "keel-server (port %d) died during the test: %s %d; log:\n%s", s->port,
-                 WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-                 it_log_tail(s));
+        snprintf(msg, msglen, "keel-server (port %d) died during the test: %s %d; log:\n%s",
+                 s->port, WIFSIGNALED(st) ? "signal" : "exit status",
+                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), it_log_tail(s));
         return 0;
     }
     kill(s->pid, SIGTERM);
@@ -461,14 +523,15 @@ static int stop_server(it_server *s, char *msg, size_t msglen, int *already_exit
         kill(s->pid, SIGKILL);
         waitpid(s->pid, NULL, 0);
         s->stopped = 1;
-        snprintf(msg, msglen, "keel-server (port %d) did not exit within 10 s of SIGTERM; log:\n%s", s->port,
-                 it_log_tail(s));
+        snprintf(msg, msglen, "keel-server (port %d) did not exit within 10 s of SIGTERM; log:\n%s",
+                 s->port, it_log_tail(s));
         return 0;
     }
     if (WIFSIGNALED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(msg, msglen, "keel-server (port %d) did not exit cleanly after SIGTERM: %s %d; log:\n%s", s->port,
-                 WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-                 it_log_tail(s));
+        snprintf(msg, msglen,
+                 "keel-server (port %d) did not exit cleanly after SIGTERM: %s %d; log:\n%s",
+                 s->port, WIFSIGNALED(st) ? "signal" : "exit status",
+                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), it_log_tail(s));
         return 0;
     }
     return 1;
@@ -527,8 +590,10 @@ static void describe_cmd(const char *cmd, int len, char *out, size_t outlen) {
         int plain = blen > 0 && blen <= 60;
         for (long j = 0; j < blen && plain; j++)
             if (p[j] <= ' ' || p[j] > '~' || p[j] == '"') plain = 0;
-        if (plain) sb_add(&b, p, (size_t)blen);
-        else sb_quoted(&b, p, (size_t)blen, 60);
+        if (plain)
+            sb_add(&b, p, (size_t)blen);
+        else
+            sb_quoted(&b, p, (size_t)blen, 60);
         p += blen + 2;
     }
 }
@@ -547,18 +612,19 @@ static void send_v(redisContext *c, const char *fmt, va_list ap, sent *out) {
     out->reply = NULL;
     out->err = NULL;
     void *reply = NULL;
-    if (redisAppendFormattedCommand(c, cmd, (size_t)len) != REDIS_OK || redisGetReply(c, &reply) != REDIS_OK)
+    if (redisAppendFormattedCommand(c, cmd, (size_t)len) != REDIS_OK ||
+        redisGetReply(c, &reply) != REDIS_OK)
         out->err = c->errstr[0] ? c->errstr : "connection error";
     out->reply = reply;
     free(cmd);
 }
 
-#define SEND(c, fmt, s)                                                                                     \
-    do {                                                                                                    \
-        va_list ap_;                                                                                        \
-        va_start(ap_, fmt);                                                                                 \
-        send_v(c, fmt, ap_, &(s));                                                                          \
-        va_end(ap_);                                                                                        \
+#define SEND(c, fmt, s)                                                                            \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        va_start(ap_, fmt);                                                                        \
+        send_v(c, fmt, ap_, &(s));                                                                 \
+        va_end(ap_);                                                                               \
     } while (0)
 
 redisReply *it_cmd(redisContext *c, const char *fmt, ...) {
@@ -589,11 +655,14 @@ static int cmp_str(const void *a, const void *b) {
 
 char *it_sorted_join(const redisReply *r) {
     char desc[200];
-    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "expected an array, got %s", it_render(r, desc, sizeof(desc)));
+    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "expected an array, got %s",
+                  it_render(r, desc, sizeof(desc)));
     const char **items = calloc(r->elements + 1, sizeof(*items));
     size_t total = 1;
     for (size_t i = 0; i < r->elements; i++) {
-        items[i] = r->element[i]->type == REDIS_REPLY_NIL ? "nil" : r->element[i]->str ? r->element[i]->str : "?";
+        items[i] = r->element[i]->type == REDIS_REPLY_NIL ? "nil"
+                   : r->element[i]->str                   ? r->element[i]->str
+                                                          : "?";
         total += strlen(items[i]) + 1;
     }
     qsort(items, r->elements, sizeof(*items), cmp_str);
@@ -612,10 +681,13 @@ char *it_sorted_join(const redisReply *r) {
 /* Failure messages are bounded: check passes them through a small buffer. */
 #define MSG_MAX 1500
 
-void it_expect_reply(const char *file, int line, redisContext *c, const char *want, const char *fmt, ...) {
+void it_expect_reply(const char *file, int line, redisContext *c, const char *want, const char *fmt,
+                     ...) {
     sent s;
     SEND(c, fmt, s);
-    if (!s.reply) _ck_assert_failed(file, line, "reply", "%s: expected %s, got no reply (%s)", s.desc, want, s.err);
+    if (!s.reply)
+        _ck_assert_failed(file, line, "reply", "%s: expected %s, got no reply (%s)", s.desc, want,
+                          s.err);
     size_t cap = strlen(want) + 4096;
     char *got = malloc(cap);
     it_render(s.reply, got, cap);
@@ -629,23 +701,29 @@ void it_expect_reply(const char *file, int line, redisContext *c, const char *wa
     free(got);
 }
 
-void it_expect_error_prefix(const char *file, int line, redisContext *c, const char *prefix, const char *fmt,
-                            ...) {
+void it_expect_error_prefix(const char *file, int line, redisContext *c, const char *prefix,
+                            const char *fmt, ...) {
     sent s;
     SEND(c, fmt, s);
-    if (!s.reply) _ck_assert_failed(file, line, "reply", "%s: expected -%s..., got no reply (%s)", s.desc, prefix, s.err);
+    if (!s.reply)
+        _ck_assert_failed(file, line, "reply", "%s: expected -%s..., got no reply (%s)", s.desc,
+                          prefix, s.err);
     char got[700];
     it_render(s.reply, got, sizeof(got));
-    int ok = s.reply->type == REDIS_REPLY_ERROR && strncmp(s.reply->str, prefix, strlen(prefix)) == 0;
+    int ok =
+        s.reply->type == REDIS_REPLY_ERROR && strncmp(s.reply->str, prefix, strlen(prefix)) == 0;
     freeReplyObject(s.reply);
-    if (!ok) _ck_assert_failed(file, line, "reply", "%s: expected -%s..., got %s", s.desc, prefix, got);
+    if (!ok)
+        _ck_assert_failed(file, line, "reply", "%s: expected -%s..., got %s", s.desc, prefix, got);
 }
 
-void it_expect_bulk_len(const char *file, int line, redisContext *c, const char *want, size_t wantlen,
-                        const char *fmt, ...) {
+void it_expect_bulk_len(const char *file, int line, redisContext *c, const char *want,
+                        size_t wantlen, const char *fmt, ...) {
     sent s;
     SEND(c, fmt, s);
-    if (!s.reply) _ck_assert_failed(file, line, "reply", "%s: expected a bulk string, got no reply (%s)", s.desc, s.err);
+    if (!s.reply)
+        _ck_assert_failed(file, line, "reply", "%s: expected a bulk string, got no reply (%s)",
+                          s.desc, s.err);
     redisReply *r = s.reply;
     if (r->type == REDIS_REPLY_STRING && r->len == wantlen && memcmp(r->str, want, wantlen) == 0) {
         freeReplyObject(r);
@@ -658,8 +736,10 @@ void it_expect_bulk_len(const char *file, int line, redisContext *c, const char 
     render_reply(&gb, r, 200);
     if (r->type == REDIS_REPLY_STRING) {
         size_t i = 0;
-        while (i < r->len && i < wantlen && r->str[i] == want[i]) i++;
-        snprintf(msg, sizeof(msg), "%s: expected %s (%zu bytes), got %s (%zu bytes), first difference at offset %zu",
+        while (i < r->len && i < wantlen && r->str[i] == want[i])
+            i++;
+        snprintf(msg, sizeof(msg),
+                 "%s: expected %s (%zu bytes), got %s (%zu bytes), first difference at offset %zu",
                  s.desc, w, wantlen, g, r->len, i);
     } else {
         snprintf(msg, sizeof(msg), "%s: expected %s, got %s", s.desc, w, g);
@@ -668,16 +748,21 @@ void it_expect_bulk_len(const char *file, int line, redisContext *c, const char 
     _ck_assert_failed(file, line, "reply", "%s", msg);
 }
 
-void it_expect_int_range(const char *file, int line, redisContext *c, long long lo, long long hi, const char *fmt,
-                         ...) {
+void it_expect_int_range(const char *file, int line, redisContext *c, long long lo, long long hi,
+                         const char *fmt, ...) {
     sent s;
     SEND(c, fmt, s);
-    if (!s.reply) _ck_assert_failed(file, line, "reply", "%s: expected an integer, got no reply (%s)", s.desc, s.err);
+    if (!s.reply)
+        _ck_assert_failed(file, line, "reply", "%s: expected an integer, got no reply (%s)", s.desc,
+                          s.err);
     char got[700];
     it_render(s.reply, got, sizeof(got));
-    int ok = s.reply->type == REDIS_REPLY_INTEGER && s.reply->integer >= lo && s.reply->integer <= hi;
+    int ok =
+        s.reply->type == REDIS_REPLY_INTEGER && s.reply->integer >= lo && s.reply->integer <= hi;
     freeReplyObject(s.reply);
-    if (!ok) _ck_assert_failed(file, line, "reply", "%s: expected an integer in [%lld, %lld], got %s", s.desc, lo, hi, got);
+    if (!ok)
+        _ck_assert_failed(file, line, "reply", "%s: expected an integer in [%lld, %lld], got %s",
+                          s.desc, lo, hi, got);
 }
 
 /* ---- raw clients and the RESP2/RESP3 reader ---- */
@@ -746,13 +831,16 @@ void it_raw_cmd(it_raw *r, const char *arg, ...) {
     int n = 0;
     va_list ap;
     va_start(ap, arg);
-    for (const char *a = arg; a && n < IT_MAX_ARGS; a = va_arg(ap, const char *)) args[n++] = a;
+    for (const char *a = arg; a && n < IT_MAX_ARGS; a = va_arg(ap, const char *))
+        args[n++] = a;
     va_end(ap);
     size_t cap = 32;
-    for (int i = 0; i < n; i++) cap += strlen(args[i]) + 32;
+    for (int i = 0; i < n; i++)
+        cap += strlen(args[i]) + 32;
     char *buf = malloc(cap);
     size_t len = (size_t)snprintf(buf, cap, "*%d\r\n", n);
-    for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, cap - len, "$%zu\r\n%s\r\n", strlen(args[i]), args[i]);
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "$%zu\r\n%s\r\n", strlen(args[i]), args[i]);
     int rc = it_raw_send(r, buf, len);
     free(buf);
     ck_assert_msg(rc == 0, "raw send: connection closed by the server");
@@ -760,7 +848,8 @@ void it_raw_cmd(it_raw *r, const char *arg, ...) {
 
 static void value_free(it_value *v) {
     if (!v) return;
-    for (size_t i = 0; i < v->n; i++) value_free(v->elem[i]);
+    for (size_t i = 0; i < v->n; i++)
+        value_free(v->elem[i]);
     free(v->elem);
     free(v->str);
     free(v);
@@ -786,7 +875,10 @@ static int parse_value(const char **pp, const char *end, it_value **out) {
     it_value *v = calloc(1, sizeof(*v));
     v->type = type;
     switch (type) {
-    case '+': case '-': case ',': case '(':
+    case '+':
+    case '-':
+    case ',':
+    case '(':
         v->str = strndup(line, (size_t)ll);
         v->len = (size_t)ll;
         break;
@@ -799,7 +891,9 @@ static int parse_value(const char **pp, const char *end, it_value **out) {
     case '_':
         v->is_null = 1;
         break;
-    case '$': case '=': case '!': {
+    case '$':
+    case '=':
+    case '!': {
         long long blen = strtoll(line, NULL, 10);
         if (blen < 0) {
             v->is_null = 1;
@@ -816,7 +910,11 @@ static int parse_value(const char **pp, const char *end, it_value **out) {
         next += blen + 2;
         break;
     }
-    case '*': case '~': case '>': case '%': case '|': {
+    case '*':
+    case '~':
+    case '>':
+    case '%':
+    case '|': {
         long long cnt = strtoll(line, NULL, 10);
         if (cnt < 0) {
             v->is_null = 1;
@@ -953,7 +1051,8 @@ void it_expect_raw(const char *file, int line, it_raw *r, const char *want) {
 
 char *it_info_str(redisContext *c, const char *section, const char *field) {
     redisReply *r = section ? it_cmd(c, "INFO %s", section) : it_cmd(c, "INFO");
-    ck_assert_msg(r->type == REDIS_REPLY_STRING, "INFO %s: not a bulk string", section ? section : "");
+    ck_assert_msg(r->type == REDIS_REPLY_STRING, "INFO %s: not a bulk string",
+                  section ? section : "");
     size_t flen = strlen(field);
     char *found = NULL;
     for (const char *p = r->str; p && *p;) {
@@ -976,8 +1075,8 @@ long long it_info_int(redisContext *c, const char *section, const char *field) {
     ck_assert_msg(v != NULL, "INFO %s has no field %s", section ? section : "", field);
     char *end;
     long long n = strtoll(v, &end, 10);
-    ck_assert_msg(end != v && *end == '\0', "INFO %s: field %s is not an integer: %s", section ? section : "", field,
-                  v);
+    ck_assert_msg(end != v && *end == '\0', "INFO %s: field %s is not an integer: %s",
+                  section ? section : "", field, v);
     return n;
 }
 
@@ -1009,7 +1108,8 @@ static size_t run_failures_len;
 
 static void record_run_failure(const char *msg) {
     fprintf(stderr, "FAILURE: %s\n", msg);
-    int n = snprintf(run_failures + run_failures_len, sizeof(run_failures) - run_failures_len, "%s\n", msg);
+    int n = snprintf(run_failures + run_failures_len, sizeof(run_failures) - run_failures_len,
+                     "%s\n", msg);
     if (n > 0) run_failures_len += (size_t)n;
     if (run_failures_len >= sizeof(run_failures)) run_failures_len = sizeof(run_failures) - 1;
 }
@@ -1054,7 +1154,8 @@ static int reset_configs_changed(redisContext *c) {
         redisReply *r = redisCommand(c, "CONFIG GET %s", reset_configs[i][0]);
         if (!r) return 0;
         int same = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                   r->element[1]->type == REDIS_REPLY_STRING && !strcmp(r->element[1]->str, reset_configs[i][1]);
+                   r->element[1]->type == REDIS_REPLY_STRING &&
+                   !strcmp(r->element[1]->str, reset_configs[i][1]);
         freeReplyObject(r);
         if (same) continue;
         if (!reply_is(redisCommand(c, "CONFIG SET %s %s", reset_configs[i][0], reset_configs[i][1]),
@@ -1075,7 +1176,8 @@ static int shared_reset(redisContext *c) {
     for (;;) {
         redisReply *r = redisCommand(c, "INFO clients");
         if (!r) return 0;
-        int one = r->type == REDIS_REPLY_STRING && strstr(r->str, "\nconnected_clients:1\r\n") != NULL;
+        int one =
+            r->type == REDIS_REPLY_STRING && strstr(r->str, "\nconnected_clients:1\r\n") != NULL;
         freeReplyObject(r);
         if (one) break;
         if (it_mstime() > deadline) return 0;
@@ -1090,9 +1192,9 @@ static void setup_shared(void) {
         if (waitpid(shared->pid, &st, WNOHANG) == shared->pid) {
             shared->stopped = 1;
             char msg[2048];
-            snprintf(msg, sizeof(msg), "shared keel-server (port %d) died: %s %d; log:\n%s", shared->port,
-                     WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-                     it_log_tail(shared));
+            snprintf(msg, sizeof(msg), "shared keel-server (port %d) died: %s %d; log:\n%s",
+                     shared->port, WIFSIGNALED(st) ? "signal" : "exit status",
+                     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), it_log_tail(shared));
             record_run_failure(msg);
         }
     }
@@ -1134,11 +1236,21 @@ void it_teardown(void) {
         tracked t = objs[i];
         if (t.kind == T_SERVER) continue;
         switch (t.kind) {
-        case T_CONTEXT: redisFree(t.ptr); break;
-        case T_REPLY: freeReplyObject(t.ptr); break;
-        case T_RAW: raw_free(t.ptr); break;
-        case T_VALUE: value_free(t.ptr); break;
-        case T_MEM: free(t.ptr); break;
+        case T_CONTEXT:
+            redisFree(t.ptr);
+            break;
+        case T_REPLY:
+            freeReplyObject(t.ptr);
+            break;
+        case T_RAW:
+            raw_free(t.ptr);
+            break;
+        case T_VALUE:
+            value_free(t.ptr);
+            break;
+        case T_MEM:
+            free(t.ptr);
+            break;
         }
     }
     for (size_t i = 0; i < nobjs; i++) {
@@ -1194,7 +1306,8 @@ int it_run(Suite *s) {
     srunner_free(sr);
     shared_discard("shared keel-server");
     if (run_failures_len) {
-        fprintf(stderr, "\nServer failures outside the tests above (a shared server's exit status):\n%s",
+        fprintf(stderr,
+                "\nServer failures outside the tests above (a shared server's exit status):\n%s",
                 run_failures);
         failed = 1;
     }

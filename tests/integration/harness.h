@@ -70,12 +70,12 @@ char *it_sorted_join(const redisReply *r);
 /* ---- raw socket clients (RESP2/RESP3 reader) ---- */
 
 typedef struct it_value {
-    char type;       /* the RESP type byte: + - : $ * _ , # ( = % ~ > | ! */
-    int is_null;     /* $-1, *-1 or _ */
+    char type;         /* the RESP type byte: + - : $ * _ , # ( = % ~ > | ! */
+    int is_null;       /* $-1, *-1 or _ */
     long long integer; /* ':' and '#' (1/0) */
-    char *str;       /* + - $ , ( = ! : the payload, NUL-terminated */
+    char *str;         /* + - $ , ( = ! : the payload, NUL-terminated */
     size_t len;
-    size_t n;        /* elements; a map holds 2 per pair (key, value) */
+    size_t n; /* elements; a map holds 2 per pair (key, value) */
     struct it_value **elem;
 } it_value;
 
@@ -123,11 +123,12 @@ void *it_alloc(size_t len);
 char *it_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Polls expr every 10 ms until it is true or timeout_ms passed. */
-#define it_wait_until(expr, timeout_ms)                                                                     \
-    do {                                                                                                    \
-        long long it_deadline_ = it_mstime() + (timeout_ms);                                                \
-        while (!(expr) && it_mstime() < it_deadline_) it_sleep_ms(10);                                      \
-        ck_assert_msg((expr), "condition not met within %d ms: %s", (int)(timeout_ms), #expr);              \
+#define it_wait_until(expr, timeout_ms)                                                            \
+    do {                                                                                           \
+        long long it_deadline_ = it_mstime() + (timeout_ms);                                       \
+        while (!(expr) && it_mstime() < it_deadline_)                                              \
+            it_sleep_ms(10);                                                                       \
+        ck_assert_msg((expr), "condition not met within %d ms: %s", (int)(timeout_ms), #expr);     \
     } while (0)
 
 /* ---- fixtures ---- */
@@ -153,28 +154,33 @@ int it_run(Suite *s);
 /* ---- reply assertions (the command uses hiredis format strings; %b is
  * binary-safe: pointer, size_t length) ---- */
 
-void it_expect_reply(const char *file, int line, redisContext *c, const char *want, const char *fmt, ...);
-void it_expect_error_prefix(const char *file, int line, redisContext *c, const char *prefix, const char *fmt,
-                            ...);
-void it_expect_bulk_len(const char *file, int line, redisContext *c, const char *want, size_t wantlen,
-                        const char *fmt, ...);
-void it_expect_int_range(const char *file, int line, redisContext *c, long long lo, long long hi, const char *fmt,
-                         ...);
+void it_expect_reply(const char *file, int line, redisContext *c, const char *want, const char *fmt,
+                     ...);
+void it_expect_error_prefix(const char *file, int line, redisContext *c, const char *prefix,
+                            const char *fmt, ...);
+void it_expect_bulk_len(const char *file, int line, redisContext *c, const char *want,
+                        size_t wantlen, const char *fmt, ...);
+void it_expect_int_range(const char *file, int line, redisContext *c, long long lo, long long hi,
+                         const char *fmt, ...);
 void it_expect_raw(const char *file, int line, it_raw *r, const char *want);
 
 /* Any reply, rendered canonically. */
 #define expect_reply(c, want, ...) it_expect_reply(__FILE__, __LINE__, c, want, __VA_ARGS__)
 #define expect_status(c, want, ...) it_expect_reply(__FILE__, __LINE__, c, "+" want, __VA_ARGS__)
 #define expect_ok(c, ...) it_expect_reply(__FILE__, __LINE__, c, "+OK", __VA_ARGS__)
-#define expect_int(c, want, ...)                                                                            \
+#define expect_int(c, want, ...)                                                                   \
     it_expect_reply(__FILE__, __LINE__, c, it_fmt(":%lld", (long long)(want)), __VA_ARGS__)
-#define expect_int_range(c, lo, hi, ...) it_expect_int_range(__FILE__, __LINE__, c, lo, hi, __VA_ARGS__)
-#define expect_bulk(c, want, ...) it_expect_bulk_len(__FILE__, __LINE__, c, want, strlen(want), __VA_ARGS__)
-#define expect_bulk_len(c, want, len, ...) it_expect_bulk_len(__FILE__, __LINE__, c, want, len, __VA_ARGS__)
+#define expect_int_range(c, lo, hi, ...)                                                           \
+    it_expect_int_range(__FILE__, __LINE__, c, lo, hi, __VA_ARGS__)
+#define expect_bulk(c, want, ...)                                                                  \
+    it_expect_bulk_len(__FILE__, __LINE__, c, want, strlen(want), __VA_ARGS__)
+#define expect_bulk_len(c, want, len, ...)                                                         \
+    it_expect_bulk_len(__FILE__, __LINE__, c, want, len, __VA_ARGS__)
 #define expect_nil(c, ...) it_expect_reply(__FILE__, __LINE__, c, "nil", __VA_ARGS__)
 /* The exact error message (without the leading '-'). */
 #define expect_error(c, want, ...) it_expect_reply(__FILE__, __LINE__, c, "-" want, __VA_ARGS__)
-#define expect_error_prefix(c, prefix, ...) it_expect_error_prefix(__FILE__, __LINE__, c, prefix, __VA_ARGS__)
+#define expect_error_prefix(c, prefix, ...)                                                        \
+    it_expect_error_prefix(__FILE__, __LINE__, c, prefix, __VA_ARGS__)
 /* The next raw reply, rendered canonically (NULL = connection closed). */
 #define expect_raw(r, want) it_expect_raw(__FILE__, __LINE__, r, want)
 
