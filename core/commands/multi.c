@@ -90,6 +90,12 @@ int multi_watch_count(const client *c) {
     return n;
 }
 
+void multi_watch_stats(long long *clients, long long *keys) {
+    *clients = *keys = 0;
+    for (client *c = srv.clients_head; c; c = c->next) *clients += c->watched != NULL;
+    for (int i = 0; i < srv.databases; i++) *keys += (long long)hashtable_size(db_get(i)->watched);
+}
+
 void multi_unwatch_all(client *c) {
     while (c->watched) {
         watched_key *wk = c->watched;

@@ -9,6 +9,8 @@ void multi_queue(client *c);
 /* Drops queued commands and the MULTI state. */
 void multi_discard_state(client *c);
 void multi_unwatch_all(client *c);
+/* Clients watching keys, and distinct watched keys (INFO clients). */
+void multi_watch_stats(long long *clients, long long *keys);
 /* Number of keys c watches (CLIENT LIST). */
 int multi_watch_count(const client *c);
 /* Marks the clients watching key in d as dirty; a deletion by expiry

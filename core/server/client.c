@@ -556,7 +556,7 @@ void client_cron(void) {
     for (client *c = srv.clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        if (srv.maxidletime && c->conn && !(c->flags & CLIENT_MULTI) &&
+        if (srv.maxidletime && c->conn &&
             now - c->last_interaction > (int64_t)srv.maxidletime * 1000) {
             server_log(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);

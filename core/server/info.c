@@ -3,9 +3,11 @@
 #include "server/info.h"
 
 #include "commands/command.h"
+#include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "keyspace/db.h"
+#include "module/module.h"
 #include "server/reply.h"
 #include "server/server.h"
 
@@ -131,14 +133,16 @@ static void info_server(info_buf *b) {
 
 static void info_clients(info_buf *b) {
     size_t max_qbuf, max_obuf;
+    long long watching, watched_keys;
     client_buffer_stats(&max_qbuf, &max_obuf);
+    multi_watch_stats(&watching, &watched_keys);
     info_appendf(b,
                  "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
                  "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-                 "blocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:0\r\n"
-                 "clients_in_timeout_table:0\r\ntotal_watched_keys:0\r\ntotal_blocking_keys:0\r\n"
+                 "blocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:%lld\r\n"
+                 "clients_in_timeout_table:0\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:0\r\n"
                  "total_blocking_keys_on_nokey:0\r\n",
-                 srv.connected_clients, srv.maxclients, max_qbuf, max_obuf);
+                 srv.connected_clients, srv.maxclients, max_qbuf, max_obuf, watching, watched_keys);
 }
 
 static void info_memory(info_buf *b) {
@@ -205,6 +209,16 @@ static void info_persistence(info_buf *b) {
                     "aof_rewrite_in_progress:0\r\n");
 }
 
+static void info_module_line(const char *name, uint32_t version, const char *path, int argc,
+                             char *const *argv, void *priv) {
+    info_appendf(priv, "module:name=%s,ver=%u,api=1,filters=0,usedby=[],using=[],options=[]\r\n", name, version);
+}
+
+static void info_modules(info_buf *b) {
+    info_appendf(b, "# Modules\r\n");
+    module_foreach(info_module_line, b);
+}
+
 static void info_cpu(info_buf *b) {
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
@@ -252,7 +266,7 @@ typedef struct info_section {
 static const info_section sections[] = {
     {"server", info_server, 1},   {"clients", info_clients, 1},         {"memory", info_memory, 1},
     {"persistence", info_persistence, 1}, {"stats", info_stats, 1}, {"replication", info_replication, 1},
-    {"cpu", info_cpu, 1},         {"keyspace", info_keyspace, 1},
+    {"cpu", info_cpu, 1},         {"modules", info_modules, 1}, {"keyspace", info_keyspace, 1},
     {"commandstats", info_commandstats, 0}, {"errorstats", info_errorstats, 1},
 };
 
