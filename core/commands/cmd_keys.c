@@ -607,13 +607,7 @@ static void cmd_pexpiretime(client *c) {
 static void cmd_persist(client *c) {
     const karg *key = &c->argv[1];
     db_entry *e = db_lookup(c->db, key->ptr, key->len, 0);
-    if (e && db_persist(c->db, e)) {
-        /* db_persist() leaves WATCH signalling to its caller. */
-        db_signal_modified(c->db, key->ptr, key->len);
-        reply_int(c, 1);
-    } else {
-        reply_int(c, 0);
-    }
+    reply_int(c, e && db_persist(c->db, e)); /* db_persist signals WATCH */
 }
 
 /* ---- container commands: OBJECT, MEMORY ---- */

@@ -185,7 +185,7 @@ static void cmd_getex(client *c) {
     reply_bulk_obj(c, e->val);
     if (expire && when <= server_mstime()) db_delete(c->db, e->key, e->keylen);
     else if (expire) db_set_expire(c->db, e, when);
-    else if (persist && db_persist(c->db, e)) db_signal_modified(c->db, e->key, e->keylen);
+    else if (persist) db_persist(c->db, e);
 }
 
 static void cmd_getdel(client *c) {

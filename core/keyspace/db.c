@@ -229,6 +229,7 @@ int db_persist(db *d, db_entry *e) {
     if (e->expire == -1) return 0;
     hashtable_delete(d->expires, e->key, e->keylen, NULL);
     e->expire = -1;
+    db_signal_modified(d, e->key, e->keylen);
     return 1;
 }
 

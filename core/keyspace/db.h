@@ -60,6 +60,7 @@ db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
 int db_delete(db *d, const char *key, size_t len);
 
 void db_set_expire(db *d, db_entry *e, int64_t when_ms);
+/* Removes e's TTL; returns 1 if it had one (and signals WATCH then). */
 int db_persist(db *d, db_entry *e);
 /* 1 if e is logically expired now. */
 int db_is_expired(const db_entry *e);

@@ -82,14 +82,14 @@ static size_t call_request_bytes(const client *c) {
     return n;
 }
 
-static void call_notify_observers(client *c, uint64_t us, size_t reply_before) {
+static void call_notify_observers(client *c, uint64_t us, size_t reply_before, long long errors_before) {
     call_info info = {
         .c = c,
         .cmd = c->cmd,
         .duration_us = us,
         .request_bytes = call_request_bytes(c),
         .reply_bytes = c->reply_bytes - reply_before,
-        .failed = c->cmd_errors > 0,
+        .failed = c->cmd_errors > errors_before, /* this command's own errors, also inside EXEC */
     };
     for (int i = 0; i < observers.count; i++) observers.items[i].fn.observer(&info, observers.items[i].priv);
 }
@@ -114,7 +114,7 @@ void call(client *c) {
     if (c->cmd_errors > errors_before) cmd->failed_calls++;
     srv.stat_numcommands++;
     if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
-    if (observers.count) call_notify_observers(c, us, reply_before);
+    if (observers.count) call_notify_observers(c, us, reply_before, errors_before);
 }
 
 void call_teardown(void) {

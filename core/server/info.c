@@ -279,6 +279,14 @@ static int info_wanted(const char *name, int in_default, int argc, const karg *a
     return 0;
 }
 
+/* Module sections: by name, or with "modules"/"everything" (not "all" or
+ * the default, as in Valkey). */
+static int info_module_section_wanted(const char *name, int argc, const karg *argv) {
+    for (int i = 0; i < argc; i++)
+        if (karg_eq(&argv[i], name) || karg_eq(&argv[i], "modules") || karg_eq(&argv[i], "everything")) return 1;
+    return 0;
+}
+
 void info_generate(info_buf *b, int argc, const karg *argv) {
     for (size_t i = 0; i < K_ARRAY_LEN(sections); i++) {
         if (!info_wanted(sections[i].name, sections[i].in_default, argc, argv)) continue;
@@ -286,11 +294,7 @@ void info_generate(info_buf *b, int argc, const karg *argv) {
         sections[i].fn(b);
     }
     for (int i = 0; i < extras_count; i++) {
-        if (!info_wanted(extras[i].name, 0, argc, argv)) {
-            int modules = 0;
-            for (int a = 0; a < argc; a++) modules |= karg_eq(&argv[a], "modules") || karg_eq(&argv[a], "everything");
-            if (!modules) continue;
-        }
+        if (!info_module_section_wanted(extras[i].name, argc, argv)) continue;
         if (b->len) info_appendf(b, "\r\n");
         info_appendf(b, "# %s\r\n", extras[i].name);
         extras[i].fn(b, extras[i].priv);

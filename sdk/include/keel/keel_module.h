@@ -17,9 +17,9 @@
  *  - Every struct a module passes to the server starts with a uint32_t size
  *    (set it with sizeof); the server reads only the fields that size
  *    covers, so old modules keep working when a struct grows.
- *  - Handles (keel_ctx, keel_client, keel_key, keel_type, keel_timer) are
- *    opaque: modules never see server structs, and the server is free to
- *    change them.
+ *  - Handles (keel_ctx, keel_client, keel_key, keel_type, keel_timer,
+ *    keel_info, keel_transport, keel_conn) are opaque: modules never see
+ *    server structs, and the server is free to change them.
  *  - The server does not export its symbols (modules are loaded with
  *    RTLD_LOCAL and the server is not linked with -rdynamic): a module can
  *    reach the server only through this table.
@@ -217,7 +217,8 @@ typedef struct keel_api_core {
     uint32_t size;
     /* Writes to the server log with the module's name. Any thread. */
     void (*log)(keel_ctx *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-    /* Sets the error reported when init/deinit/registration fails. */
+    /* Sets the message MODULE LOAD/UNLOAD report when init or deinit returns
+     * KEEL_ERR (copied). A failed registration records its own reason. */
     void (*set_error)(keel_ctx *ctx, const char *msg);
     /* Memory counted in used_memory. Any thread. */
     void *(*alloc)(size_t size);
@@ -237,7 +238,7 @@ typedef struct keel_api_core {
 typedef struct keel_api_command {
     uint32_t size;
     /* Registers a command (only during init). KEEL_ERR if the name is
-     * taken or the def is invalid (reason via set_error). */
+     * taken or the def is invalid (the reason is logged and fails the load). */
     int (*register_command)(keel_ctx *ctx, const keel_command_def *def);
     /* Arguments of the running command (argv[0] is the name). The bytes are
      * borrowed until the command returns; they are not NUL-terminated. */
@@ -294,7 +295,8 @@ typedef struct keel_api_keyspace {
     int64_t (*expire_get)(keel_key *key);
     /* Sets (abs_ms >= 0) or removes (-1) the TTL. Needs KEEL_KEY_WRITE. */
     int (*expire_set)(keel_key *key, int64_t abs_ms);
-    /* Registers a data type (only during init). */
+    /* Registers a data type (only during init). NULL if the def is invalid
+     * or the name is taken (the reason is logged and fails the load). */
     keel_type *(*type_register)(keel_ctx *ctx, const keel_type_def *def);
     /* Stores value in a key opened for writing, replacing any value and
      * clearing the TTL. type must be one the calling module registered. On

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# abi_test.sh -- ABI 1.0 stays loadable as the SDK grows (see README.md):
+#  1. the frozen header is byte-for-byte the 1.0 one (frozen-1.0.sha256);
+#  2. the current header keeps every 1.0 offset, member size and constant,
+#     no struct shrinks, the major is equal and the minor not smaller;
+#  3. fixture_v1_0.so, built against the frozen header only, loads from the
+#     config file (args + a module config line) and everything it registered
+#     works: commands, its data type with TYPE/COPY/MEMORY USAGE/DEL, configs
+#     with CONFIG GET/SET, filter, observer, client events, timer, cron, INFO,
+#     KEEL_API_HAS probes, deinit refusing, MODULE UNLOAD and LOADEX again;
+#  4. fixture_v1_99.so and fixture_v2_0.so are refused by MODULE LOAD with the
+#     loader's messages (and a log line), the server keeps running, and at
+#     start-up a `loadmodule` of either stops the server with file:line:reason.
+#
+# Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_current> <source dir>
+set -uo pipefail
+
+usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_current> <source dir>"
+server=${1:?$usage}
+fixtures=${2:?$usage}
+layout_frozen=${3:?$usage}
+layout_current=${4:?$usage}
+src=${5:?$usage}
+workdir=$(mktemp -d /tmp/keel-abi-XXXXXX)
+. "$src/tests/sdk/lib.sh"
+
+v10=$fixtures/fixture_v1_0.so
+v199=$fixtures/fixture_v1_99.so
+v20=$fixtures/fixture_v2_0.so
+# The server's ABI is the current header's.
+hdr=$src/sdk/include/keel/keel_module.h
+smaj=$(sed -n 's/^#define KEEL_ABI_MAJOR \([0-9]*\)$/\1/p' "$hdr")
+smin=$(sed -n 's/^#define KEEL_ABI_MINOR \([0-9]*\)$/\1/p' "$hdr")
+msg_v199="module $v199: ABI 1.99 is newer than this server's (ABI $smaj.$smin); upgrade the server"
+msg_v20="module $v20: ABI 2.0 is not supported by this server (ABI $smaj.$smin)"
+
+# ---- 1. the frozen header ----
+log "frozen header checksum"
+(cd "$src/tests/abi" && sha256sum --quiet -c frozen-1.0.sha256) ||
+    fail "tests/abi/include/keel/keel_module.h was edited: it is the frozen ABI 1.0 header (see tests/abi/README.md)"
+
+# ---- 2. layout: frozen vs current ----
+log "layout of the 1.0 ABI under the current header"
+"$layout_frozen" >"$workdir/frozen.txt" || fail "abi_layout_frozen failed"
+"$layout_current" >"$workdir/current.txt" || fail "abi_layout_current failed"
+while read -r kind what a b; do
+    cur=$(grep -m1 "^$kind $what " "$workdir/current.txt")
+    case $kind in
+    member | const)
+        [ "$cur" = "$kind $what $a${b:+ $b}" ] || fail "ABI 1.0 $kind $what was [$a${b:+ $b}], now [${cur#"$kind $what "}]"
+        ;;
+    size)
+        n=${cur##* }
+        [ -n "$cur" ] && [ "$n" -ge "$a" ] || fail "sizeof($what) shrank: 1.0 has $a, now [${n:-none}]"
+        ;;
+    esac
+done <"$workdir/frozen.txt"
+fmaj=$(awk '$1 == "abi_major" {print $2}' "$workdir/frozen.txt")
+fmin=$(awk '$1 == "abi_minor" {print $2}' "$workdir/frozen.txt")
+cmaj=$(awk '$1 == "abi_major" {print $2}' "$workdir/current.txt")
+cmin=$(awk '$1 == "abi_minor" {print $2}' "$workdir/current.txt")
+[ "$fmaj.$fmin" = "1.0" ] || fail "the frozen header claims ABI $fmaj.$fmin, not 1.0"
+[ "$cmaj" = "$fmaj" ] || fail "the current header's ABI major is $cmaj: the 1.0 fixtures can no longer load"
+[ "$cmin" -ge "$fmin" ] || fail "the current header's ABI minor $cmin is older than 1.0's"
+
+# ---- 3. the 1.0 fixture keeps loading and working ----
+conf=$workdir/keel.conf
+cat >"$conf" <<EOT
+enable-module-command yes
+abifix.limit 42
+loadmodule $v10 first second
+abifix.mode safe
+EOT
+log "starting keel-server with loadmodule fixture_v1_0.so"
+start_server "$server" "$conf"
+
+expect "ABIFIX.PROBE (KEEL_API_HAS)" $'1\n1\n1\n1\n1\n0\n0\n0' "${cli[@]}" abifix.probe
+sleep 0.3 # a cron tick or more
+stats=$("${cli[@]}" abifix.stats | tr '\n' ' ')
+# limit 42 (file), mode 1 (safe, file), 2 args, observed >= 1, timer fired, >= 1 connect, cron ran
+read -r s_limit s_mode s_argc s_obs s_timer s_conn s_cron <<<"$stats"
+[ "$s_limit $s_mode $s_argc $s_timer $s_cron" = "42 1 2 1 1" ] ||
+    fail "ABIFIX.STATS: want limit 42, mode 1, argc 2, timer 1, cron 1; got [$stats]"
+[ "${s_obs:-0}" -ge 1 ] && [ "${s_conn:-0}" -ge 1 ] || fail "ABIFIX.STATS: observer/connect counters: [$stats]"
+
+expect "ABIFIX.SET" "OK" "${cli[@]}" abifix.set k hello
+expect "ABIFIX.GET" "hello" "${cli[@]}" abifix.get k
+expect "ABIFIX.GET missing" "" "${cli[@]}" abifix.get nosuchkey
+expect "TYPE" "abifix-v1" "${cli[@]}" type k
+expect "COPY" "1" "${cli[@]}" copy k k2
+expect "ABIFIX.GET copy" "hello" "${cli[@]}" abifix.get k2
+usage=$("${cli[@]}" memory usage k)
+[ "$usage" -gt 0 ] 2>/dev/null || fail "MEMORY USAGE: [$usage]"
+expect "SET string" "OK" "${cli[@]}" set s v
+expect_contains "ABIFIX.GET on a string" "WRONGTYPE" "${cli[@]}" abifix.get s
+expect_contains "COMMAND INFO" "abifix.set" "${cli[@]}" command info abifix.set
+expect "COMMAND GETKEYS" "k" "${cli[@]}" command getkeys abifix.set k v
+
+expect "CONFIG GET abifix.limit" $'abifix.limit\n42' "${cli[@]}" config get abifix.limit
+expect_contains "CONFIG SET refused by apply" "13 is unlucky" "${cli[@]}" config set abifix.limit 13
+expect_contains "CONFIG SET out of range" "argument must be between 0 and 1000 inclusive" "${cli[@]}" config set abifix.limit 5000
+expect "CONFIG SET abifix.limit" "OK" "${cli[@]}" config set abifix.limit 7
+expect "CONFIG GET abifix.mode" $'abifix.mode\nsafe' "${cli[@]}" config get abifix.mode
+expect_contains "CONFIG SET bad enum" "must be one of" "${cli[@]}" config set abifix.mode slow
+expect "CONFIG SET abifix.mode" "OK" "${cli[@]}" config set abifix.mode fast
+
+expect_contains "ABIFIX.DENY (filter)" "ERR denied by the abifix filter" "${cli[@]}" abifix.deny
+info=$("${cli[@]}" info abifix | tr -d '\r')
+case "$info" in *"# abifix"*"abifix_observed:"*"abifix_limit:7"*) ;; *) fail "INFO abifix: [$info]" ;; esac
+grep -q "<abifix> abifix (ABI 1.0) loaded on server" "$workdir/server.log" || fail "abifix's init log line is missing"
+
+# ---- 4. newer minor, other major: refused, the server keeps running ----
+expect "MODULE LOAD ABI 1.99" "ERR $msg_v199" "${cli[@]}" module load "$v199"
+expect "MODULE LOAD ABI 2.0" "ERR $msg_v20" "${cli[@]}" module load "$v20"
+expect "MODULE LOADEX ABI 2.0" "ERR $msg_v20" "${cli[@]}" module loadex "$v20" args x
+grep -qF "$msg_v199" "$workdir/server.log" || fail "no log line for the ABI 1.99 refusal"
+grep -qF "$msg_v20" "$workdir/server.log" || fail "no log line for the ABI 2.0 refusal"
+expect "PING after refusals" "PONG" "${cli[@]}" ping
+expect "MODULE LIST after refusals" $'name\nabifix\nver\n10000\npath\n'"$v10"$'\nargs\nfirst\nsecond' "${cli[@]}" module list
+
+# ---- unload rules, then load again ----
+expect_contains "MODULE UNLOAD with keys" "'abifix' still owns 2 key(s)" "${cli[@]}" module unload abifix
+expect "DEL" "2" "${cli[@]}" del k k2
+expect "ABIFIX.STICKY 1" "OK" "${cli[@]}" abifix.sticky 1
+expect "MODULE UNLOAD refused by deinit" "ERR Error unloading module: 'abifix' refused to unload: abifix is sticky" "${cli[@]}" module unload abifix
+expect "ABIFIX.STICKY 0" "OK" "${cli[@]}" abifix.sticky 0
+expect "MODULE UNLOAD" "OK" "${cli[@]}" module unload abifix
+expect_contains "ABIFIX.STATS after unload" "unknown command" "${cli[@]}" abifix.stats
+expect "CONFIG GET after unload" "" "${cli[@]}" config get abifix.limit
+expect_contains "LOADEX with an unknown config (rolled back)" "'abifix.nosuch' is not a configuration parameter of 'abifix'" \
+    "${cli[@]}" module loadex "$v10" config abifix.nosuch 1
+expect "MODULE LIST empty" "" "${cli[@]}" module list
+expect "MODULE LOADEX" "OK" "${cli[@]}" module loadex "$v10" config abifix.limit 99 args only
+expect "ABIFIX.PROBE after reload" $'1\n1\n1\n1\n1\n0\n0\n0' "${cli[@]}" abifix.probe
+stats=$("${cli[@]}" abifix.stats | tr '\n' ' ')
+read -r s_limit s_mode s_argc _ <<<"$stats"
+[ "$s_limit $s_mode $s_argc" = "99 0 1" ] || fail "ABIFIX.STATS after LOADEX: want 99 0 1, got [$stats]"
+expect "SET then unload with no module keys" "OK" "${cli[@]}" abifix.set again x
+expect "DEL again" "1" "${cli[@]}" del again
+stop_server
+
+# ---- start-up refusals: file, line and reason ----
+for v in v199 v20; do
+    so_var=$v
+    [ "$v" = v199 ] && so=$v199 msg=$msg_v199
+    [ "$v" = v20 ] && so=$v20 msg=$msg_v20
+    bad=$workdir/bad-$so_var.conf
+    printf '# a bad loadmodule line\nloadmodule %s\n' "$so" >"$bad"
+    out=$(timeout 30 "$server" "$bad" --port 0 --unixsocket "$workdir/bad-$so_var.sock" 2>&1)
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "start-up with $so: exit status $rc, want 1 (output: $out)"
+    case "$out" in *"$bad:2: $msg"*) ;; *) fail "start-up with $so: want [$bad:2: $msg] in [$out]" ;; esac
+done
+
+finish abi_test.sh
