@@ -58,6 +58,9 @@ wait_ready() {
     return 1
 }
 
+# Arguments appended for every server started (e.g. --loadmodule for Keel).
+EXTRA_SERVER_ARGS=()
+
 # start_server NAME DIR [PREFIX...] -- BINARY: starts BINARY (optionally under
 # PREFIX, e.g. valgrind) with the common arguments on a free port; sets
 # SERVER_PID and SERVER_PORT. Tries another port if the first is taken.
@@ -72,6 +75,7 @@ start_server() {
     for _ in 1 2 3; do
         pick_port
         mapfile -d '' args < <(common_server_args "$PORT" "$dir")
+        args+=("${EXTRA_SERVER_ARGS[@]}")
         "${prefix[@]}" "$bin" "${args[@]}" >"$dir/stdout.log" 2>&1 </dev/null &
         SERVER_PID=$!
         SERVER_PORT=$PORT
