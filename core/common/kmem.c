@@ -55,6 +55,60 @@ char *km_strdup(const char *s) {
     return km_strndup(s, strlen(s));
 }
 
+#ifdef KEEL_HAVE_JEMALLOC
+static unsigned km_large_arena;
+static int km_large_ready;
+static int64_t km_large_last_ms; /* last large allocation, for the purge */
+static int km_large_dirty;
+
+void km_setup(void) {
+    unsigned idx;
+    size_t sz = sizeof(idx);
+    if (km_large_ready || mallctl("arenas.create", &idx, &sz, NULL, 0) != 0) return;
+    char name[64];
+    ssize_t never = -1;
+    snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", idx);
+    if (mallctl(name, NULL, NULL, &never, sizeof(never)) != 0) return;
+    snprintf(name, sizeof(name), "arena.%u.muzzy_decay_ms", idx);
+    mallctl(name, NULL, NULL, &never, sizeof(never));
+    km_large_arena = idx;
+    km_large_ready = 1;
+}
+
+void *km_alloc_large(size_t size) {
+    if (!km_large_ready || size < KM_LARGE) return km_alloc(size);
+    void *p = mallocx(size, MALLOCX_ARENA(km_large_arena) | MALLOCX_TCACHE_NONE);
+    if (!p) km_oom(size);
+    km_large_dirty = 1;
+    return p;
+}
+
+void km_large_maintain(int64_t now_ms, int64_t idle_ms) {
+    if (!km_large_ready) return;
+    if (km_large_dirty) {
+        km_large_dirty = 0;
+        km_large_last_ms = now_ms;
+        return;
+    }
+    if (km_large_last_ms && now_ms - km_large_last_ms >= idle_ms) {
+        char name[64];
+        snprintf(name, sizeof(name), "arena.%u.purge", km_large_arena);
+        mallctl(name, NULL, NULL, NULL, 0);
+        km_large_last_ms = 0;
+    }
+}
+#else
+void km_setup(void) {
+}
+
+void *km_alloc_large(size_t size) {
+    return km_alloc(size);
+}
+
+void km_large_maintain(int64_t now_ms, int64_t idle_ms) {
+}
+#endif
+
 size_t km_usable(const void *ptr) {
     return ptr ? malloc_usable_size((void *)ptr) : 0;
 }

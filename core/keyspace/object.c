@@ -124,7 +124,7 @@ static kobj *obj_embstr(const char *s, size_t len) {
 
 kobj *obj_string_alloc(size_t cap) {
     kobj *o = obj_new(OBJ_ENC_RAW, 0);
-    o->v.ptr = km_alloc(cap + 1);
+    o->v.ptr = km_alloc_large(cap + 1); /* big values: see KM_LARGE */
     o->v.ptr[0] = '\0';
     o->len = 0;
     o->cap = cap;

@@ -76,7 +76,7 @@ void call_client_event(client *c, int event) {
 static size_t call_request_bytes(const client *c) {
     /* The parser's consumed length is the request as received; inside EXEC
      * (queued copies) it is recomputed from the arguments. */
-    if (c->parser.consumed) return c->parser.consumed;
+    if (c->parser.consumed) return c->parser.consumed + c->big_direct;
     size_t n = 0;
     for (int i = 0; i < c->argc; i++) n += c->argv[i].len + 16;
     return n;

@@ -206,6 +206,7 @@ static int client_finish_big_if_full(client *c) {
     c->big->len = c->big_filled;
     c->big->v.ptr[c->big->len] = '\0';
     resp_parser_big_done(&c->parser, c->big, c->big_taken);
+    c->big_direct += c->big_filled - c->big_taken; /* bytes that bypassed the query buffer */
     c->big = NULL;
     return 1;
 }
@@ -228,6 +229,7 @@ static void client_run_request(client *c) {
     c->argc = 0;
     c->parser.argc = 0;
     c->qbuf_pos += c->parser.consumed;
+    c->big_direct = 0;
     resp_parser_reset(&c->parser);
 }
 

@@ -97,6 +97,7 @@ typedef struct client {
     kobj *big;         /* a big argument being read */
     size_t big_filled;
     size_t big_taken;
+    size_t big_direct; /* bytes of this request read straight into big values */
 
     /* The command being executed. */
     int argc;

@@ -138,6 +138,10 @@ static int server_listen(char **err) {
 
 /* ---- the cron and the loop hooks ---- */
 
+/* Pages kept for large values go back to the kernel after this long
+ * without a large allocation. */
+#define SERVER_LARGE_PURGE_IDLE_MS 10000
+
 static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     server_update_time();
     srv.cronloops++;
@@ -149,12 +153,8 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     db_cron();
     if (srv.maxmemory) server_check_maxmemory();
     module_cron();
-    if (shutdown_signal) {
-        server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
-        srv.shutdown_asap = 1;
-    }
-    if (srv.shutdown_asap) event_loop_stop(el);
-    return 1000 / srv.hz;
+    km_large_maintain(server_mstime(), SERVER_LARGE_PURGE_IDLE_MS);
+    return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
 }
 
 static void server_before_sleep(event_loop *el) {
@@ -244,6 +244,7 @@ void server_adjust_open_files(void) {
 }
 
 int server_init_core(char **err) {
+    km_setup();
     srv.pid = getpid();
     srv.start_us = event_mono_us();
     server_update_time();
