@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #define CLIENT_WRITEV_IOVS 128
+#define CLIENT_WRITE_MAX (256 * 1024) /* bytes per client per event-loop iteration */
 
 /* Clients that have replies to send: written in before-sleep. */
 static client *pending_head;
@@ -457,16 +458,18 @@ void client_execute(client *c) {
 
 /* ---- the write path ---- */
 
-/* Fills iov from the reply chain. */
-static int client_build_iov(client *c, struct iovec *iov, size_t *total) {
+/* Fills iov from the reply chain, at most `limit` bytes. */
+static int client_build_iov(client *c, struct iovec *iov, size_t limit, size_t *total) {
     int n = 0;
     *total = 0;
-    for (reply_block *b = c->reply_head; b && n < CLIENT_WRITEV_IOVS; b = b->next) {
+    for (reply_block *b = c->reply_head; b && n < CLIENT_WRITEV_IOVS && *total < limit; b = b->next) {
         const char *base = b->obj ? b->obj->v.ptr : b->buf;
         if (b->used == b->sent) continue;
+        size_t len = b->used - b->sent;
+        if (len > limit - *total) len = limit - *total;
         iov[n].iov_base = (char *)base + b->sent;
-        iov[n].iov_len = b->used - b->sent;
-        *total += iov[n].iov_len;
+        iov[n].iov_len = len;
+        *total += len;
         n++;
     }
     return n;
@@ -498,9 +501,13 @@ static void client_consume_reply(client *c, size_t sent) {
  * freed. */
 static int client_write(client *c) {
     struct iovec iov[CLIENT_WRITEV_IOVS];
-    while (c->reply_bytes > 0) {
+    size_t written = 0;
+    /* A client with a large reply pending gets at most CLIENT_WRITE_MAX
+     * bytes per event-loop iteration, so one 8 MB GET does not hold up every
+     * small request behind it; the rest goes out on the next iterations. */
+    while (c->reply_bytes > 0 && written < CLIENT_WRITE_MAX) {
         size_t total;
-        int n = client_build_iov(c, iov, &total);
+        int n = client_build_iov(c, iov, CLIENT_WRITE_MAX - written, &total);
         ssize_t w = conn_writev(c->conn, iov, n);
         if (w <= 0) {
             if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -508,6 +515,7 @@ static int client_write(client *c) {
             return K_ERR;
         }
         c->net_out += w;
+        written += (size_t)w;
         srv.stat_net_output_bytes += w;
         client_consume_reply(c, (size_t)w);
         if ((size_t)w < total) break;
