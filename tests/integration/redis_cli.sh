@@ -40,7 +40,7 @@ expect() {
 start_server() {
     local attempt
     for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((10000 + RANDOM % 22000)) # below the ephemeral range
         (cd "$workdir" && exec "$server" --port "$port" --bind 127.0.0.1 >"$workdir/server.log" 2>&1) &
         pid=$!
         local i

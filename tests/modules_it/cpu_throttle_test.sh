@@ -190,7 +190,7 @@ port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 start_server() {
     local attempt i
     for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((10000 + RANDOM % 22000)) # below the ephemeral range
         port_in_use "$port" && continue
         (cd "$workdir" && exec "$server" "$workdir/keel.conf" --port "$port" --bind 127.0.0.1 \
             >"$workdir/server.log" 2>&1) &

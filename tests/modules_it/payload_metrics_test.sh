@@ -68,11 +68,12 @@ in_range() {
         fail "$1: expected a value in ($3, $4], got [$2]"
 }
 
-# A TCP port on 127.0.0.1 nobody listens on.
+# A TCP port on 127.0.0.1 nobody listens on, below the kernel's ephemeral
+# range (32768 and up), so no client socket of a parallel test can hold it.
 free_port() {
     local p
     while :; do
-        p=$((20000 + RANDOM % 30000))
+        p=$((10000 + RANDOM % 22000))
         (exec 5<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
     done
 }

@@ -73,7 +73,7 @@ start_server() {
     local server=$1 conf=$2 logf=${3:-$workdir/server.log}
     local attempt i
     for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 30000))
+        port=$((10000 + RANDOM % 22000)) # below the ephemeral range
         port_in_use "$port" && continue
         "$server" "$conf" --port "$port" --bind 127.0.0.1 >"$logf" 2>&1 &
         pid=$!
