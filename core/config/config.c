@@ -485,7 +485,7 @@ static int config_line(void *priv, const char *file, int line, int argc, char **
     if (!d && strchr(argv[0], '.')) return config_module_param_line(file, line, argc, argv, err);
     if (!d) {
         if (config_valkey_known(argv[0])) {
-            server_log(LL_WARNING, "%s:%d: directive '%s' is not implemented by Keel and is ignored", file, line,
+            server_log(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file, line,
                        argv[0]);
             return 0;
         }
