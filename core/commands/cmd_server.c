@@ -7,6 +7,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config.h"
+#include "io/io_threads.h"
 #include "commands/multi.h"
 #include "server/call.h"
 #include "server/info.h"
@@ -218,6 +219,7 @@ static void client_list_reply(client *c, client *only) {
     if (!only && !client_list_filter(c, &type_none, &ids, &nids)) return;
     size_t cap = 4096, len = 0;
     char *buf = km_alloc(cap);
+    io_threads_quiesce(); /* the lines read the query buffers of clients in flight */
     for (client *x = only ? only : srv.clients_head; x && !type_none; x = only ? NULL : x->next) {
         if ((x->flags & CLIENT_CLOSE_ASAP) || !client_id_listed(x, ids, nids)) continue;
         size_t n;

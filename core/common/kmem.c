@@ -11,6 +11,7 @@
 size_t __sanitizer_get_current_allocated_bytes(void);
 size_t __sanitizer_get_heap_size(void);
 #endif
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,12 @@ void km_free(void *ptr) {
     free(ptr);
 }
 
+void *km_alloc_aligned(size_t align, size_t size) {
+    void *p;
+    if (posix_memalign(&p, align, size ? size : 1) != 0) km_oom(size);
+    return p;
+}
+
 char *km_strndup(const char *s, size_t len) {
     char *p = km_alloc(len + 1);
     memcpy(p, s, len);
@@ -59,7 +66,7 @@ char *km_strdup(const char *s) {
 static unsigned km_large_arena;
 static int km_large_ready;
 static int64_t km_large_last_ms; /* last large allocation, for the purge */
-static int km_large_dirty;
+static _Atomic int km_large_dirty; /* set by any thread */
 
 void km_setup(void) {
     unsigned idx;
@@ -79,14 +86,13 @@ void *km_alloc_large(size_t size) {
     if (!km_large_ready || size < KM_LARGE) return km_alloc(size);
     void *p = mallocx(size, MALLOCX_ARENA(km_large_arena) | MALLOCX_TCACHE_NONE);
     if (!p) km_oom(size);
-    km_large_dirty = 1;
+    atomic_store_explicit(&km_large_dirty, 1, memory_order_relaxed);
     return p;
 }
 
 void km_large_maintain(int64_t now_ms, int64_t idle_ms) {
     if (!km_large_ready) return;
-    if (km_large_dirty) {
-        km_large_dirty = 0;
+    if (atomic_exchange_explicit(&km_large_dirty, 0, memory_order_relaxed)) {
         km_large_last_ms = now_ms;
         return;
     }

@@ -15,6 +15,8 @@ void *km_alloc(size_t size);
 void *km_calloc(size_t count, size_t size);
 void *km_realloc(void *ptr, size_t size);
 void km_free(void *ptr);
+/* align is a power of two, at least sizeof(void *); free with km_free. */
+void *km_alloc_aligned(size_t align, size_t size);
 char *km_strdup(const char *s);
 char *km_strndup(const char *s, size_t len);
 
@@ -23,7 +25,9 @@ char *km_strndup(const char *s, size_t len);
  * kernel at once: with default settings every large value is faulted in
  * afresh (about 2,000 page faults for 8 MB), which caps large SETs at a
  * tenth of the copy speed. km_large_maintain() gives the pages back once
- * large allocations have stopped for a while. Free with km_free(). */
+ * large allocations have stopped for a while. Free with km_free().
+ * km_alloc_large may be called from any thread (I/O threads read big
+ * arguments); km_large_maintain from the main thread. */
 #define KM_LARGE (1024 * 1024)
 void *km_alloc_large(size_t size);
 /* Sets the large-buffer arena up; without jemalloc it is plain malloc. */

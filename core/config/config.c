@@ -5,6 +5,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config_file.h"
+#include "io/io_threads.h"
 #include "module/module.h"
 #include "server/reply.h"
 #include "server/server.h"
@@ -187,9 +188,6 @@ static void apply_maxmemory(void) {
     if (srv.maxmemory) server_check_maxmemory();
 }
 
-static void apply_proto_max_bulk_len(void) {
-    for (client *c = srv.clients_head; c; c = c->next) c->parser.max_bulk_len = srv.proto_max_bulk_len;
-}
 
 /* ---- the table ---- */
 
@@ -217,7 +215,7 @@ static const config_def config_table[] = {
     S("requirepass", 0, requirepass, ""),
     I("databases", CFG_IMMUTABLE, databases, "16", 1, INT_MAX, NULL),
     I("hz", 0, hz, "10", 1, 500, NULL),
-    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", apply_proto_max_bulk_len),
+    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", NULL),
     M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", NULL),
     X("client-output-buffer-limit", 0, NULL, "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
       set_obuf_limit, get_obuf_limit),
@@ -232,8 +230,9 @@ static const config_def config_table[] = {
     S("logfile", CFG_IMMUTABLE, logfile, ""),
     S("pidfile", CFG_IMMUTABLE, pidfile, ""),
     B("daemonize", CFG_IMMUTABLE, daemonize, "no"),
-    I("io-threads", CFG_IMMUTABLE, io_threads_num, "1", 1, 256, NULL),
-    B("io-threads-do-reads", CFG_IMMUTABLE, io_threads_do_reads, "no"),
+    I("io-threads", 0, io_threads_num, "1", 1, 256, NULL),
+    I("events-per-io-thread", 0, events_per_io_thread, "2", 0, INT_MAX, NULL),
+    B("io-threads-do-reads", 0, io_threads_do_reads, "no"),
     I("active-expire-effort", 0, active_expire_effort, "1", 1, 10, NULL),
     B("lazyfree-lazy-user-del", 0, lazyfree_lazy_user_del, "no"),
     B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
@@ -263,7 +262,7 @@ static const char *const valkey_known[] = {
     "cluster-replica-validity-factor", "cluster-require-full-coverage", "cluster-slave-no-failover",
     "cluster-slave-validity-factor", "cluster-slot-stats-enabled", "crash-log-enabled", "crash-memcheck-enabled",
     "dbfilename", "debug-context", "dir", "disable-thp", "dual-channel-replication-enabled", "dynamic-hz",
-    "enable-debug-assert", "enable-protected-configs", "events-per-io-thread",
+    "enable-debug-assert", "enable-protected-configs",
     "extended-redis-compatibility", "hash-max-listpack-entries", "hash-max-listpack-value",
     "hash-max-ziplist-entries", "hash-max-ziplist-value", "hide-user-data-from-log", "hll-sparse-max-bytes",
     "ignore-warnings", "jemalloc-bg-thread", "key-load-delay", "latency-monitor-threshold", "latency-tracking",
@@ -695,12 +694,13 @@ void config_resetstat_command(client *c) {
         &srv.stat_numcommands, &srv.stat_numconnections, &srv.stat_rejected_conn, &srv.stat_expiredkeys,
         &srv.stat_evictedkeys, &srv.stat_keyspace_hits, &srv.stat_keyspace_misses, &srv.stat_net_input_bytes,
         &srv.stat_net_output_bytes, &srv.stat_total_error_replies, &srv.stat_unexpected_error_replies,
-        &srv.stat_io_reads_processed, &srv.stat_io_writes_processed, &srv.stat_client_qbuf_limit_disconnections,
+        &srv.stat_client_qbuf_limit_disconnections,
         &srv.stat_client_outbuf_limit_disconnections, &srv.stat_expired_time_cap_reached_count,
         &srv.stat_evictedclients,
     };
     for (size_t i = 0; i < K_ARRAY_LEN(zero); i++) *zero[i] = 0;
     srv.stat_peak_memory = 0;
+    io_stats = (io_threads_stats){0};
     command_reset_stats();
     reply_errorstats_reset();
     reply_ok(c);

@@ -29,6 +29,7 @@ struct event_loop {
     int epfd;
     int setsize;
     int stop;
+    int nfired; /* events the last epoll_wait returned */
     int64_t next_timer_id;
     file_event *events;
     struct epoll_event *fired;
@@ -203,6 +204,7 @@ static int event_wait_timeout(event_loop *el, int64_t wait_ms) {
 int event_process(event_loop *el, int64_t wait_ms) {
     int timeout = event_wait_timeout(el, wait_ms);
     int n = epoll_wait(el->epfd, el->fired, el->setsize, timeout);
+    el->nfired = n > 0 ? n : 0;
     if (el->after_sleep) el->after_sleep(el);
     for (int i = 0; i < n; i++) {
         int fd = el->fired[i].data.fd;
@@ -233,6 +235,10 @@ void event_loop_run(event_loop *el) {
         if (el->stop) break;
         event_process(el, -1);
     }
+}
+
+int event_fired(const event_loop *el) {
+    return el->nfired;
 }
 
 void event_loop_stop(event_loop *el) {

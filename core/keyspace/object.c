@@ -14,6 +14,7 @@
 
 /* Module values are freed through their type; the module layer sets this. */
 void (*obj_module_free_hook)(kobj *o);
+void (*obj_free_large_hook)(void *buf);
 size_t (*obj_module_usage_hook)(const kobj *o);
 
 int str_to_ll(const char *s, size_t len, long long *out) {
@@ -160,7 +161,8 @@ void obj_decref(kobj *o) {
     if (o->type == OBJ_MODULE) {
         if (obj_module_free_hook) obj_module_free_hook(o);
     } else if (o->encoding == OBJ_ENC_RAW) {
-        km_free(o->v.ptr);
+        if (o->cap >= KM_LARGE && obj_free_large_hook) obj_free_large_hook(o->v.ptr);
+        else km_free(o->v.ptr);
     }
     km_free(o);
 }

@@ -59,6 +59,9 @@ static inline kobj *obj_incref(kobj *o) {
     return o;
 }
 void obj_decref(kobj *o);
+/* Frees the buffer of a large RAW string (at least KM_LARGE bytes) when set;
+ * the server hands it to an I/O thread. NULL: km_free. */
+extern void (*obj_free_large_hook)(void *buf);
 
 /* The bytes of a string. INT objects are formatted into buf, which must
  * hold at least 21 bytes. */

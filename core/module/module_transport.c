@@ -9,8 +9,7 @@
  *
  * Connections carry a small record (conn->type_data): the module's state,
  * the accept continuation, and a guard so a connection closed from inside
- * one of its own handlers is freed only once the handler returns (the
- * has_pending loop touches it after the handler). */
+ * one of its own handlers is freed only once the handler returns. */
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module_internal.h"
@@ -24,9 +23,6 @@
 #include <unistd.h>
 
 #define TRANSPORT_NAME_MAX 32
-/* Reads in a row while the transport reports buffered bytes: enough to
- * drain a TLS record burst without letting one connection starve others. */
-#define TRANSPORT_PENDING_ROUNDS 16
 /* keel_transport_def as ABI 1.0 defined it: everything up to priv. */
 #define TRANSPORT_DEF_SIZE_1_0 (offsetof(keel_transport_def, priv) + sizeof(void *))
 
@@ -136,18 +132,14 @@ static int mt_has_pending(conn *cn) {
     return t->def.has_pending ? t->def.has_pending((keel_conn *)cn, t->def.priv) : 0;
 }
 
-/* Readable: the client's read handler, again while the transport holds
- * bytes the socket will not announce. */
+/* The client's handlers. The client's read step reads again while the
+ * transport reports buffered bytes (on whichever thread runs it). */
 static void mt_event(event_loop *el, int fd, void *data, int mask) {
     conn *cn = data;
     module_conn *mc = conn_record(cn);
     mc->refs++;
     if ((mask & EV_READABLE) && cn->read_handler) {
         cn->read_handler(cn);
-        for (int i = 0;
-             i < TRANSPORT_PENDING_ROUNDS && !mc->closing && cn->read_handler && mt_has_pending(cn);
-             i++)
-            cn->read_handler(cn);
     } else if ((mask & EV_WRITABLE) && cn->write_handler) {
         cn->write_handler(cn);
     }

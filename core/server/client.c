@@ -1,11 +1,17 @@
 /* client.c -- client lifecycle, the read path (query buffer, parsing, big
- * arguments), command dispatch, and the write path (reply chain, writev). */
+ * arguments), command dispatch, and the write path (reply chain, writev).
+ *
+ * Both I/O paths are split into a step that touches only the client's own
+ * buffers and its connection (client_read_step, client_write_step: these
+ * run inline or on an I/O thread) and a finish on the main thread
+ * (client_read_done, client_write_done) that applies the result. */
 #include "server/client.h"
 
 #include "commands/commands.h"
 #include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
+#include "io/io_threads.h"
 #include "server/call.h"
 #include "server/reply.h"
 #include "server/server.h"
@@ -19,6 +25,9 @@
 
 #define CLIENT_WRITEV_IOVS 128
 #define CLIENT_WRITE_MAX (256 * 1024) /* bytes per client per event-loop iteration */
+/* Reads in a row while the transport holds buffered bytes (TLS records the
+ * socket will not announce): drains a burst without starving others. */
+#define CLIENT_PENDING_ROUNDS 16
 
 /* Clients that have replies to send: written in before-sleep. */
 static client *pending_head;
@@ -130,15 +139,22 @@ void client_free_async(client *c) {
     close_list[close_count++] = c;
 }
 
+/* A client that is executing, or whose I/O job is in flight, is freed
+ * later: by client_free_closed() once the job came back. */
 void client_free(client *c) {
-    if (c->flags & CLIENT_PROTECTED) client_free_async(c);
+    if ((c->flags & CLIENT_PROTECTED) || c->io_job) client_free_async(c);
     else if (!(c->flags & CLIENT_CLOSE_ASAP)) client_free_now(c);
 }
 
 void client_free_closed(void) {
-    /* Freeing may queue nothing new, but index-walk in case it does. */
-    for (size_t i = 0; i < close_count; i++) client_free_now(close_list[i]);
-    close_count = 0;
+    /* Index-walk: freeing may queue more (module close hooks). */
+    size_t keep = 0;
+    for (size_t i = 0; i < close_count; i++) {
+        client *c = close_list[i];
+        if (c->io_job) close_list[keep++] = c;
+        else client_free_now(c);
+    }
+    close_count = keep;
 }
 
 /* ---- arguments ---- */
@@ -234,12 +250,25 @@ static void client_run_request(client *c) {
     resp_parser_reset(&c->parser);
 }
 
+/* The limits a request is parsed under (set on the main thread: they
+ * depend on configuration and authentication). */
+static void client_set_parse_limits(client *c) {
+    c->parser.unauthenticated = srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED);
+    c->parser.max_bulk_len = srv.proto_max_bulk_len;
+}
+
 /* Parses and runs every complete request in the query buffer. */
 static void client_process_input(client *c) {
     c->flags |= CLIENT_PROTECTED;
     while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big) {
-        c->parser.unauthenticated = srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED);
-        resp_status st = resp_parse(&c->parser, c->qbuf + c->qbuf_pos, c->qbuf_len - c->qbuf_pos);
+        resp_status st;
+        if (c->io_parsed) { /* the read step parsed this one already */
+            st = c->io_status;
+            c->io_parsed = 0;
+        } else {
+            client_set_parse_limits(c);
+            st = resp_parse(&c->parser, c->qbuf + c->qbuf_pos, c->qbuf_len - c->qbuf_pos);
+        }
         if (st == RESP_INCOMPLETE) break;
         if (st == RESP_PROTO_ERROR) {
             client_proto_error(c);
@@ -306,16 +335,72 @@ static void client_trim_qbuf(client *c) {
     }
 }
 
-void client_read_handler(conn *cn) {
-    client *c = cn->private_data;
-    ssize_t n = client_read_some(c);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        client_free(c);
+/* Parses the first complete request, so the main thread only runs it.
+ * Runs inside the read step (any thread); stops at a big argument still
+ * being read. */
+static void client_preparse(client *c) {
+    if (c->io_parsed) return;
+    if (c->big && !client_finish_big_if_full(c)) return;
+    for (;;) {
+        resp_status st = resp_parse(&c->parser, c->qbuf + c->qbuf_pos, c->qbuf_len - c->qbuf_pos);
+        if (st == RESP_INCOMPLETE) return;
+        if (st == RESP_NEED_BIG) {
+            client_start_big(c);
+            if (!client_finish_big_if_full(c)) return;
+            continue;
+        }
+        c->io_status = st;
+        c->io_parsed = 1;
         return;
     }
-    if (n < 0) return;
+}
+
+/* The read step: reads what the connection has (again while the transport
+ * holds buffered bytes) and parses the first request. Touches only the
+ * client's input fields and its connection: runs inline or as an I/O job. */
+static void client_read_step(client *c) {
+    ssize_t total = 0, n;
+    int rounds = 0;
+    do {
+        n = client_read_some(c);
+        if (n <= 0) break;
+        total += n;
+        client_preparse(c);
+    } while (++rounds < CLIENT_PENDING_ROUNDS && c->conn->type->has_pending &&
+             c->conn->type->has_pending(c->conn));
+    c->io_errno = n < 0 ? errno : 0;
+    /* An end of stream or error after some bytes shows on the next read. */
+    c->io_nread = total > 0 ? total : n;
+}
+
+/* Finishes a read step on the main thread. Returns K_ERR if c was freed. */
+static int client_read_done(client *c) {
+    ssize_t n = c->io_nread;
+    if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
+        client_free(c);
+        return K_ERR;
+    }
+    if (n < 0) return K_OK;
     client_after_input(c, (size_t)n);
     if (!(c->flags & CLIENT_CLOSE_ASAP)) client_trim_qbuf(c);
+    return K_OK;
+}
+
+static void client_start_read(client *c) {
+    client_set_parse_limits(c);
+    if (io_threads_submit(IO_JOB_READ, c, c->id) == K_OK) {
+        c->io_job = IO_JOB_READ;
+        return;
+    }
+    client_read_step(c);
+    client_read_done(c);
+}
+
+/* While a job is out the event is ignored: epoll is level-triggered, so
+ * bytes still unread are announced again once the job is back. */
+void client_read_handler(conn *cn) {
+    client *c = cn->private_data;
+    if (!c->io_job) client_start_read(c);
 }
 
 void client_feed_input(client *c, const char *buf, size_t len) {
@@ -458,16 +543,23 @@ void client_execute(client *c) {
 
 /* ---- the write path ---- */
 
-/* Fills iov from the reply chain, at most `limit` bytes. */
-static int client_build_iov(client *c, struct iovec *iov, size_t limit, size_t *total) {
+/* Fills iov from the unsent bytes of the reply chain, skipping the first
+ * `skip` of them, at most `limit` bytes. Reads the chain only. */
+static int client_build_iov(const client *c, struct iovec *iov, size_t skip, size_t limit, size_t *total) {
     int n = 0;
     *total = 0;
-    for (reply_block *b = c->reply_head; b && n < CLIENT_WRITEV_IOVS && *total < limit; b = b->next) {
+    for (const reply_block *b = c->reply_head; b && n < CLIENT_WRITEV_IOVS && *total < limit; b = b->next) {
         const char *base = b->obj ? b->obj->v.ptr : b->buf;
-        if (b->used == b->sent) continue;
-        size_t len = b->used - b->sent;
+        size_t off = b->sent, len = b->used - b->sent;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        off += skip;
+        len -= skip;
+        skip = 0;
         if (len > limit - *total) len = limit - *total;
-        iov[n].iov_base = (char *)base + b->sent;
+        iov[n].iov_base = (char *)base + off;
         iov[n].iov_len = len;
         *total += len;
         n++;
@@ -497,40 +589,58 @@ static void client_consume_reply(client *c, size_t sent) {
     }
 }
 
-/* Writes as much as the socket takes. Returns K_ERR if the client was
- * freed. */
-static int client_write(client *c) {
+/* The write step: sends as much as the socket takes, at most
+ * CLIENT_WRITE_MAX bytes, so one 8 MB GET does not hold up every small
+ * request behind it (the rest goes out on the next iterations). Reads the
+ * reply chain without changing it: runs inline or as an I/O job. */
+static void client_write_step(client *c) {
     struct iovec iov[CLIENT_WRITEV_IOVS];
     size_t written = 0;
-    /* A client with a large reply pending gets at most CLIENT_WRITE_MAX
-     * bytes per event-loop iteration, so one 8 MB GET does not hold up every
-     * small request behind it; the rest goes out on the next iterations. */
-    while (c->reply_bytes > 0 && written < CLIENT_WRITE_MAX) {
+    c->io_write_failed = 0;
+    while (written < c->reply_bytes && written < CLIENT_WRITE_MAX) {
         size_t total;
-        int n = client_build_iov(c, iov, CLIENT_WRITE_MAX - written, &total);
+        int n = client_build_iov(c, iov, written, CLIENT_WRITE_MAX - written, &total);
         ssize_t w = conn_writev(c->conn, iov, n);
         if (w <= 0) {
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) break;
-            client_free(c);
-            return K_ERR;
+            c->io_write_failed = !(w < 0 && (errno == EAGAIN || errno == EINTR));
+            break;
         }
-        c->net_out += w;
         written += (size_t)w;
-        srv.stat_net_output_bytes += w;
-        client_consume_reply(c, (size_t)w);
-        if ((size_t)w < total) break;
+        if ((size_t)w < total) break; /* the socket is full */
     }
-    if (c->reply_bytes == 0 && (c->flags & CLIENT_CLOSE_AFTER_REPLY)) {
+    c->io_written = written;
+}
+
+static void client_write_handler(conn *cn);
+
+/* Finishes a write step on the main thread: drops what was sent, waits for
+ * writability while replies remain. Returns K_ERR if c was freed. */
+static int client_write_done(client *c) {
+    size_t w = c->io_written;
+    c->net_out += (long long)w;
+    srv.stat_net_output_bytes += (long long)w;
+    client_consume_reply(c, w);
+    if (c->io_write_failed || (c->reply_bytes == 0 && (c->flags & CLIENT_CLOSE_AFTER_REPLY))) {
         client_free(c);
         return K_ERR;
     }
+    if (c->reply_bytes > 0) conn_set_write_handler(c->conn, client_write_handler);
+    else if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
     return K_OK;
+}
+
+static void client_start_write(client *c) {
+    if (io_threads_submit(IO_JOB_WRITE, c, c->id) == K_OK) {
+        c->io_job = IO_JOB_WRITE;
+        return;
+    }
+    client_write_step(c);
+    client_write_done(c);
 }
 
 static void client_write_handler(conn *cn) {
     client *c = cn->private_data;
-    if (client_write(c) != K_OK) return;
-    if (c->reply_bytes == 0) conn_set_write_handler(cn, NULL);
+    if (!c->io_job) client_start_write(c);
 }
 
 void client_handle_pending_writes(void) {
@@ -542,9 +652,36 @@ void client_handle_pending_writes(void) {
             client_free_reply(c);
             continue;
         }
-        if (client_write(c) != K_OK) continue;
-        if (c->reply_bytes > 0) conn_set_write_handler(c->conn, client_write_handler);
+        /* A job in flight: its finish looks at the replies again. */
+        if (!c->io_job) client_start_write(c);
     }
+}
+
+/* ---- I/O jobs ---- */
+
+static void client_job_read(void *item) {
+    client_read_step(item);
+}
+
+static void client_job_write(void *item) {
+    client_write_step(item);
+}
+
+/* A job came back: apply it. Replies queued while it was out were passed
+ * over by the writer (one job at a time per client): queue them now. */
+static void client_job_done(void *item) {
+    client *c = item;
+    int kind = c->io_job;
+    c->io_job = 0;
+    if (c->flags & CLIENT_CLOSE_ASAP) return; /* client_free_closed frees it */
+    if ((kind == IO_JOB_READ ? client_read_done(c) : client_write_done(c)) != K_OK) return;
+    if (c->reply_bytes && !(c->flags & CLIENT_PENDING_WRITE) && !c->conn->write_handler)
+        client_schedule_write(c);
+}
+
+void client_setup(void) {
+    io_threads_register(IO_JOB_READ, client_job_read, client_job_done);
+    io_threads_register(IO_JOB_WRITE, client_job_write, client_job_done);
 }
 
 /* ---- cron ---- */
@@ -600,6 +737,7 @@ client *client_by_id(uint64_t id) {
 }
 
 void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {
+    io_threads_quiesce(); /* query buffers of clients in flight settle */
     *max_qbuf = *max_obuf = 0;
     for (client *c = srv.clients_head; c; c = c->next) {
         if (c->qbuf_cap > *max_qbuf) *max_qbuf = c->qbuf_cap;

@@ -10,13 +10,20 @@
  * Clients with pending replies are written in the before-sleep hook, and only
  * wait for writability when the socket is full.
  *
- * Threads: main thread only (I/O threads will take over the read/parse and
- * write steps through the same functions). */
+ * Threads: the main thread owns clients. The read step (read, then parse
+ * the first request) and the write step (writev from the reply chain) may
+ * run on an I/O thread as a job (core/io); while one is in flight (io_job
+ * set) the job owns the input fields (query buffer, parser, big argument)
+ * and the io_* results, reads the reply chain, and the main thread touches
+ * none of them. The step's effects on shared state (statistics, freeing
+ * sent reply blocks, running commands) happen when the main thread
+ * finishes the job. */
 #ifndef KEEL_CLIENT_H
 #define KEEL_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "commands/command.h"
 #include "keyspace/db.h"
@@ -116,6 +123,17 @@ typedef struct client {
     int64_t obuf_soft_limit_since;
     long long net_in, net_out;
 
+    /* I/O job in flight (IO_JOB_READ/WRITE, 0 if none; main thread's view)
+     * and the results of the last read or write step, written by whichever
+     * thread ran it. */
+    int io_job;
+    int io_parsed;       /* the step parsed a request: io_status holds it */
+    resp_status io_status;
+    ssize_t io_nread;    /* bytes read, 0 at end of stream, -1 on error */
+    int io_errno;
+    size_t io_written;   /* bytes sent by the write step */
+    int io_write_failed; /* the connection broke */
+
     /* MULTI/EXEC. */
     multi_cmd *mcmds;
     int mcount;
@@ -130,6 +148,7 @@ void client_free_async(client *c);
 void client_set_db(client *c, int id);
 
 /* Event-loop glue (server.c calls these). */
+void client_setup(void);
 void client_read_handler(conn *cn);
 void client_handle_pending_writes(void);
 void client_free_closed(void);

@@ -6,6 +6,7 @@
 #include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
+#include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "module/module.h"
 #include "server/reply.h"
@@ -123,12 +124,13 @@ static void info_server(info_buf *b) {
                  "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
                  "tcp_port:%d\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
                  "hz:%d\r\nconfigured_hz:%d\r\nlru_clock:%u\r\nexecutable:%s\r\nconfig_file:%s\r\n"
-                 "io_threads_active:0\r\n",
+                 "io_threads_active:%d\r\n",
                  KEEL_REDIS_COMPAT_VERSION, KEEL_VALKEY_COMPAT_VERSION, KEEL_VERSION, u.sysname, u.release,
                  u.machine, (int)sizeof(long) * 8, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)srv.pid,
                  srv.runid, srv.port, (unsigned long long)event_now_us(), (unsigned long long)uptime,
                  (unsigned long long)uptime / 86400, srv.hz, srv.hz, db_lru_clock(),
-                 srv.executable ? srv.executable : "", srv.configfile ? srv.configfile : "");
+                 srv.executable ? srv.executable : "", srv.configfile ? srv.configfile : "",
+                 io_threads_active() > 0);
 }
 
 static void info_clients(info_buf *b) {
@@ -182,14 +184,14 @@ static void info_stats(info_buf *b) {
                  "pubsub_channels:0\r\npubsub_patterns:0\r\nclient_query_buffer_limit_disconnections:%lld\r\n"
                  "client_output_buffer_limit_disconnections:%lld\r\ntotal_error_replies:%lld\r\n"
                  "unexpected_error_replies:%lld\r\nio_threaded_reads_processed:%lld\r\n"
-                 "io_threaded_writes_processed:%lld\r\n",
+                 "io_threaded_writes_processed:%lld\r\nio_threaded_freed_objects:%lld\r\n",
                  srv.stat_numconnections, srv.stat_numcommands, inst_avg(srv.inst_ops_samples),
                  srv.stat_net_input_bytes, srv.stat_net_output_bytes, inst_avg(srv.inst_in_samples) / 1024.0,
                  inst_avg(srv.inst_out_samples) / 1024.0, srv.stat_rejected_conn, srv.stat_expiredkeys,
                  srv.stat_expired_time_cap_reached_count, srv.stat_evictedkeys, srv.stat_evictedclients,
                  srv.stat_keyspace_hits, srv.stat_keyspace_misses, srv.stat_client_qbuf_limit_disconnections,
                  srv.stat_client_outbuf_limit_disconnections, srv.stat_total_error_replies,
-                 srv.stat_unexpected_error_replies, srv.stat_io_reads_processed, srv.stat_io_writes_processed);
+                 srv.stat_unexpected_error_replies, io_stats.reads, io_stats.writes, io_stats.frees);
 }
 
 /* Keel has no replication: it reports itself as a primary with no replicas,

@@ -6,6 +6,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config.h"
+#include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
 #include "server/call.h"
@@ -157,9 +158,29 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
 }
 
+/* Starts or stops I/O threads after CONFIG SET io-threads (here, outside
+ * any command, because it waits for the jobs in flight). */
+static void server_apply_io_threads(void) {
+    int want = srv.io_threads_num - 1;
+    if (io_threads_count() == want) return;
+    int got = io_threads_resize(want);
+    if (got != want) {
+        server_log(LL_WARNING, "Could not start %d I/O threads (running %d): %s", want, got, strerror(errno));
+        srv.io_threads_num = got + 1;
+    } else {
+        server_log(LL_NOTICE, "I/O threads: %d (io-threads %d)", got, srv.io_threads_num);
+    }
+}
+
 static void server_before_sleep(event_loop *el) {
-    client_handle_pending_writes();
-    client_free_closed();
+    server_apply_io_threads();
+    /* Finish the I/O jobs that came back, write, and repeat while more come
+     * back before the main thread may sleep. */
+    do {
+        io_threads_poll();
+        client_handle_pending_writes();
+        client_free_closed();
+    } while (io_threads_prepare_sleep());
     used_memory_fresh = 0;
     if (shutdown_signal && !srv.shutdown_asap) {
         server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -169,7 +190,15 @@ static void server_before_sleep(event_loop *el) {
 }
 
 static void server_after_sleep(event_loop *el) {
+    io_threads_awake();
+    io_threads_adjust(event_fired(el), srv.events_per_io_thread);
     server_update_time();
+}
+
+/* The last reference to a large value went away: an I/O thread frees the
+ * buffer when one is active, so the main thread does not wait on it. */
+static void server_free_large(void *ptr) {
+    if (io_threads_free(ptr) != K_OK) km_free(ptr);
 }
 
 static void server_signal(int sig) {
@@ -256,6 +285,7 @@ int server_init_core(char **err) {
     }
     db_setup();
     command_setup();
+    client_setup();
     return K_OK;
 }
 
@@ -264,6 +294,12 @@ int server_setup(char **err) {
     server_adjust_open_files();
     if (server_init_core(err) != K_OK) return K_ERR;
     if (server_listen(err) != K_OK) return K_ERR;
+    if (io_threads_setup(srv.el) != K_OK) {
+        *err = km_strdup("cannot set up the I/O threads' wake-up eventfd");
+        return K_ERR;
+    }
+    server_apply_io_threads();
+    obj_free_large_hook = server_free_large;
     if (module_load_configured(err) != K_OK) return K_ERR;
     event_timer_add(srv.el, 1, server_cron, NULL);
     event_set_before_sleep(srv.el, server_before_sleep);
@@ -281,6 +317,8 @@ void server_run(void) {
 /* Closes clients and frees everything so leak checkers see a clean exit. */
 void server_teardown(void) {
     server_log(LL_WARNING, "Keel is now ready to exit, bye bye...");
+    io_threads_teardown();
+    obj_free_large_hook = NULL;
     client_handle_pending_writes();
     while (srv.clients_head) client_free(srv.clients_head);
     client_free_closed();

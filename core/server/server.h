@@ -67,7 +67,8 @@ typedef struct server {
     char *pidfile;
     int daemonize;
     int io_threads_num;
-    int io_threads_do_reads;
+    int io_threads_do_reads; /* accepted for compatibility: reads always go to threads */
+    int events_per_io_thread;
     int active_expire_effort;
     int lazyfree_lazy_user_del;
     int lazyfree_lazy_user_flush;
@@ -104,8 +105,6 @@ typedef struct server {
     long long stat_net_output_bytes;
     long long stat_total_error_replies;
     long long stat_unexpected_error_replies;
-    long long stat_io_reads_processed;
-    long long stat_io_writes_processed;
     long long stat_client_qbuf_limit_disconnections;
     long long stat_client_outbuf_limit_disconnections;
     long long stat_expired_time_cap_reached_count;

@@ -438,7 +438,7 @@ static it_server *start_v(const char *conf_text, const char *first, va_list ap) 
         s->port = free_port();
         char portstr[16];
         snprintf(portstr, sizeof(portstr), "%d", s->port);
-        char *argv[IT_MAX_ARGS + 8];
+        char *argv[IT_MAX_ARGS + 12];
         int argc = 0;
         argv[argc++] = (char *)path;
         if (conf_text) argv[argc++] = s->conf;
@@ -446,6 +446,17 @@ static it_server *start_v(const char *conf_text, const char *first, va_list ap) 
         argv[argc++] = portstr;
         argv[argc++] = "--bind";
         argv[argc++] = "127.0.0.1";
+        /* KEEL_TEST_IO_THREADS=N runs every server with N-1 I/O threads that
+         * take every event (events-per-io-thread 0), so the whole suite
+         * exercises the threaded read and write paths. A test's own
+         * arguments come after and win. */
+        const char *iot = getenv("KEEL_TEST_IO_THREADS");
+        if (iot && *iot) {
+            argv[argc++] = "--io-threads";
+            argv[argc++] = (char *)iot;
+            argv[argc++] = "--events-per-io-thread";
+            argv[argc++] = "0";
+        }
         for (int i = 0; i < nextra; i++)
             argv[argc++] = (char *)extra[i];
         argv[argc] = NULL;

@@ -282,7 +282,6 @@ START_TEST(test_set_immutable) {
     ck_assert_int_eq(srv.databases, 16);
     expect_set_err("bind", "127.0.0.1", "immutable");
     expect_set_err("daemonize", "yes", "immutable");
-    expect_set_err("io-threads", "4", "immutable");
     expect_set_err("unixsocket", "/tmp/x.sock", "immutable");
     expect_set_err("enable-debug-command", "yes", "immutable");
     expect_set_err("loadmodule", "/tmp/x.so", "immutable");

@@ -1,0 +1,295 @@
+/* io_threads.c -- the I/O thread pool (see io_threads.h): per-thread job
+ * and completion rings, futex parking, the main thread's eventfd wake-up,
+ * and the adaptive count of active threads. */
+#include "io/io_threads.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+#include "io/io_ring.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Ring sizes. At most IO_RING_SLOTS client jobs are outstanding per thread,
+ * so a thread's completion ring can never be full when it pushes. */
+#define IO_RING_SLOTS 4096
+/* Empty polls before a thread parks: tens of microseconds, enough to catch
+ * the next job of a busy loop without burning a core when idle. */
+#define IO_SPIN_ROUNDS 100
+
+#define IO_JOB_FREE 0 /* internal: free the pointer */
+#define IO_JOB_EXIT 7 /* internal: the thread returns */
+#define IO_KIND_MASK ((uintptr_t)7)
+
+typedef struct io_thread {
+    pthread_t tid;
+    io_ring in;  /* jobs: main -> thread */
+    io_ring out; /* completions: thread -> main */
+    _Atomic int sleeping;          /* futex word: 1 while parked */
+    _Atomic uint64_t ran;          /* jobs run (thread writes) */
+    uint64_t submitted;            /* jobs handed out (main) */
+    uint64_t outstanding;          /* client jobs not finished (main) */
+} io_thread;
+
+typedef struct io_kind {
+    io_job_fn run;
+    io_job_fn done;
+} io_kind;
+
+io_threads_stats io_stats;
+
+static io_kind kinds[IO_JOB_KINDS];
+static io_thread *threads[IO_THREADS_MAX];
+static int nthreads;
+static int nactive;
+static uint64_t inflight;
+static int wake_fd = -1;
+static event_loop *main_el;
+static _Atomic int main_sleeping;
+static unsigned free_rr; /* round robin for IO_JOB_FREE */
+
+static inline void io_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static void io_futex(_Atomic int *word, int op, int val) {
+    syscall(SYS_futex, (int *)word, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+/* ---- the I/O thread ---- */
+
+/* Tells the main thread completions are waiting, if it is asleep. The fence
+ * pairs with the one in io_threads_prepare_sleep: either this thread sees
+ * the main thread's flag, or the main thread sees the completion. */
+static void io_wake_main(void) {
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&main_sleeping, memory_order_relaxed)) return;
+    if (atomic_exchange(&main_sleeping, 0)) {
+        uint64_t one = 1;
+        ssize_t rc = write(wake_fd, &one, sizeof(one));
+        K_UNUSED(rc); /* EAGAIN: the counter is already non-zero */
+    }
+}
+
+static void io_thread_run_job(io_thread *t, uintptr_t job) {
+    int kind = (int)(job & IO_KIND_MASK);
+    void *item = (void *)(job & ~IO_KIND_MASK);
+    if (kind == IO_JOB_FREE) {
+        km_free(item);
+    } else {
+        kinds[kind].run(item);
+        while (!io_ring_push(&t->out, job)) io_cpu_relax(); /* cannot happen: see IO_RING_SLOTS */
+        io_wake_main();
+    }
+    atomic_fetch_add_explicit(&t->ran, 1, memory_order_release);
+}
+
+/* Parks until the main thread pushes a job. Setting the flag, then looking
+ * at the ring again, closes the window where a job arrives in between. */
+static void io_thread_park(io_thread *t) {
+    atomic_store(&t->sleeping, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (io_ring_empty(&t->in)) io_futex(&t->sleeping, FUTEX_WAIT, 1);
+    atomic_store(&t->sleeping, 0);
+}
+
+static void *io_thread_main(void *arg) {
+    io_thread *t = arg;
+    int idle = 0;
+    for (;;) {
+        uintptr_t job;
+        if (io_ring_pop(&t->in, &job)) {
+            if ((job & IO_KIND_MASK) == IO_JOB_EXIT) return NULL;
+            io_thread_run_job(t, job);
+            idle = 0;
+        } else if (++idle < IO_SPIN_ROUNDS) {
+            io_cpu_relax();
+        } else {
+            io_thread_park(t);
+            idle = 0;
+        }
+    }
+}
+
+/* ---- starting and stopping ---- */
+
+static void io_ring_init(io_ring *r) {
+    atomic_init(&r->head, 0);
+    atomic_init(&r->tail, 0);
+    r->mask = IO_RING_SLOTS - 1;
+    r->slots = km_calloc(IO_RING_SLOTS, sizeof(*r->slots));
+}
+
+static io_thread *io_thread_start(void) {
+    io_thread *t = km_alloc_aligned(64, sizeof(*t));
+    *t = (io_thread){0};
+    io_ring_init(&t->in);
+    io_ring_init(&t->out);
+    if (pthread_create(&t->tid, NULL, io_thread_main, t) != 0) {
+        km_free(t->in.slots);
+        km_free(t->out.slots);
+        km_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Pushes a job and wakes the thread if it parked (pairs with
+ * io_thread_park's fence). */
+static int io_thread_push(io_thread *t, uintptr_t job) {
+    if (!io_ring_push(&t->in, job)) return K_ERR;
+    t->submitted++;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&t->sleeping, memory_order_relaxed) && atomic_exchange(&t->sleeping, 0))
+        io_futex(&t->sleeping, FUTEX_WAKE, 1);
+    return K_OK;
+}
+
+static void io_thread_stop(io_thread *t) {
+    while (io_thread_push(t, IO_JOB_EXIT) != K_OK) io_cpu_relax();
+    pthread_join(t->tid, NULL);
+    km_free(t->in.slots);
+    km_free(t->out.slots);
+    km_free(t);
+}
+
+static void io_wake_handler(event_loop *el, int fd, void *data, int mask) {
+    uint64_t n;
+    ssize_t rc = read(fd, &n, sizeof(n));
+    K_UNUSED(rc);
+    io_threads_poll();
+}
+
+int io_threads_setup(event_loop *el) {
+    main_el = el;
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd == -1) return K_ERR;
+    if (event_add(el, wake_fd, EV_READABLE, io_wake_handler, NULL) != K_OK) {
+        close(wake_fd);
+        wake_fd = -1;
+        return K_ERR;
+    }
+    return K_OK;
+}
+
+void io_threads_teardown(void) {
+    io_threads_resize(0);
+    if (wake_fd != -1) {
+        event_del(main_el, wake_fd, EV_READABLE);
+        close(wake_fd);
+        wake_fd = -1;
+    }
+}
+
+static void io_threads_drain(void) {
+    while (inflight) {
+        if (!io_threads_poll()) io_cpu_relax();
+    }
+}
+
+int io_threads_resize(int n) {
+    if (n > IO_THREADS_MAX) n = IO_THREADS_MAX;
+    if (n == nthreads) return nthreads;
+    io_threads_drain();
+    nactive = 0;
+    while (nthreads > n) io_thread_stop(threads[--nthreads]);
+    while (nthreads < n) {
+        io_thread *t = io_thread_start();
+        if (!t) break;
+        threads[nthreads++] = t;
+    }
+    return nthreads;
+}
+
+int io_threads_count(void) {
+    return nthreads;
+}
+
+/* ---- distributing work ---- */
+
+void io_threads_adjust(int fired_events, int events_per_thread) {
+    int want = events_per_thread == 0 ? nthreads : fired_events / events_per_thread;
+    nactive = want < nthreads ? want : nthreads;
+}
+
+int io_threads_active(void) {
+    return nactive;
+}
+
+int io_threads_submit(int kind, void *item, uint64_t key) {
+    if (nactive == 0) return K_ERR;
+    io_thread *t = threads[key % (uint64_t)nactive];
+    if (t->outstanding >= IO_RING_SLOTS) return K_ERR;
+    if (io_thread_push(t, (uintptr_t)item | (uintptr_t)kind) != K_OK) return K_ERR;
+    t->outstanding++;
+    inflight++;
+    return K_OK;
+}
+
+int io_threads_free(void *ptr) {
+    if (nactive == 0) return K_ERR;
+    io_thread *t = threads[free_rr++ % (unsigned)nactive];
+    if (io_thread_push(t, (uintptr_t)ptr | IO_JOB_FREE) != K_OK) return K_ERR;
+    io_stats.frees++;
+    return K_OK;
+}
+
+int io_threads_poll(void) {
+    int done = 0;
+    for (int i = 0; i < nthreads; i++) {
+        io_thread *t = threads[i];
+        uintptr_t job;
+        while (io_ring_pop(&t->out, &job)) {
+            int kind = (int)(job & IO_KIND_MASK);
+            t->outstanding--;
+            inflight--;
+            if (kind == IO_JOB_READ) io_stats.reads++;
+            else if (kind == IO_JOB_WRITE) io_stats.writes++;
+            kinds[kind].done((void *)(job & ~IO_KIND_MASK));
+            done++;
+        }
+    }
+    return done;
+}
+
+uint64_t io_threads_inflight(void) {
+    return inflight;
+}
+
+void io_threads_quiesce(void) {
+    for (int i = 0; i < nthreads; i++)
+        while (atomic_load_explicit(&threads[i]->ran, memory_order_acquire) != threads[i]->submitted)
+            io_cpu_relax();
+}
+
+void io_threads_register(int kind, io_job_fn run, io_job_fn done) {
+    kinds[kind] = (io_kind){.run = run, .done = done};
+}
+
+/* ---- the main thread's sleep ---- */
+
+int io_threads_prepare_sleep(void) {
+    if (nthreads == 0) return 0;
+    atomic_store(&main_sleeping, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < nthreads; i++) {
+        if (!io_ring_empty(&threads[i]->out)) {
+            atomic_store(&main_sleeping, 0);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void io_threads_awake(void) {
+    if (nthreads) atomic_store_explicit(&main_sleeping, 0, memory_order_relaxed);
+}
