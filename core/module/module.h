@@ -29,6 +29,8 @@ int module_load(const char *path, int argc, const char *const *argv, int ncfg,
 int module_unload(const char *name, char **err);
 /* Unloads everything (shutdown): values of module types are deleted first. */
 void module_teardown(void);
+/* Registers the transports' I/O-thread jobs (handshakes); at start-up. */
+void module_transport_setup(void);
 
 size_t module_count(void);
 /* MODULE LIST: calls fn for each module in load order. */

@@ -12,6 +12,7 @@
  * one of its own handlers is freed only once the handler returns. */
 #include "common/common.h"
 #include "common/kmem.h"
+#include "io/io_threads.h"
 #include "module/module_internal.h"
 #include "net/conn.h"
 #include "server/server.h"
@@ -30,8 +31,9 @@ typedef struct module_conn {
     conn *cn;
     void *data; /* the transport's */
     conn_handler accept_done;
-    int refs;    /* our handlers on the stack */
+    int refs;    /* our handlers on the stack, or a handshake job out */
     int closing; /* closed while refs > 0 */
+    int hs_rv;   /* the last handshake step's result (any thread writes) */
     struct module_conn *prev, *next;
 } module_conn;
 
@@ -170,11 +172,16 @@ static void mt_handshake_event(event_loop *el, int fd, void *data, int mask) {
     mt_handshake_step(data);
 }
 
-/* Runs one handshake step: done, wait for the socket, or drop. */
-static void mt_handshake_step(conn *cn) {
+/* One handshake step: touches only the connection (any thread). */
+static void mt_handshake_run(conn *cn) {
     keel_transport *t = conn_transport(cn);
-    int rv = t->def.handshake ? t->def.handshake((keel_conn *)cn, t->def.priv) : KEEL_OK;
-    event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
+    conn_record(cn)->hs_rv = t->def.handshake ? t->def.handshake((keel_conn *)cn, t->def.priv) : KEEL_OK;
+}
+
+/* Acts on the step's result (main thread): done, wait for the socket, or
+ * drop. */
+static void mt_handshake_apply(conn *cn) {
+    int rv = conn_record(cn)->hs_rv;
     if (rv == KEEL_OK) {
         cn->state = CONN_STATE_CONNECTED;
         conn_record(cn)->accept_done(cn);
@@ -184,6 +191,39 @@ static void mt_handshake_step(conn *cn) {
     } else {
         mt_close(cn);
     }
+}
+
+/* Runs a handshake step on an I/O thread when one is active (TLS key
+ * exchanges are the expensive part of accepting), else inline. The socket
+ * is not watched while the step is out. */
+static void mt_handshake_step(conn *cn) {
+    module_conn *mc = conn_record(cn);
+    event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
+    if (io_threads_submit(IO_JOB_HANDSHAKE, cn, (uint64_t)cn->fd) == K_OK) {
+        mc->refs++; /* a close meanwhile waits for the job */
+        return;
+    }
+    mt_handshake_run(cn);
+    mt_handshake_apply(cn);
+}
+
+static void mt_handshake_job(void *item) {
+    mt_handshake_run(item);
+}
+
+static void mt_handshake_done(void *item) {
+    conn *cn = item;
+    module_conn *mc = conn_record(cn);
+    mc->refs--;
+    if (mc->closing) {
+        if (!mc->refs) mt_close_now(cn);
+        return;
+    }
+    mt_handshake_apply(cn);
+}
+
+void module_transport_setup(void) {
+    io_threads_register(IO_JOB_HANDSHAKE, mt_handshake_job, mt_handshake_done);
 }
 
 static int mt_accept(conn *cn, conn_handler accept_done) {

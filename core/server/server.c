@@ -286,6 +286,7 @@ int server_init_core(char **err) {
     db_setup();
     command_setup();
     client_setup();
+    module_transport_setup();
     return K_OK;
 }
 

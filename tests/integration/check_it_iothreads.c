@@ -2,7 +2,9 @@
  * with io-threads 4 and events-per-io-thread 0 (every read and write goes
  * to a thread): a large GET racing DEL and SET of its key, many clients
  * pipelining across threads, clients closing while their replies are being
- * written, io-threads changed at run time under load, and the INFO fields.
+ * written, io-threads changed at run time under load, a module transport
+ * whose handshake, reads and writes run on the threads, and the INFO
+ * fields.
  * The same file runs under ThreadSanitizer in CI. */
 #include "harness.h"
 
@@ -155,6 +157,27 @@ START_TEST(test_info_and_config) {
 }
 END_TEST
 
+/* tests/modules/tcpmod.c: plain TCP through the transport API, with a
+ * handshake step that waits for the client's first bytes. */
+START_TEST(test_module_transport_on_threads) {
+    int tport = it_free_port();
+    char *port = it_fmt("%d", tport);
+    it_server *s = it_start("--io-threads", "4", "--events-per-io-thread", "0", "--loadmodule",
+                            KEEL_TEST_MODULE_DIR "/tcpmod.so", port, NULL);
+    redisContext *c = it_connect(s);
+    it_server via = *s;
+    via.port = tport;
+    enum { CLIENTS = 8 };
+    it_raw *r[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) r[i] = it_raw_connect(&via);
+    for (int i = 0; i < CLIENTS; i++)
+        for (int n = 0; n < 50; n++) it_raw_cmd(r[i], "INCR", it_fmt("t:%d", i), NULL);
+    for (int i = 0; i < CLIENTS; i++)
+        for (int n = 1; n <= 50; n++) expect_raw(r[i], it_fmt(":%d", n));
+    ck_assert_int_eq(it_info_int(c, "clients", "connected_clients"), CLIENTS + 1);
+}
+END_TEST
+
 static Suite *iothreads_suite(void) {
     Suite *s = suite_create("iothreads");
     TCase *tc = it_tcase_bare(s, "iothreads");
@@ -163,6 +186,7 @@ static Suite *iothreads_suite(void) {
     tcase_add_test(tc, test_client_closes_while_reply_is_written);
     tcase_add_test(tc, test_change_io_threads_under_load);
     tcase_add_test(tc, test_info_and_config);
+    tcase_add_test(tc, test_module_transport_on_threads);
     return s;
 }
 

@@ -322,7 +322,7 @@ static const char *server_path(void) {
 }
 
 /* A port that was free a moment ago: bind port 0, read it, close. */
-static int free_port(void) {
+int it_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
@@ -435,7 +435,7 @@ static it_server *start_v(const char *conf_text, const char *first, va_list ap) 
             fputs(conf_text, f);
             fclose(f);
         }
-        s->port = free_port();
+        s->port = it_free_port();
         char portstr[16];
         snprintf(portstr, sizeof(portstr), "%d", s->port);
         char *argv[IT_MAX_ARGS + 12];

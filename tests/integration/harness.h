@@ -41,6 +41,8 @@ void it_stop(it_server *s);
 /* Waits up to timeout_ms for the server to exit on its own; returns the
  * wait status, or -1 if still running. */
 int it_wait_exit(it_server *s, int timeout_ms);
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int it_free_port(void);
 /* The last lines of the server log, for failure messages. */
 const char *it_log_tail(it_server *s);
 
