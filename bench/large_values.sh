@@ -5,13 +5,13 @@
 # answers every request with one pre-built reply (bench/standin.c), i.e.
 # what this machine's loopback and the load generator can move.
 #
-#   bench/large_values.sh [--valkey /path/to/valkey-server] [--quick]
+#   bench/large_values.sh [--valkey /path/to/valkey-server] [--quick] [--io-threads 1,2]
 #
 # Options:
 #   --valkey PATH   also measure this valkey-server (see bench/README.md)
 #   --keel PATH     Keel binary (default: build/release/keel-server)
 #   --redis PATH    Redis binary (default: /usr/bin/redis-server)
-#   --sizes "LIST"  value sizes (default: "256k 1m 4m 8m 16m 64m")
+#   --sizes "LIST"  value sizes, spaces or commas (default: "256k 1m 4m 8m 16m 64m")
 #   --secs S        measured seconds per run (default 5; --quick: 1.5)
 #   --warmup S      warm-up seconds per run (default 1; --quick: 0.5)
 #   --conns N       load connections (default 8)
@@ -19,6 +19,10 @@
 #                   (default 1; each rep multiplies the run time)
 #   --quick         short runs, about 1.5 minutes in all
 #   --out FILE      markdown output (default: bench/results/large_values.md)
+#   --io-threads LIST  comma-separated io-threads settings (default 1): every
+#                   server is started once per value, with the same flags
+#                   (> 1 adds --io-threads-do-reads yes); ratios compare
+#                   servers at the same value
 #
 # Every run is bench/loadgen (closed loop, one request in flight per
 # connection, replies read whole into a fixed scratch buffer):
@@ -28,7 +32,7 @@
 # Around each run the server's CPU time (user + system) and minor page
 # faults are read from /proc/PID/stat: CPU % and faults per request are in
 # the detail table. Servers get bench/lib.sh's common arguments (no
-# persistence, one I/O thread, quiet log); protocol limits stay at their
+# persistence, quiet log, --io-threads as asked); protocol limits stay at their
 # defaults (proto-max-bulk-len 512mb, client-query-buffer-limit 1gb), which
 # fit 64 MB. The Keel binary is copied first, so a rebuild during the run
 # does not change what is measured. loadgen and standin are compiled here
@@ -50,21 +54,23 @@ CONNS=8
 REPS=1
 QUICK=0
 OUT="$BENCH_DIR/results/large_values.md"
+IO_ARG=1
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --valkey) VALKEY=${2:?--valkey needs a path}; shift 2 ;;
         --keel) KEEL=${2:?--keel needs a path}; shift 2 ;;
         --redis) REDIS=${2:?--redis needs a path}; shift 2 ;;
-        --sizes) SIZES=${2:?--sizes needs a list}; shift 2 ;;
+        --sizes) SIZES=${2:?--sizes needs a list}; SIZES=${SIZES//,/ }; shift 2 ;;
         --secs) SECS=${2:?--secs needs a number}; shift 2 ;;
         --warmup) WARMUP=${2:?--warmup needs a number}; shift 2 ;;
         --conns) CONNS=${2:?--conns needs a number}; shift 2 ;;
         --reps) REPS=${2:?--reps needs a number}; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --out) OUT=${2:?--out needs a file}; shift 2 ;;
+        --io-threads) IO_ARG=${2:?--io-threads needs a list}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -72,6 +78,10 @@ done
 if [ "$QUICK" = 1 ]; then SECS=${SECS:-1.5}; WARMUP=${WARMUP:-0.5}; else SECS=${SECS:-5}; WARMUP=${WARMUP:-1}; fi
 
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+parse_io_threads "$IO_ARG"
+NIO=${#IO_THREADS_LIST[@]}
+MULTI_IO=0
+[ "${IO_THREADS_LIST[*]}" = 1 ] || MULTI_IO=1
 [ -x "$KEEL" ] || die "$KEEL not found; build it first with: bash .ci/setup"
 [ -x "$REDIS" ] || die "$REDIS not found (apt-get install redis-server)"
 [ -z "$VALKEY" ] || [ -x "$VALKEY" ] || die "$VALKEY is not an executable"
@@ -94,6 +104,20 @@ NAMES=(keel redis)
 TITLES=(Keel Redis)
 BINS=("$KEEL_COPY" "$REDIS")
 if [ -n "$VALKEY" ]; then NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY"); fi
+# The instances: every server once per io-threads value (all servers at the
+# first value, then at the next ...); IDIR is its directory under BENCH_TMP
+# ("keel", or "keel-io2" when not just io-threads 1), ILABEL its name in
+# the detail table ("keel", "keel io2").
+IDIR=(); ILABEL=(); ISRV=(); IIO=()
+for io in "${IO_THREADS_LIST[@]}"; do
+    for i in "${!NAMES[@]}"; do
+        sfx=$(io_suffix "$io")
+        IDIR+=("${NAMES[$i]}${sfx:+-io$io}")
+        ILABEL+=("${NAMES[$i]}$sfx")
+        ISRV+=("$i")
+        IIO+=("$io")
+    done
+done
 
 load_start=$(load_avg)
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -104,13 +128,15 @@ fi
 
 PORTS=()
 SPIDS=()
-for i in "${!NAMES[@]}"; do
-    start_server "${NAMES[$i]}" "$BENCH_TMP/${NAMES[$i]}" -- "${BINS[$i]}" ||
-        die "could not start ${NAMES[$i]}"
+for k in "${!IDIR[@]}"; do
+    BENCH_IO_THREADS=${IIO[$k]}
+    start_server "${IDIR[$k]}" "$BENCH_TMP/${IDIR[$k]}" -- "${BINS[${ISRV[$k]}]}" ||
+        die "could not start ${IDIR[$k]} (--io-threads ${IIO[$k]})"
     PORTS+=("$SERVER_PORT")
     SPIDS+=("$SERVER_PID")
-    echo "large_values: ${TITLES[$i]} on port $SERVER_PORT: $(server_version "${BINS[$i]}")"
+    echo "large_values: ${TITLES[${ISRV[$k]}]}$(io_suffix "${IIO[$k]}") on port $SERVER_PORT (--io-threads ${IIO[$k]}): $(server_version "${BINS[${ISRV[$k]}]}")"
 done
+BENCH_IO_THREADS=1
 
 # start_standin SIZE: sets STANDIN_PID, STANDIN_PORT.
 STANDIN_PID=""
@@ -147,12 +173,12 @@ proc_counters() {
     st=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "0 0"; return 0; }
     awk '{ print $8, $12 + $13 }' <<<"${st##*) }"
 }
-# died NAME: the server stopped during a run; show why and stop.
+# died NAME DIR: the server stopped during a run; show why and stop.
 died() {
-    local n=$1
+    local n=$1 dir=${2:-$1}
     echo "large_values: $n exited during a run; loadgen said:" >&2
     tail -n 5 "$BENCH_TMP/lg.err" "$BENCH_TMP/lg.out" >&2 2>/dev/null || true
-    if [ -d "$BENCH_TMP/$n" ]; then tail -n 30 "$BENCH_TMP/$n/server.log" "$BENCH_TMP/$n/stdout.log" >&2 2>/dev/null || true; fi
+    if [ -d "$BENCH_TMP/$dir" ]; then tail -n 30 "$BENCH_TMP/$dir/server.log" "$BENCH_TMP/$dir/stdout.log" >&2 2>/dev/null || true; fi
     [ "$n" = standin ] && tail -n 5 "$BENCH_TMP/standin.log" >&2
     die "$n died"
 }
@@ -160,31 +186,34 @@ TICK_HZ=$(getconf CLK_TCK)
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 
 # A hard bound on the whole run.
-MAX_S=$((720 * REPS))
-[ "$QUICK" = 1 ] && MAX_S=$((240 * REPS))
+MAX_S=$((720 * REPS * NIO))
+[ "$QUICK" = 1 ] && MAX_S=$((240 * REPS * NIO))
 RUN_LIMIT=$(awk -v s="$SECS" -v w="$WARMUP" 'BEGIN { printf "%d", s + w + 90 }')
 
-# measure NAME PID PORT OP SIZE REP: one loadgen run; appends a CSV row to
-# RAW: name,size,op,gbps,rps,p50_us,p99_us,max_us,cpu_pct,faults_per_req,errors,rep
+# measure NAME IO PID PORT OP SIZE REP: one loadgen run against server NAME
+# started with --io-threads IO ("-" for the stand-in); appends a CSV row to
+# RAW: name,size,op,gbps,rps,p50_us,p99_us,max_us,cpu_pct,faults_per_req,errors,rep,io_threads
 RAW="$BENCH_TMP/raw.csv"
 : >"$RAW"
 measure() {
-    local name=$1 pid=$2 port=$3 op=$4 size=$5 rep=$6 args=() out f0 t0 f1 t1 rc=0
+    local name=$1 io=$2 pid=$3 port=$4 op=$5 size=$6 rep=$7 args=() out f0 t0 f1 t1 rc=0
+    local label="$name" dir="$name"
+    if [ "$io" != - ]; then label="$name$(io_suffix "$io")"; dir="${label/ /-}"; fi
     args=(-p "$port" -c "$CONNS" -o "$op" -s "$size" -t "$SECS" -w "$WARMUP" -T 60 -q -k "lv:$size")
     [ "$name" != standin ] && [ "$op" = get ] && args+=(--prepare)
-    kill -0 "$pid" 2>/dev/null || die "$name is no longer running"
+    kill -0 "$pid" 2>/dev/null || die "$label is no longer running"
     read -r f0 t0 < <(proc_counters "$pid")
     local s0=$SECONDS
     run_client "$RUN_LIMIT" "$BENCH_TMP/lg.out" "$BENCH_TMP/lg.err" "$LOADGEN" "${args[@]}" || rc=$?
     read -r f1 t1 < <(proc_counters "$pid")
-    kill -0 "$pid" 2>/dev/null || died "$name"
+    kill -0 "$pid" 2>/dev/null || died "$label" "$dir"
     local wall=$((SECONDS - s0))
     out=$(grep '^LOAD' "$BENCH_TMP/lg.out" || true)
     if [ -z "$out" ]; then
         tail -n 5 "$BENCH_TMP/lg.err" >&2
-        die "loadgen failed against $name ($op $size, exit $rc)"
+        die "loadgen failed against $label ($op $size, exit $rc)"
     fi
-    [ "$rc" -eq 0 ] || echo "large_values: $name $op $size: errors or timeouts (see the table)" >&2
+    [ "$rc" -eq 0 ] || echo "large_values: $label $op $size: errors or timeouts (see the table)" >&2
     local req gbps rps p50 p99 mx err
     req=$(kv requests <<<"$out"); gbps=$(kv gbps <<<"$out"); rps=$(kv rps <<<"$out")
     p50=$(kv p50_us <<<"$out"); p99=$(kv p99_us <<<"$out"); mx=$(kv max_us <<<"$out")
@@ -193,11 +222,11 @@ measure() {
     # to whole seconds: a rough figure, good enough to tell busy from idle.
     awk -v n="$name" -v s="$size" -v o="$op" -v g="$gbps" -v r="$rps" -v a="$p50" -v b="$p99" -v m="$mx" \
         -v t="$((t1 - t0))" -v hz="$TICK_HZ" -v w="$wall" -v sw="$SECS" -v ww="$WARMUP" -v f="$((f1 - f0))" \
-        -v q="$req" -v e="$err" -v rp="$rep" 'BEGIN {
+        -v q="$req" -v e="$err" -v rp="$rep" -v io="$io" 'BEGIN {
             wall = sw + ww; if (w > wall) wall = w
             fr = q > 0 ? f / (q * (sw + ww) / sw) : f
-            printf "%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s\n", n, s, o, g, r, a, b, m, t * 100 / hz / wall, fr, e, rp }' >>"$RAW"
-    printf '%s %s %s: %s Gbit/s, %s req/s\n' "$name" "$op" "$size" "$gbps" "$rps"
+            printf "%s,%s,%s,%s,%s,%s,%s,%s,%.0f,%.0f,%s,%s,%s\n", n, s, o, g, r, a, b, m, t * 100 / hz / wall, fr, e, rp, io }' >>"$RAW"
+    printf '%s %s %s: %s Gbit/s, %s req/s\n' "$label" "$op" "$size" "$gbps" "$rps"
 }
 
 SECONDS=0
@@ -205,16 +234,16 @@ for size in $SIZES; do
     for rep in $(seq 1 "$REPS"); do
         [ "$SECONDS" -lt "$MAX_S" ] || die "over the ${MAX_S}s time budget (load average $(load_avg))"
         start_standin "$size"
-        measure standin "$STANDIN_PID" "$STANDIN_PORT" get "$size" "$rep"
+        measure standin - "$STANDIN_PID" "$STANDIN_PORT" get "$size" "$rep"
         stop_standin
         for op in get set; do
-            for i in "${!NAMES[@]}"; do
-                measure "${NAMES[$i]}" "${SPIDS[$i]}" "${PORTS[$i]}" "$op" "$size" "$rep"
+            for k in "${!IDIR[@]}"; do
+                measure "${NAMES[${ISRV[$k]}]}" "${IIO[$k]}" "${SPIDS[$k]}" "${PORTS[$k]}" "$op" "$size" "$rep"
             done
         done
     done
     # free the values before the next size
-    for i in "${!NAMES[@]}"; do
+    for i in "${!PORTS[@]}"; do
         redis-cli -h 127.0.0.1 -p "${PORTS[$i]}" flushall >/dev/null 2>&1 || true
     done
 done
@@ -222,8 +251,8 @@ elapsed=$SECONDS
 load_end=$(load_avg)
 
 # ---- tables ----
-col() { # field name size op: the median over the reps
-    awk -F, -v c="$1" -v n="$2" -v s="$3" -v o="$4" '$1 == n && $2 == s && $3 == o { print $c }' "$RAW" |
+col() { # field name size op io: the median over the reps (io "-": the stand-in)
+    awk -F, -v c="$1" -v n="$2" -v s="$3" -v o="$4" -v io="$5" '$1 == n && $2 == s && $3 == o && $13 == io { print $c }' "$RAW" |
         sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
@@ -246,10 +275,15 @@ label() { # 256k -> 256 KB
             echo "${TITLES[$i]}: ${BINS[$i]} ($(server_version "${BINS[$i]}"))"
         fi
     done
+    if [ "$MULTI_IO" = 1 ]; then
+        echo "io-threads: ${IO_THREADS_LIST[*]} (every server started once per value, same flags; > 1 adds --io-threads-do-reads yes); Keel / peer ratios at the same value."
+    fi
     echo
     echo "Payload Gbit/s (8 connections, one request in flight each); \"/ stand-in\" is the fraction of the stand-in's GET of the same size."
     echo
-    row="| size | op | stand-in |"; rule="| ---: | --- | ---: |"
+    row="| size | op |"; rule="| ---: | --- |"
+    if [ "$MULTI_IO" = 1 ]; then row+=" io-threads |"; rule+=" ---: |"; fi
+    row+=" stand-in |"; rule+=" ---: |"
     for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} |"; rule+=" ---: |"; done
     for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} / stand-in |"; rule+=" ---: |"; done
     for i in "${!NAMES[@]}"; do
@@ -259,16 +293,20 @@ label() { # 256k -> 256 KB
     echo "$row"; echo "$rule"
     for op in get set; do
         for size in $SIZES; do
-            lim=$(col 4 standin "$size" get)
-            if [ "$op" = get ]; then row="| $(label "$size") | GET | $lim |"; else row="| $(label "$size") | SET | ($lim) |"; fi
-            vals=()
-            for i in "${!NAMES[@]}"; do vals+=("$(col 4 "${NAMES[$i]}" "$size" "$op")"); row+=" ${vals[$i]} |"; done
-            for i in "${!NAMES[@]}"; do row+=" $(ratio "${vals[$i]}" "$lim") |"; done
-            for i in "${!NAMES[@]}"; do
-                [ "$i" -eq 0 ] && continue
-                row+=" $(ratio "${vals[0]}" "${vals[$i]}")x |"
+            lim=$(col 4 standin "$size" get -)
+            for io in "${IO_THREADS_LIST[@]}"; do
+                row="| $(label "$size") | ${op^^} |"
+                [ "$MULTI_IO" = 1 ] && row+=" $io |"
+                if [ "$op" = get ]; then row+=" $lim |"; else row+=" ($lim) |"; fi
+                vals=()
+                for i in "${!NAMES[@]}"; do vals+=("$(col 4 "${NAMES[$i]}" "$size" "$op" "$io")"); row+=" ${vals[$i]} |"; done
+                for i in "${!NAMES[@]}"; do row+=" $(ratio "${vals[$i]}" "$lim") |"; done
+                for i in "${!NAMES[@]}"; do
+                    [ "$i" -eq 0 ] && continue
+                    row+=" $(ratio "${vals[0]}" "${vals[$i]}")x |"
+                done
+                echo "$row"
             done
-            echo "$row"
         done
     done
     echo
@@ -276,16 +314,22 @@ label() { # 256k -> 256 KB
     echo
     any=0
     for n in standin "${NAMES[@]}"; do
-        for op in get set; do
-            [ "$n" = standin ] && [ "$op" = set ] && continue
-            prev=""; prevs=""
-            for size in $SIZES; do
-                v=$(col 4 "$n" "$size" "$op")
-                if [ -n "$prev" ] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b / 2) }'; then
-                    echo "- $n $op: $(label "$prevs") $prev -> $(label "$size") $v Gbit/s ($(ratio "$v" "$prev")x)"
-                    any=1
-                fi
-                prev=$v; prevs=$size
+        ios=("${IO_THREADS_LIST[@]}")
+        [ "$n" = standin ] && ios=(-)
+        for io in "${ios[@]}"; do
+            nl=$n
+            [ "$io" = - ] || nl+=$(io_suffix "$io")
+            for op in get set; do
+                [ "$n" = standin ] && [ "$op" = set ] && continue
+                prev=""; prevs=""
+                for size in $SIZES; do
+                    v=$(col 4 "$n" "$size" "$op" "$io")
+                    if [ -n "$prev" ] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b / 2) }'; then
+                        echo "- $nl $op: $(label "$prevs") $prev -> $(label "$size") $v Gbit/s ($(ratio "$v" "$prev")x)"
+                        any=1
+                    fi
+                    prev=$v; prevs=$size
+                done
             done
         done
     done
@@ -299,14 +343,16 @@ label() { # 256k -> 256 KB
         for op in get set; do
             for n in standin "${NAMES[@]}"; do
                 [ "$n" = standin ] && [ "$op" = set ] && continue
-                awk -F, -v n="$n" -v s="$size" -v o="$op" -v L="$(label "$size")" '$1 == n && $2 == s && $3 == o {
+                # one row per run, in the order run (io-threads values in turn)
+                awk -F, -v n="$n" -v s="$size" -v o="$op" -v L="$(label "$size")" -v m="$MULTI_IO" '$1 == n && $2 == s && $3 == o {
+                    sv = (m == 1 && $13 != "-") ? n " io" $13 : n
                     printf "| %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s |\n",
-                        L, toupper(o), n, $12, $4, $5, $6 / 1000, $7 / 1000, $8 / 1000, $9, $10, $11 }' "$RAW"
+                        L, toupper(o), sv, $12, $4, $5, $6 / 1000, $7 / 1000, $8 / 1000, $9, $10, $11 }' "$RAW"
             done
         done
     done
 } >"$OUT"
-{ echo "server,size,op,gbps,rps,p50_us,p99_us,max_us,cpu_pct,faults_per_req,errors,rep"; cat "$RAW"; } >"${OUT%.md}.csv"
+{ echo "server,size,op,gbps,rps,p50_us,p99_us,max_us,cpu_pct,faults_per_req,errors,rep,io_threads"; cat "$RAW"; } >"${OUT%.md}.csv"
 echo
 cat "$OUT"
 echo

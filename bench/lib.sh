@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared helpers for bench/run.sh and bench/callgrind.sh. Sourced, not run.
+# Shared helpers for the scripts in bench/. Sourced, not run.
 # Requires: bash, redis-cli. Every server started through start_server is
 # recorded in BENCH_PIDS and stopped by stop_all (installed as an EXIT trap by
 # the caller), so no process outlives the script.
@@ -7,13 +7,49 @@
 BENCH_PIDS=()
 BENCH_TMP=""
 
+# I/O threads for the servers start_server starts (counting the main thread,
+# so 1 = none). Set by the caller before start_server; not read from the
+# environment, so a stray variable cannot change what the scripts measure.
+BENCH_IO_THREADS=1
+
 # The settings every server under test gets, identical for Keel, Redis and
-# Valkey: no persistence, one I/O thread, quiet log, no DEBUG command.
-common_server_args() { # port dir
+# Valkey: no persistence, quiet log, no DEBUG command, and IO_THREADS I/O
+# threads (third argument, default $BENCH_IO_THREADS, i.e. 1). With more than
+# one, reads are threaded too: --io-threads-do-reads yes (Redis 7 threads
+# only writes without it; Keel and Valkey accept it and thread reads anyway).
+common_server_args() { # port dir [io_threads]
+    local io=${3:-$BENCH_IO_THREADS}
     printf '%s\0' --port "$1" --bind 127.0.0.1 --protected-mode no \
-        --save "" --appendonly no --loglevel warning --io-threads 1 \
-        --enable-debug-command no --daemonize no \
+        --save "" --appendonly no --loglevel warning --io-threads "$io"
+    if [ "$io" -gt 1 ]; then printf '%s\0' --io-threads-do-reads yes; fi
+    printf '%s\0' --enable-debug-command no --daemonize no \
         --dir "$2" --logfile "$2/server.log"
+}
+
+# parse_io_threads LIST: a comma-separated list of io-threads values ("1,2")
+# into IO_THREADS_LIST (in the given order, duplicates dropped); dies on
+# anything but positive integers.
+IO_THREADS_LIST=(1)
+parse_io_threads() {
+    local v vals=() seen=" "
+    IFS=, read -r -a vals <<<"$1"
+    IO_THREADS_LIST=()
+    for v in "${vals[@]}"; do
+        v=${v// /}
+        [ -n "$v" ] || continue
+        [[ "$v" =~ ^[1-9][0-9]{0,2}$ ]] || die "--io-threads: '$v' is not a positive integer"
+        case "$seen" in *" $v "*) continue ;; esac
+        seen+="$v "
+        IO_THREADS_LIST+=("$v")
+    done
+    [ ${#IO_THREADS_LIST[@]} -gt 0 ] || die "--io-threads needs at least one value"
+}
+
+# io_suffix IO: what a server's label gets for this setting: nothing when the
+# run uses only --io-threads 1 (plain "Keel", "Redis", as before), else
+# " io<IO>" ("Keel io2").
+io_suffix() {
+    if [ "${IO_THREADS_LIST[*]}" = 1 ]; then echo ""; else echo " io$1"; fi
 }
 
 die() { echo "bench: $*" >&2; exit 1; }

@@ -3,7 +3,7 @@
 # Valkey build, measured with redis-benchmark. Prints a markdown table and
 # writes it to bench/results/latest.md (medians also to latest.csv).
 #
-#   bench/run.sh [--valkey /path/to/valkey-server] [--quick]
+#   bench/run.sh [--valkey /path/to/valkey-server] [--quick] [--io-threads 1,2]
 #
 # Options:
 #   --valkey PATH   also benchmark this valkey-server (see bench/README.md)
@@ -15,6 +15,15 @@
 #   --keyspace K    pass -r K to redis-benchmark (default: none, i.e. the
 #                   stock one-key-per-test workload)
 #   --out FILE      markdown output (default: bench/results/latest.md)
+#   --tests LIST    comma-separated subset of set,get,incr,mget (default: all
+#                   four; always run in that order: GET and MGET read the
+#                   key SET wrote, a missing key without set)
+#   --sizes LIST    comma-separated value sizes, redis-benchmark -d (default
+#                   3,1024); each is run at -P 1 and -P 16
+#   --io-threads LIST  comma-separated io-threads settings (default 1): every
+#                   server is started once per value, with the same flags
+#                   (> 1 adds --io-threads-do-reads yes); ratios compare
+#                   servers at the same value
 #
 # Nothing is built here; build Keel first with `bash .ci/setup`.
 set -euo pipefail
@@ -32,8 +41,11 @@ QUICK=0
 REPS=3
 KEYSPACE=""
 OUT="$BENCH_DIR/results/latest.md"
+TESTS_ARG="set,get,incr,mget"
+SIZES_ARG="3,1024"
+IO_ARG=1
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,6 +57,9 @@ while [ $# -gt 0 ]; do
         --reps) REPS=${2:?--reps needs a number}; shift 2 ;;
         --keyspace) KEYSPACE=${2:?--keyspace needs a number}; shift 2 ;;
         --out) OUT=${2:?--out needs a file}; shift 2 ;;
+        --tests) TESTS_ARG=${2:?--tests needs a list}; shift 2 ;;
+        --sizes) SIZES_ARG=${2:?--sizes needs a list}; shift 2 ;;
+        --io-threads) IO_ARG=${2:?--io-threads needs a list}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -58,13 +73,29 @@ fi
 command -v redis-benchmark >/dev/null || die "redis-benchmark not found (apt-get install redis-tools)"
 command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install redis-tools)"
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+parse_io_threads "$IO_ARG"
 
+# The servers (one column each in the tables).
 NAMES=(keel redis)
 TITLES=(Keel Redis)
 BINS=("$KEEL" "$REDIS")
 if [ -n "$VALKEY" ]; then
     NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY")
 fi
+# The instances: every server once per io-threads value, in the order they
+# take turns (all servers at the first value, then at the next ...). INST
+# is the key in the raw data ("keel", or "keel-io2" when several values or
+# one other than 1 are measured), ITITLE the label ("Keel", "Keel io2").
+INST=(); ITITLE=(); ISRV=(); IIO=()
+for io in "${IO_THREADS_LIST[@]}"; do
+    for i in "${!NAMES[@]}"; do
+        sfx=$(io_suffix "$io")
+        INST+=("${NAMES[$i]}${sfx:+-io$io}")
+        ITITLE+=("${TITLES[$i]}$sfx")
+        ISRV+=("$i")
+        IIO+=("$io")
+    done
+done
 
 # Request counts, chosen for roughly 2-3 s per test on a loaded 2-core
 # machine (1-2 s when idle), which keeps a full three-server run under ten
@@ -80,8 +111,26 @@ requests() { # pipeline size test
     echo $((n / div))
 }
 
-CONFIGS=("1 3" "16 3" "1 1024" "16 1024") # pipeline size (3 = redis-benchmark default)
-TESTS=(set get incr mget)
+# pipeline size (3 = redis-benchmark's default size): for each size, -P 1
+# then -P 16.
+CONFIGS=()
+IFS=, read -r -a sizes <<<"$SIZES_ARG"
+for d in "${sizes[@]}"; do
+    d=${d// /}
+    [ -n "$d" ] || continue
+    [[ "$d" =~ ^[1-9][0-9]*$ ]] || die "--sizes: '$d' is not a positive integer"
+    CONFIGS+=("1 $d" "16 $d")
+done
+[ ${#CONFIGS[@]} -gt 0 ] || die "--sizes needs at least one value"
+TESTS=()
+for t in set get incr mget; do
+    case ",${TESTS_ARG// /}," in *",$t,"*) TESTS+=("$t") ;; esac
+done
+IFS=, read -r -a wanted <<<"${TESTS_ARG// /}"
+for t in "${wanted[@]}"; do
+    case " ${TESTS[*]} " in *" $t "*) ;; *) die "--tests: unknown test '$t' (set, get, incr, mget)" ;; esac
+done
+[ ${#TESTS[@]} -gt 0 ] || die "--tests needs at least one of set, get, incr, mget"
 
 trap stop_all EXIT
 trap 'exit 130' INT TERM
@@ -97,26 +146,28 @@ fi
 
 PORTS=()
 SPIDS=()
-for i in "${!NAMES[@]}"; do
-    start_server "${NAMES[$i]}" "$BENCH_TMP/${NAMES[$i]}" -- "${BINS[$i]}" ||
-        die "could not start ${NAMES[$i]}"
+for k in "${!INST[@]}"; do
+    BENCH_IO_THREADS=${IIO[$k]}
+    start_server "${INST[$k]}" "$BENCH_TMP/${INST[$k]}" -- "${BINS[${ISRV[$k]}]}" ||
+        die "could not start ${INST[$k]} (--io-threads ${IIO[$k]})"
     PORTS+=("$SERVER_PORT")
     SPIDS+=("$SERVER_PID")
-    echo "bench: ${TITLES[$i]} on port $SERVER_PORT: $(server_version "${BINS[$i]}")"
+    echo "bench: ${ITITLE[$k]} on port $SERVER_PORT (--io-threads ${IIO[$k]}): $(server_version "${BINS[${ISRV[$k]}]}")"
 done
+BENCH_IO_THREADS=1
 
 # Server CPU time (user + system, clock ticks) from /proc/PID/stat; fields
 # counted after the ")" that closes the command name.
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 TICK_HZ=$(getconf CLK_TCK)
 
-# run_one IDX PIPELINE SIZE REP: one pass of all four tests against server
-# IDX; appends "name,pipeline,size,test,rep,rps,cpu_us_per_request" lines
-# to $RAW.
+# run_one IDX PIPELINE SIZE REP: one pass of the tests against instance
+# IDX; appends "instance,pipeline,size,test,rep,rps,cpu_us_per_request"
+# lines to $RAW.
 RAW="$BENCH_TMP/raw.csv"
 : >"$RAW"
 run_one() {
-    local i=$1 p=$2 d=$3 rep=$4 port=${PORTS[$1]} name=${NAMES[$1]}
+    local i=$1 p=$2 d=$3 rep=$4 port=${PORTS[$1]} name=${INST[$1]}
     local common=(-h 127.0.0.1 -p "$port" -c 50 -P "$p" -d "$d" --threads 1 --csv)
     [ -n "$KEYSPACE" ] && common+=(-r "$KEYSPACE")
     local t out rps c0 c1 cpu log="$BENCH_TMP/benchmark.log" pid=${SPIDS[$1]}
@@ -153,16 +204,17 @@ run_one() {
 # run a lot, and numbers from such a run are not worth waiting for.
 MAX_S=1200
 [ "$QUICK" = 1 ] && MAX_S=300
+MAX_S=$((MAX_S * ${#IO_THREADS_LIST[@]}))
 SECONDS=0
 for cfg in "${CONFIGS[@]}"; do
     read -r p d <<<"$cfg"
     for rep in $(seq 1 "$REPS"); do
-        for i in "${!NAMES[@]}"; do
+        for i in "${!INST[@]}"; do
             [ "$SECONDS" -lt "$MAX_S" ] ||
                 die "over the ${MAX_S}s time budget (load average $(load_avg)); try again on a quieter machine"
-            printf 'bench: -P %-2s -d %-4s run %d/%d %-6s ... ' "$p" "$d" "$rep" "$REPS" "${NAMES[$i]}"
+            printf 'bench: -P %-2s -d %-4s run %d/%d %-6s ... ' "$p" "$d" "$rep" "$REPS" "${INST[$i]}"
             run_one "$i" "$p" "$d" "$rep"
-            awk -F, -v n="${NAMES[$i]}" -v p="$p" -v d="$d" -v r="$rep" \
+            awk -F, -v n="${INST[$i]}" -v p="$p" -v d="$d" -v r="$rep" \
                 '$1 == n && $2 == p && $3 == d && $5 == r { printf "%s %.0f/s %.2fus  ", $4, $6, $7 } END { print "" }' "$RAW"
         done
     done
@@ -177,12 +229,26 @@ med() { # column name pipeline size test
         '$1 == n && $2 == p && $3 == d && $4 == t { print $c }' "$RAW" | median
 }
 
+# inst_key SERVER_IDX IO: the instance key of server SERVER_IDX at IO.
+inst_key() {
+    local sfx
+    sfx=$(io_suffix "$2")
+    echo "${NAMES[$1]}${sfx:+-io$2}"
+}
+# With io-threads values other than just 1, the markdown tables get an
+# io-threads column (one row per value); the CSVs always have one.
+MULTI_IO=0
+[ "${IO_THREADS_LIST[*]}" = 1 ] || MULTI_IO=1
+
 # table COLUMN UNIT FORMAT: a markdown table of the medians of RAW's COLUMN,
-# with Keel/peer ratios; also fills CSVROWS (test,pipeline,size,values,ratios).
+# one row per test, configuration and io-threads value, one column per
+# server, with Keel/peer ratios (both at the row's io-threads value); also
+# fills CSVROWS (test,pipeline,size,io_threads,values,ratios).
 table() {
-    local col=$1 unit=$2 fmt=$3 cfg p d t i v label ratio row csvrow vals
+    local col=$1 unit=$2 fmt=$3 cfg p d t i v io label ratio row csvrow vals
     row="| test | pipeline | value size |"
-    local rule="| --- | ---: | ---: |" csvhead="test,pipeline,size"
+    local rule="| --- | ---: | ---: |" csvhead="test,pipeline,size,io_threads"
+    if [ "$MULTI_IO" = 1 ]; then row+=" io-threads |"; rule+=" ---: |"; fi
     for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} $unit |"; rule+=" ---: |"; csvhead+=",${NAMES[$i]}"; done
     for i in "${!NAMES[@]}"; do
         [ "$i" -eq 0 ] && continue
@@ -195,21 +261,24 @@ table() {
         for t in "${TESTS[@]}"; do
             label=$(echo "$t" | tr "[:lower:]" "[:upper:]")
             [ "$t" = mget ] && label="MGET (10 keys)"
-            vals=()
-            for i in "${!NAMES[@]}"; do vals+=("$(med "$col" "${NAMES[$i]}" "$p" "$d" "$t")"); done
-            row="| $label | $p | $d |"
-            csvrow="$label,$p,$d"
-            for v in "${vals[@]}"; do
-                # shellcheck disable=SC2059 # the format is ours
-                v=$(printf "$fmt" "$v"); row+=" $v |"; csvrow+=",$v"
+            for io in "${IO_THREADS_LIST[@]}"; do
+                vals=()
+                for i in "${!NAMES[@]}"; do vals+=("$(med "$col" "$(inst_key "$i" "$io")" "$p" "$d" "$t")"); done
+                row="| $label | $p | $d |"
+                [ "$MULTI_IO" = 1 ] && row+=" $io |"
+                csvrow="$label,$p,$d,$io"
+                for v in "${vals[@]}"; do
+                    # shellcheck disable=SC2059 # the format is ours
+                    v=$(printf "$fmt" "$v"); row+=" $v |"; csvrow+=",$v"
+                done
+                for i in "${!vals[@]}"; do
+                    [ "$i" -eq 0 ] && continue
+                    ratio=$(awk -v a="${vals[0]}" -v b="${vals[$i]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+                    row+=" ${ratio}x |"; csvrow+=",$ratio"
+                done
+                echo "$row"
+                CSVROWS+=("$csvrow")
             done
-            for i in "${!vals[@]}"; do
-                [ "$i" -eq 0 ] && continue
-                ratio=$(awk -v a="${vals[0]}" -v b="${vals[$i]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-                row+=" ${ratio}x |"; csvrow+=",$ratio"
-            done
-            echo "$row"
-            CSVROWS+=("$csvrow")
         done
     done
 }
@@ -240,7 +309,10 @@ nbase=$(requests 1 3 set)
         [ "${NAMES[$i]}" = keel ] && v+=", $keel_rev"
         echo "- ${TITLES[$i]}: $v"
     done
-    echo "- client: redis-benchmark -c 50 --threads 1 -n $nbase at -P 1, $((nbase * 10)) at -P 16 (MGET: half that, a tenth at -P 16 -d 1024)$([ -n "$KEYSPACE" ] && echo ", -r $KEYSPACE")"
+    echo "- client: redis-benchmark -c 50 --threads 1 -n $nbase at -P 1, $((nbase * 10)) at -P 16 (MGET: half that, a tenth at -P 16 with -d over 100)$([ -n "$KEYSPACE" ] && echo ", -r $KEYSPACE")"
+    if [ "$MULTI_IO" = 1 ]; then
+        echo "- io-threads: ${IO_THREADS_LIST[*]} (every server started once per value, same flags; > 1 adds --io-threads-do-reads yes; Keel/peer ratios at the same value)"
+    fi
     echo
     cat "$BENCH_TMP/rps.md"
     echo

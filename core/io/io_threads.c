@@ -25,6 +25,8 @@
 #define IO_JOB_FREE 0 /* internal: free the pointer */
 #define IO_JOB_EXIT 7 /* internal: the thread returns */
 #define IO_KIND_MASK ((uintptr_t)7)
+#define IO_LARGE_BIT ((uintptr_t)8)
+#define IO_TAG_MASK ((uintptr_t)15)
 
 typedef struct io_thread {
     pthread_t tid;
@@ -34,6 +36,7 @@ typedef struct io_thread {
     _Atomic uint64_t ran;          /* jobs run (thread writes) */
     uint64_t submitted;            /* jobs handed out (main) */
     uint64_t outstanding;          /* client jobs not finished (main) */
+    uint64_t large;                /* of which large (main) */
 } io_thread;
 
 typedef struct io_kind {
@@ -82,7 +85,8 @@ static void io_wake_main(void) {
 
 static void io_thread_run_job(io_thread *t, uintptr_t job) {
     int kind = (int)(job & IO_KIND_MASK);
-    void *item = (void *)(job & ~IO_KIND_MASK);
+    /* Buffers to free are only 8-byte aligned: no large bit on them. */
+    void *item = (void *)(job & (kind == IO_JOB_FREE ? ~IO_KIND_MASK : ~IO_TAG_MASK));
     if (kind == IO_JOB_FREE) {
         km_free(item);
     } else {
@@ -198,6 +202,7 @@ static void io_threads_drain(void) {
 
 int io_threads_resize(int n) {
     if (n > IO_THREADS_MAX) n = IO_THREADS_MAX;
+    if (n < 0) n = 0;
     if (n == nthreads) return nthreads;
     io_threads_drain();
     nactive = 0;
@@ -225,12 +230,16 @@ int io_threads_active(void) {
     return nactive;
 }
 
-int io_threads_submit(int kind, void *item, uint64_t key) {
-    if (nactive == 0) return K_ERR;
-    io_thread *t = threads[key % (uint64_t)nactive];
-    if (t->outstanding >= IO_RING_SLOTS) return K_ERR;
-    if (io_thread_push(t, (uintptr_t)item | (uintptr_t)kind) != K_OK) return K_ERR;
+int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes) {
+    int large = bytes >= IO_JOB_LARGE;
+    int n = nactive ? nactive : (large ? nthreads : 0);
+    if (n == 0) return K_ERR;
+    io_thread *t = threads[key % (uint64_t)n];
+    if (t->outstanding >= IO_RING_SLOTS || (!large && t->large)) return K_ERR;
+    uintptr_t job = (uintptr_t)item | (uintptr_t)kind | (large ? IO_LARGE_BIT : 0);
+    if (io_thread_push(t, job) != K_OK) return K_ERR;
     t->outstanding++;
+    t->large += (uint64_t)large;
     inflight++;
     return K_OK;
 }
@@ -251,10 +260,11 @@ int io_threads_poll(void) {
         while (io_ring_pop(&t->out, &job)) {
             int kind = (int)(job & IO_KIND_MASK);
             t->outstanding--;
+            t->large -= (job & IO_LARGE_BIT) ? 1 : 0;
             inflight--;
             if (kind == IO_JOB_READ) io_stats.reads++;
             else if (kind == IO_JOB_WRITE) io_stats.writes++;
-            kinds[kind].done((void *)(job & ~IO_KIND_MASK));
+            kinds[kind].done((void *)(job & ~IO_TAG_MASK));
             done++;
         }
     }

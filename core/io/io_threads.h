@@ -20,6 +20,12 @@
  * How many threads take jobs follows the load (io_threads_adjust): each
  * event-loop iteration uses fired events / events-per-io-thread of them, so a
  * lightly loaded server does its I/O inline, without the hand-off latency.
+ * Size matters too: a large job (IO_JOB_LARGE bytes or more: a big write,
+ * the rest of a big argument) goes to a thread whenever there is one,
+ * because it would stall the main thread however light the load; and a
+ * small job is never queued behind a large one on a thread's ring: the
+ * main thread does it inline instead, so a small request does not wait for
+ * someone else's 8 MB reply.
  *
  * The pool knows nothing of clients: each job kind is registered with the
  * function that runs it on a thread and the one that finishes it on the
@@ -36,9 +42,11 @@
 #include "event/event.h"
 
 #define IO_THREADS_MAX 255 /* io-threads 256 counts the main thread */
+#define IO_JOB_LARGE (64 * 1024) /* bytes that make a job large */
 
-/* Job kinds (stored in the low bits of the job word: items are at least
- * 8-byte aligned). */
+/* Job kinds (stored in the low bits of the job word, with a "large" bit:
+ * job items must be 16-byte aligned, as malloc returns structs; buffers
+ * handed to io_threads_free need only be 8-byte aligned). */
 enum {
     IO_JOB_READ = 1,      /* client: read + parse */
     IO_JOB_WRITE = 2,     /* client: writev */
@@ -69,11 +77,12 @@ int io_threads_count(void);
 void io_threads_adjust(int fired_events, int events_per_thread);
 int io_threads_active(void);
 
-/* Hands item to an active thread chosen by key (a client stays on the same
- * thread while the thread count is unchanged). Returns 0, or -1 when no
- * thread is active or the thread's ring is full: the caller does the job
- * inline. */
-int io_threads_submit(int kind, void *item, uint64_t key);
+/* Hands item to a thread chosen by key (a client stays on the same thread
+ * while the thread count is unchanged); bytes is the work's size as far as
+ * it is known (0 if not). Returns 0, or -1 when the job should run inline:
+ * no thread active (and the job is not large), the thread is busy with a
+ * large job and this one is small, or its ring is full. */
+int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes);
 /* Hands a km_alloc'ed buffer to a thread to free. 0, or -1: free it. */
 int io_threads_free(void *ptr);
 

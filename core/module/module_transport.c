@@ -199,7 +199,7 @@ static void mt_handshake_apply(conn *cn) {
 static void mt_handshake_step(conn *cn) {
     module_conn *mc = conn_record(cn);
     event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
-    if (io_threads_submit(IO_JOB_HANDSHAKE, cn, (uint64_t)cn->fd) == K_OK) {
+    if (io_threads_submit(IO_JOB_HANDSHAKE, cn, (uint64_t)cn->fd, 0) == K_OK) {
         mc->refs++; /* a close meanwhile waits for the job */
         return;
     }

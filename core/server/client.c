@@ -376,6 +376,7 @@ static void client_read_step(client *c) {
 /* Finishes a read step on the main thread. Returns K_ERR if c was freed. */
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
+    if (!c->conn->read_handler) conn_set_read_handler(c->conn, client_read_handler);
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -386,10 +387,15 @@ static int client_read_done(client *c) {
     return K_OK;
 }
 
+/* The rest of a big argument is a large read: it goes to a thread even
+ * under light load, and the socket is not watched meanwhile (epoll would
+ * report it readable on every iteration until the job is back). */
 static void client_start_read(client *c) {
     client_set_parse_limits(c);
-    if (io_threads_submit(IO_JOB_READ, c, c->id) == K_OK) {
+    size_t rest = c->big ? (size_t)c->parser.big_len - c->big_filled : 0;
+    if (io_threads_submit(IO_JOB_READ, c, c->id, rest) == K_OK) {
         c->io_job = IO_JOB_READ;
+        if (rest >= IO_JOB_LARGE) conn_set_read_handler(c->conn, NULL);
         return;
     }
     client_read_step(c);
@@ -629,9 +635,13 @@ static int client_write_done(client *c) {
     return K_OK;
 }
 
+/* Large writes go to a thread even under light load. While a job is out
+ * the socket's writability is not watched (client_write_done re-arms it). */
 static void client_start_write(client *c) {
-    if (io_threads_submit(IO_JOB_WRITE, c, c->id) == K_OK) {
+    size_t bytes = c->reply_bytes < CLIENT_WRITE_MAX ? c->reply_bytes : CLIENT_WRITE_MAX;
+    if (io_threads_submit(IO_JOB_WRITE, c, c->id, bytes) == K_OK) {
         c->io_job = IO_JOB_WRITE;
+        if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
         return;
     }
     client_write_step(c);
