@@ -25,6 +25,10 @@
 
 #define CLIENT_WRITEV_IOVS 128
 #define CLIENT_WRITE_MAX (256 * 1024) /* bytes per client per event-loop iteration */
+/* An I/O thread writes more per job: it stalls no one (small jobs do not
+ * queue behind large ones), and each job costs a round trip through the
+ * main thread. */
+#define CLIENT_WRITE_MAX_THREADED (4 * 1024 * 1024)
 /* Reads in a row while the transport holds buffered bytes (TLS records the
  * socket will not announce): drains a burst without starving others. */
 #define CLIENT_PENDING_ROUNDS 16
@@ -595,17 +599,17 @@ static void client_consume_reply(client *c, size_t sent) {
     }
 }
 
-/* The write step: sends as much as the socket takes, at most
- * CLIENT_WRITE_MAX bytes, so one 8 MB GET does not hold up every small
- * request behind it (the rest goes out on the next iterations). Reads the
- * reply chain without changing it: runs inline or as an I/O job. */
+/* The write step: sends as much as the socket takes, at most io_write_max
+ * bytes (inline: CLIENT_WRITE_MAX, so one 8 MB GET does not hold up every
+ * small request behind it; the rest goes out on the next iterations).
+ * Reads the reply chain without changing it: runs inline or as an I/O job. */
 static void client_write_step(client *c) {
     struct iovec iov[CLIENT_WRITEV_IOVS];
-    size_t written = 0;
+    size_t written = 0, max = c->io_write_max;
     c->io_write_failed = 0;
-    while (written < c->reply_bytes && written < CLIENT_WRITE_MAX) {
+    while (written < c->reply_bytes && written < max) {
         size_t total;
-        int n = client_build_iov(c, iov, written, CLIENT_WRITE_MAX - written, &total);
+        int n = client_build_iov(c, iov, written, max - written, &total);
         ssize_t w = conn_writev(c->conn, iov, n);
         if (w <= 0) {
             c->io_write_failed = !(w < 0 && (errno == EAGAIN || errno == EINTR));
@@ -638,12 +642,14 @@ static int client_write_done(client *c) {
 /* Large writes go to a thread even under light load. While a job is out
  * the socket's writability is not watched (client_write_done re-arms it). */
 static void client_start_write(client *c) {
-    size_t bytes = c->reply_bytes < CLIENT_WRITE_MAX ? c->reply_bytes : CLIENT_WRITE_MAX;
+    c->io_write_max = CLIENT_WRITE_MAX_THREADED; /* set before the thread can see c */
+    size_t bytes = c->reply_bytes < c->io_write_max ? c->reply_bytes : c->io_write_max;
     if (io_threads_submit(IO_JOB_WRITE, c, c->id, bytes) == K_OK) {
         c->io_job = IO_JOB_WRITE;
         if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
         return;
     }
+    c->io_write_max = CLIENT_WRITE_MAX;
     client_write_step(c);
     client_write_done(c);
 }

@@ -131,6 +131,7 @@ typedef struct client {
     resp_status io_status;
     ssize_t io_nread;    /* bytes read, 0 at end of stream, -1 on error */
     int io_errno;
+    size_t io_write_max; /* most bytes the write step may send */
     size_t io_written;   /* bytes sent by the write step */
     int io_write_failed; /* the connection broke */
 
