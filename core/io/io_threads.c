@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,6 +22,12 @@
 /* Empty polls before a thread parks: tens of microseconds, enough to catch
  * the next job of a busy loop without burning a core when idle. */
 #define IO_SPIN_ROUNDS 100
+/* The nice value a thread runs large jobs at. Bulk copies then yield the
+ * CPU to the main thread and to clients waiting for small replies when the
+ * machine is short of cores: on 2 CPUs a small client under an 8 MB GET
+ * load kept ~85% of its idle rate at 0 and ~95% at 5 (p99.9 2 ms -> 0.3
+ * ms), for about a third of the bulk throughput. */
+#define IO_LARGE_NICE 5
 
 #define IO_JOB_FREE 0 /* internal: free the pointer */
 #define IO_JOB_EXIT 7 /* internal: the thread returns */
@@ -37,6 +44,8 @@ typedef struct io_thread {
     uint64_t submitted;            /* jobs handed out (main) */
     uint64_t outstanding;          /* client jobs not finished (main) */
     uint64_t large;                /* of which large (main) */
+    int nice_now;                  /* the thread's nice value (thread) */
+    int nice_ok;                   /* it may lower and raise it (thread) */
 } io_thread;
 
 typedef struct io_kind {
@@ -83,8 +92,19 @@ static void io_wake_main(void) {
     }
 }
 
+/* Large jobs at IO_LARGE_NICE, others at 0 (see above). Raising the
+ * priority back needs CAP_SYS_NICE or RLIMIT_NICE; where it is refused the
+ * thread never lowers it in the first place (io_thread_main). */
+static void io_thread_set_nice(io_thread *t, int large) {
+    int want = large ? IO_LARGE_NICE : 0;
+    if (!t->nice_ok || t->nice_now == want) return;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0) t->nice_now = want;
+    else t->nice_ok = 0;
+}
+
 static void io_thread_run_job(io_thread *t, uintptr_t job) {
     int kind = (int)(job & IO_KIND_MASK);
+    io_thread_set_nice(t, (job & IO_LARGE_BIT) != 0);
     /* Buffers to free are only 8-byte aligned: no large bit on them. */
     void *item = (void *)(job & (kind == IO_JOB_FREE ? ~IO_KIND_MASK : ~IO_TAG_MASK));
     if (kind == IO_JOB_FREE) {
@@ -109,6 +129,8 @@ static void io_thread_park(io_thread *t) {
 static void *io_thread_main(void *arg) {
     io_thread *t = arg;
     int idle = 0;
+    id_t tid = (id_t)syscall(SYS_gettid);
+    t->nice_ok = setpriority(PRIO_PROCESS, tid, 1) == 0 && setpriority(PRIO_PROCESS, tid, 0) == 0;
     for (;;) {
         uintptr_t job;
         if (io_ring_pop(&t->in, &job)) {

@@ -1,5 +1,6 @@
 /* module_api.c -- the keel_api table every module receives, and its core
- * group: logging, errors, memory, clocks, version, config reads.
+ * group: logging, errors, memory, clocks, version, config and statistics
+ * reads.
  *
  * The table and its groups are constant: one copy serves every module, and
  * each group's size tells a module built against a newer minor which
@@ -8,6 +9,7 @@
 #include "common/kmem.h"
 #include "config/config.h"
 #include "module/module_internal.h"
+#include "server/info.h"
 #include "server/server.h"
 
 #include <stdarg.h>
@@ -71,6 +73,12 @@ static int api_config_get(const char *name, char *buf, size_t len) {
     return config_get(name, buf, len) == K_OK ? KEEL_OK : KEEL_ERR;
 }
 
+static int api_stat_get(const char *name, long long *value) {
+    MODULE_ASSERT_MAIN();
+    if (!name || !value) return KEEL_ERR;
+    return info_stat_get(name, value) == K_OK ? KEEL_OK : KEEL_ERR;
+}
+
 const keel_api_core module_api_core = {
     .size = sizeof(keel_api_core),
     .log = api_log,
@@ -83,6 +91,7 @@ const keel_api_core module_api_core = {
     .ustime = api_ustime,
     .server_version = api_server_version,
     .config_get = api_config_get,
+    .stat_get = api_stat_get,
 };
 
 const keel_api module_api = {

@@ -2,9 +2,10 @@
  * events, timers, cron hooks) and the INFO half of the info group.
  *
  * Filters, observers, client events and INFO sections are registered with
- * call.h and info.h under the module as owner, through trampolines that
- * turn core structs into the SDK's; the trampolines' records live here, one
- * per registration, and go when the module does. Timers are event-loop
+ * call.h and info.h under the module as owner. Observers are called
+ * directly (call.c builds the SDK's keel_call_info); the others go through
+ * trampolines that turn core structs into the SDK's, whose records live
+ * here, one per registration, and go when the module does. Timers are event-loop
  * timers; cron hooks run from the server cron (module_cron). */
 #include "commands/command.h"
 #include "common/common.h"
@@ -25,8 +26,6 @@ _Static_assert(KEEL_CMD_WRITE == CMD_WRITE && KEEL_CMD_READONLY == CMD_READONLY 
                    KEEL_CMD_DENYOOM == CMD_DENYOOM && KEEL_CMD_ADMIN == CMD_ADMIN &&
                    KEEL_CMD_FAST == CMD_FAST && KEEL_CMD_NO_AUTH == CMD_NO_AUTH,
                "KEEL_CMD_* must equal CMD_*");
-#define MODULE_VISIBLE_FLAGS                                                                       \
-    (CMD_WRITE | CMD_READONLY | CMD_DENYOOM | CMD_ADMIN | CMD_FAST | CMD_NO_AUTH)
 _Static_assert(KEEL_CLIENT_CONNECT == CALL_EVENT_CONNECT && KEEL_CLIENT_AUTH == CALL_EVENT_AUTH &&
                    KEEL_CLIENT_CLOSE == CALL_EVENT_CLOSE,
                "KEEL_CLIENT_* must equal CALL_EVENT_*");
@@ -35,7 +34,6 @@ typedef struct module_hook {
     module *mod;
     union {
         keel_filter_fn filter;
-        keel_observer_fn observer;
         keel_client_event_fn event;
         keel_info_fn info;
     } fn;
@@ -88,22 +86,7 @@ static const char *module_cmd_name(const command *cmd) {
 static const char *module_filter_tramp(client *c, command *cmd, void *priv) {
     module_hook *h = priv;
     keel_ctx ctx = {.mod = h->mod, .c = c, .phase = MODULE_PHASE_RUN};
-    return h->fn.filter(&ctx, module_cmd_name(cmd), cmd->flags & MODULE_VISIBLE_FLAGS, h->priv);
-}
-
-static void module_observer_tramp(const call_info *ci, void *priv) {
-    module_hook *h = priv;
-    keel_call_info info = {
-        .size = sizeof(info),
-        .name = module_cmd_name(ci->cmd),
-        .flags = ci->cmd->flags & MODULE_VISIBLE_FLAGS,
-        .client = (keel_client *)ci->c,
-        .duration_us = ci->duration_us,
-        .request_bytes = ci->request_bytes,
-        .reply_bytes = ci->reply_bytes,
-        .failed = ci->failed,
-    };
-    h->fn.observer(&info, h->priv);
+    return h->fn.filter(&ctx, module_cmd_name(cmd), cmd->flags & CALL_VISIBLE_FLAGS, h->priv);
 }
 
 static void module_event_tramp(client *c, int event, void *priv) {
@@ -128,9 +111,7 @@ static int api_add_observer(keel_ctx *ctx, keel_observer_fn fn, void *priv) {
         module_reg_error(ctx, "add_observer: no function");
         return KEEL_ERR;
     }
-    module_hook *h = module_hook_new(ctx, priv);
-    h->fn.observer = fn;
-    return call_add_observer(module_observer_tramp, h, ctx->mod) == K_OK ? KEEL_OK : KEEL_ERR;
+    return call_add_observer(fn, priv, ctx->mod) == K_OK ? KEEL_OK : KEEL_ERR;
 }
 
 static int api_add_client_event(keel_ctx *ctx, keel_client_event_fn fn, void *priv) {

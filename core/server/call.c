@@ -83,9 +83,12 @@ static size_t call_request_bytes(const client *c) {
 }
 
 static void call_notify_observers(client *c, uint64_t us, size_t reply_before, long long errors_before) {
+    const command *cmd = c->cmd;
     call_info info = {
-        .c = c,
-        .cmd = c->cmd,
+        .size = sizeof(info),
+        .name = cmd->fullname ? cmd->fullname : cmd->name, /* "config|get" for a subcommand */
+        .flags = cmd->flags & CALL_VISIBLE_FLAGS,
+        .client = (keel_client *)c,
         .duration_us = us,
         .request_bytes = call_request_bytes(c),
         .reply_bytes = c->reply_bytes - reply_before,

@@ -111,6 +111,61 @@ void info_track_instantaneous(void) {
     srv.inst_last_out = srv.stat_net_output_bytes;
 }
 
+/* ---- single fields (the module API's stat_get) ---- */
+
+static long long stat_connected_clients(void) {
+    return (long long)srv.connected_clients;
+}
+static long long stat_used_memory(void) {
+    return (long long)km_used_memory();
+}
+static long long stat_maxmemory(void) {
+    return (long long)srv.maxmemory;
+}
+static long long stat_uptime(void) {
+    return (long long)((event_mono_us() - srv.start_us) / 1000000);
+}
+static long long stat_db_keys(void) {
+    long long n = 0;
+    for (int i = 0; i < srv.databases; i++) n += (long long)db_size(db_get(i));
+    return n;
+}
+
+typedef struct info_stat {
+    const char *name;
+    const long long *counter;  /* a counter in srv, or */
+    long long (*get)(void);    /* a computed value */
+} info_stat;
+
+static const info_stat info_fields[] = {
+    {"total_commands_processed", &srv.stat_numcommands, NULL},
+    {"total_connections_received", &srv.stat_numconnections, NULL},
+    {"rejected_connections", &srv.stat_rejected_conn, NULL},
+    {"keyspace_hits", &srv.stat_keyspace_hits, NULL},
+    {"keyspace_misses", &srv.stat_keyspace_misses, NULL},
+    {"expired_keys", &srv.stat_expiredkeys, NULL},
+    {"evicted_keys", &srv.stat_evictedkeys, NULL},
+    {"total_net_input_bytes", &srv.stat_net_input_bytes, NULL},
+    {"total_net_output_bytes", &srv.stat_net_output_bytes, NULL},
+    {"total_error_replies", &srv.stat_total_error_replies, NULL},
+    {"io_threaded_reads_processed", &io_stats.reads, NULL},
+    {"io_threaded_writes_processed", &io_stats.writes, NULL},
+    {"connected_clients", NULL, stat_connected_clients},
+    {"used_memory", NULL, stat_used_memory},
+    {"maxmemory", NULL, stat_maxmemory},
+    {"uptime_in_seconds", NULL, stat_uptime},
+    {"db_keys", NULL, stat_db_keys}, /* keys in all databases (Keel's own) */
+};
+
+int info_stat_get(const char *name, long long *value) {
+    for (size_t i = 0; i < K_ARRAY_LEN(info_fields); i++) {
+        if (strcmp(info_fields[i].name, name) != 0) continue;
+        *value = info_fields[i].counter ? *info_fields[i].counter : info_fields[i].get();
+        return K_OK;
+    }
+    return K_ERR;
+}
+
 /* ---- sections ---- */
 
 static void info_server(info_buf *b) {

@@ -27,6 +27,11 @@ void info_generate(info_buf *b, int argc, const karg *argv);
 void info_command(client *c);
 void info_teardown(void);
 
+/* One counter or gauge of INFO by its field name ("keyspace_hits",
+ * "used_memory", ...; the list is info.c's info_fields table, documented in
+ * docs/sdk.md for modules). Returns 0 and *value, or -1 if unknown. */
+int info_stat_get(const char *name, long long *value);
+
 /* Refreshes instantaneous metrics; called by the cron. */
 void info_track_instantaneous(void);
 

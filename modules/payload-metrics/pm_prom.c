@@ -14,10 +14,18 @@
  *   keel_db_keys, keel_maxmemory_bytes, keel_build_info
  *   process_* (resident and virtual memory, CPU seconds, open and max fds)
  *
- * The server gives modules no INFO reader, so the "core" counters are the
- * module's own view: counted from the observer and client events since the
- * module loaded, and read from /proc/self for the process. Keyspace hits and
- * misses, evictions and used_memory are not available (see the docs). */
+ * Server-wide counters (ABI 1.1 core->stat_get, read from the server's
+ * INFO fields; absent on a 1.0 server):
+ *   keel_server_commands_processed_total, keel_server_connections_received_total,
+ *   keel_server_rejected_connections_total, keel_server_connected_clients,
+ *   keel_server_net_input_bytes_total, keel_server_net_output_bytes_total,
+ *   keel_keyspace_hits_total, keel_keyspace_misses_total,
+ *   keel_expired_keys_total, keel_evicted_keys_total,
+ *   keel_memory_used_bytes, keel_server_keys
+ *
+ * The families without "server" are the module's own view: counted from the
+ * observer and client events since the module loaded, and read from
+ * /proc/self for the process. */
 #include "pm_internal.h"
 
 #include <dirent.h>
@@ -80,6 +88,38 @@ static void pm_prom_counter(pm_buf *b, const char *name, const char *help, uint6
 static void pm_prom_gauge(pm_buf *b, const char *name, const char *help, double v) {
     pm_prom_head(b, name, "gauge", help);
     pm_buf_printf(b, "%s %.17g\n", name, v);
+}
+
+/* The server's INFO counters, one family each (ABI 1.1). */
+static void pm_prom_server(pm_buf *b) {
+    static const struct {
+        const char *stat, *name, *type, *help;
+    } fams[] = {
+        {"total_commands_processed", "keel_server_commands_processed_total", "counter",
+         "Commands processed by the server (INFO total_commands_processed)."},
+        {"total_connections_received", "keel_server_connections_received_total", "counter",
+         "Connections accepted by the server (INFO total_connections_received)."},
+        {"rejected_connections", "keel_server_rejected_connections_total", "counter",
+         "Connections refused over maxclients (INFO rejected_connections)."},
+        {"connected_clients", "keel_server_connected_clients", "gauge", "Clients connected now."},
+        {"total_net_input_bytes", "keel_server_net_input_bytes_total", "counter",
+         "Bytes read from clients (INFO total_net_input_bytes)."},
+        {"total_net_output_bytes", "keel_server_net_output_bytes_total", "counter",
+         "Bytes written to clients (INFO total_net_output_bytes)."},
+        {"keyspace_hits", "keel_keyspace_hits_total", "counter", "Successful key lookups."},
+        {"keyspace_misses", "keel_keyspace_misses_total", "counter", "Failed key lookups."},
+        {"expired_keys", "keel_expired_keys_total", "counter", "Keys removed because they expired."},
+        {"evicted_keys", "keel_evicted_keys_total", "counter", "Keys evicted by maxmemory."},
+        {"used_memory", "keel_memory_used_bytes", "gauge", "Bytes allocated by the server (INFO used_memory)."},
+        {"db_keys", "keel_server_keys", "gauge", "Keys in all databases."},
+    };
+    if (!KEEL_API_HAS(pm_api, core, stat_get)) return;
+    for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+        long long v;
+        if (pm_api->core->stat_get(fams[i].stat, &v) != KEEL_OK) continue;
+        pm_prom_head(b, fams[i].name, fams[i].type, fams[i].help);
+        pm_buf_printf(b, "%s %lld\n", fams[i].name, v);
+    }
 }
 
 static void pm_prom_per_command(pm_buf *b, int reply) {
@@ -193,5 +233,6 @@ void pm_prom_render(pm_buf *b) {
     pm_prom_gauge(b, "keel_payload_metrics_load_time_seconds",
                   "Unix time payload-metrics loaded (counters above start there).",
                   (double)pm.loaded_ms / 1000.0);
+    pm_prom_server(b);
     pm_prom_process(b);
 }

@@ -270,12 +270,22 @@ cli config set payload-metrics.log-arguments no >/dev/null
 
 # ---- GET /metrics ----
 scrape >"$workdir/m1.txt" || fail "curl /metrics"
+info_stats=$(cli info stats | tr -d '\r') # right after the scrape: no key is read in between
 ok "exposition format" "${prom_check[@]}" "$workdir/m1.txt" \
     --require keel_request_payload_bytes --require keel_reply_payload_bytes \
     --require keel_command_request_payload_bytes --require keel_command_reply_payload_bytes \
     --require keel_commands_processed_total --require keel_connected_clients \
-    --require keel_net_input_bytes_total --require process_resident_memory_bytes
+    --require keel_net_input_bytes_total --require process_resident_memory_bytes \
+    --require keel_keyspace_hits_total --require keel_keyspace_misses_total \
+    --require keel_evicted_keys_total --require keel_memory_used_bytes \
+    --require keel_server_commands_processed_total --require keel_server_connected_clients
 "${prom_check[@]}" "$workdir/m1.txt" --dump-json >"$workdir/m1.json" 2>/dev/null
+want_hm="$(sed -n 's/^keyspace_hits://p' <<<"$info_stats") $(sed -n 's/^keyspace_misses://p' <<<"$info_stats")"
+expect "server hits and misses in /metrics are INFO's" "$want_hm" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(int(d["keel_keyspace_hits_total"]), int(d["keel_keyspace_misses_total"]))' "$workdir/m1.json"
+ok "keyspace hits counted" test "${want_hm%% *}" -gt 0
 setcalls=$(hist_calls set)
 expect "per-command _count matches PAYLOAD.HISTOGRAM" "$setcalls" "$py" -c '
 import json, sys

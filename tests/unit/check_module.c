@@ -28,6 +28,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "keel/keel_module.h"
+
+/* "(ABI <major>.<minor>)" of the header this server implements. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SERVER_ABI "(ABI " STR(KEEL_ABI_MAJOR) "." STR(KEEL_ABI_MINOR) ")"
+
 static client *fake;
 
 static const char *fixture(const char *name) {
@@ -153,7 +160,7 @@ END_TEST
 
 START_TEST(test_abi_major_2) {
     char want[600];
-    snprintf(want, sizeof(want), "module %s: ABI 2.0 is not supported by this server (ABI 1.0)",
+    snprintf(want, sizeof(want), "module %s: ABI 2.0 is not supported by this server " SERVER_ABI,
              fixture("abi2"));
     expect_refused(fixture("abi2"), want);
 }
@@ -161,7 +168,7 @@ END_TEST
 
 START_TEST(test_abi_minor_99) {
     expect_refused(fixture("minor99"),
-                   ": ABI 1.99 is newer than this server's (ABI 1.0); upgrade the server");
+                   ": ABI 1.99 is newer than this server's " SERVER_ABI "; upgrade the server");
 }
 END_TEST
 
@@ -202,7 +209,7 @@ END_TEST
 START_TEST(test_module_command) {
     expect_contains(RUN("module", "load", fixture("abi2")), "-ERR module ");
     expect_contains(RUN("module", "load", fixture("abi2")),
-                    ": ABI 2.0 is not supported by this server (ABI 1.0)");
+                    ": ABI 2.0 is not supported by this server " SERVER_ABI);
     expect_reply(RUN("module", "load", fixture("good"), "a1", "a2"), "+OK\r\n");
     expect_contains(RUN("module", "list"), "$4\r\nargs\r\n*2\r\n$2\r\na1\r\n$2\r\na2\r\n");
     expect_reply(RUN("module", "unload", "nosuch"),
@@ -409,7 +416,7 @@ START_TEST(test_loadmodule_at_startup) {
              fixture("abi2"));
     ck_assert_int_eq(load_configured(text, &err), K_ERR);
     expect_contains(err, "(command line):2: module ");
-    expect_contains(err, "ABI 2.0 is not supported by this server (ABI 1.0)");
+    expect_contains(err, "ABI 2.0 is not supported by this server " SERVER_ABI);
     km_free(err);
     module_teardown();
     err = NULL;

@@ -46,7 +46,7 @@ extern "C" {
 
 #define KEEL_MODULE_MAGIC 0x4b45454c4d4f4431ULL /* "KEELMOD1" */
 #define KEEL_ABI_MAJOR 1
-#define KEEL_ABI_MINOR 0
+#define KEEL_ABI_MINOR 1
 
 #define KEEL_OK 0
 #define KEEL_ERR (-1)
@@ -233,6 +233,18 @@ typedef struct keel_api_core {
     /* Returns the current value of a server or module config by name into
      * buf (NUL-terminated, truncated to len). KEEL_ERR if unknown. */
     int (*config_get)(const char *name, char *buf, size_t len);
+
+    /* ---- ABI 1.1 ---- */
+    /* A server statistic by its INFO field name into *value: the counters
+     * total_commands_processed, total_connections_received,
+     * rejected_connections, keyspace_hits, keyspace_misses, expired_keys,
+     * evicted_keys, total_net_input_bytes, total_net_output_bytes,
+     * total_error_replies, io_threaded_reads_processed,
+     * io_threaded_writes_processed; the gauges connected_clients,
+     * used_memory, maxmemory, uptime_in_seconds and db_keys (keys in all
+     * databases). KEEL_ERR for any other name. name is borrowed. Main
+     * thread (the counters have one writer and no lock). */
+    int (*stat_get)(const char *name, long long *value);
 } keel_api_core;
 
 typedef struct keel_api_command {
