@@ -104,20 +104,10 @@ NAMES=(keel redis)
 TITLES=(Keel Redis)
 BINS=("$KEEL_COPY" "$REDIS")
 if [ -n "$VALKEY" ]; then NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY"); fi
-# The instances: every server once per io-threads value (all servers at the
-# first value, then at the next ...); IDIR is its directory under BENCH_TMP
-# ("keel", or "keel-io2" when not just io-threads 1), ILABEL its name in
-# the detail table ("keel", "keel io2").
-IDIR=(); ILABEL=(); ISRV=(); IIO=()
-for io in "${IO_THREADS_LIST[@]}"; do
-    for i in "${!NAMES[@]}"; do
-        sfx=$(io_suffix "$io")
-        IDIR+=("${NAMES[$i]}${sfx:+-io$io}")
-        ILABEL+=("${NAMES[$i]}$sfx")
-        ISRV+=("$i")
-        IIO+=("$io")
-    done
-done
+# The instances: every server once per io-threads value (lib.sh); IDIR is
+# its directory under BENCH_TMP, ILABEL its name in the detail table.
+build_instances
+IDIR=("${INST[@]}")
 
 load_start=$(load_avg)
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')

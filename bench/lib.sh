@@ -52,6 +52,26 @@ io_suffix() {
     if [ "${IO_THREADS_LIST[*]}" = 1 ]; then echo ""; else echo " io$1"; fi
 }
 
+# build_instances: every server of NAMES/TITLES once per io-threads value,
+# in the order they take turns (all servers at the first value, then at the
+# next ...). Sets INST (key and directory: "keel", or "keel-io2" when not
+# just io-threads 1), ITITLE ("Keel", "Keel io2"), ILABEL ("keel",
+# "keel io2"), ISRV (index into NAMES) and IIO (the value).
+build_instances() {
+    local io i sfx
+    INST=(); ITITLE=(); ILABEL=(); ISRV=(); IIO=()
+    for io in "${IO_THREADS_LIST[@]}"; do
+        for i in "${!NAMES[@]}"; do
+            sfx=$(io_suffix "$io")
+            INST+=("${NAMES[$i]}${sfx:+-io$io}")
+            ITITLE+=("${TITLES[$i]}$sfx")
+            ILABEL+=("${NAMES[$i]}$sfx")
+            ISRV+=("$i")
+            IIO+=("$io")
+        done
+    done
+}
+
 die() { echo "bench: $*" >&2; exit 1; }
 
 bench_tmpdir() {

@@ -90,19 +90,9 @@ NAMES=(keel redis)
 TITLES=(Keel Redis)
 BINS=("$BENCH_TMP/keel-server" "$REDIS")
 if [ -n "$VALKEY" ]; then NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY"); fi
-# The instances: every server once per io-threads value (all servers at the
-# first value, then at the next ...). INST is the key ("keel", or "keel-io2"
-# when not just io-threads 1), ITITLE the label ("Keel", "Keel io2").
-INST=(); ITITLE=(); ISRV=(); IIO=()
-for io in "${IO_THREADS_LIST[@]}"; do
-    for i in "${!NAMES[@]}"; do
-        sfx=$(io_suffix "$io")
-        INST+=("${NAMES[$i]}${sfx:+-io$io}")
-        ITITLE+=("${TITLES[$i]}$sfx")
-        ISRV+=("$i")
-        IIO+=("$io")
-    done
-done
+# The instances: every server once per io-threads value (lib.sh); INST is
+# the key, ITITLE the label.
+build_instances
 
 load_start=$(load_avg)
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')

@@ -82,20 +82,9 @@ BINS=("$KEEL" "$REDIS")
 if [ -n "$VALKEY" ]; then
     NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY")
 fi
-# The instances: every server once per io-threads value, in the order they
-# take turns (all servers at the first value, then at the next ...). INST
-# is the key in the raw data ("keel", or "keel-io2" when several values or
-# one other than 1 are measured), ITITLE the label ("Keel", "Keel io2").
-INST=(); ITITLE=(); ISRV=(); IIO=()
-for io in "${IO_THREADS_LIST[@]}"; do
-    for i in "${!NAMES[@]}"; do
-        sfx=$(io_suffix "$io")
-        INST+=("${NAMES[$i]}${sfx:+-io$io}")
-        ITITLE+=("${TITLES[$i]}$sfx")
-        ISRV+=("$i")
-        IIO+=("$io")
-    done
-done
+# The instances: every server once per io-threads value (lib.sh); INST is
+# the key in the raw data, ITITLE the label.
+build_instances
 
 # Request counts, chosen for roughly 2-3 s per test on a loaded 2-core
 # machine (1-2 s when idle), which keeps a full three-server run under ten
