@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -22,11 +23,12 @@
 /* Empty polls before a thread parks: tens of microseconds, enough to catch
  * the next job of a busy loop without burning a core when idle. */
 #define IO_SPIN_ROUNDS 100
-/* The nice value a thread runs large jobs at. Bulk copies then yield the
- * CPU to the main thread and to clients waiting for small replies when the
- * machine is short of cores: on 2 CPUs a small client under an 8 MB GET
- * load kept ~85% of its idle rate at 0 and ~95% at 5 (p99.9 2 ms -> 0.3
- * ms), for about a third of the bulk throughput. */
+/* How much nicer than the process a thread runs large jobs. Bulk copies
+ * then yield the CPU to the main thread and to clients waiting for small
+ * replies when the machine is short of cores: on 2 CPUs a small client
+ * under an 8 MB GET load kept 0.83-0.89 of its idle rate without it and all
+ * of it with 5 (p99.9 2 ms -> 0.3 ms), for about a third of the bulk
+ * throughput. */
 #define IO_LARGE_NICE 5
 
 #define IO_JOB_FREE 0 /* internal: free the pointer */
@@ -44,8 +46,8 @@ typedef struct io_thread {
     uint64_t submitted;            /* jobs handed out (main) */
     uint64_t outstanding;          /* client jobs not finished (main) */
     uint64_t large;                /* of which large (main) */
-    int nice_now;                  /* the thread's nice value (thread) */
-    int nice_ok;                   /* it may lower and raise it (thread) */
+    int nice_base;                 /* the process's nice value (thread) */
+    int niced;                     /* running at nice_base + IO_LARGE_NICE (thread) */
 } io_thread;
 
 typedef struct io_kind {
@@ -58,6 +60,12 @@ io_threads_stats io_stats;
 static io_kind kinds[IO_JOB_KINDS];
 static io_thread *threads[IO_THREADS_MAX];
 static int nthreads;
+/* Whether a thread may go back to the process's priority after lowering its
+ * own (CAP_SYS_NICE or RLIMIT_NICE); probed once, in a throw-away thread. */
+static int nice_ok = -1;
+/* Bytes of large buffers handed to threads and not freed yet: still in
+ * jemalloc's count, so the memory limit must not evict for them again. */
+static _Atomic size_t free_pending;
 static int nactive;
 static uint64_t inflight;
 static int wake_fd = -1;
@@ -92,24 +100,24 @@ static void io_wake_main(void) {
     }
 }
 
-/* Large jobs at IO_LARGE_NICE, others at 0 (see above). Raising the
- * priority back needs CAP_SYS_NICE or RLIMIT_NICE; where it is refused the
- * thread never lowers it in the first place (io_thread_main). */
+/* Large jobs at nice_base + IO_LARGE_NICE, others at nice_base (see
+ * above); only where the thread can raise its priority back. */
 static void io_thread_set_nice(io_thread *t, int large) {
-    int want = large ? IO_LARGE_NICE : 0;
-    if (!t->nice_ok || t->nice_now == want) return;
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0) t->nice_now = want;
-    else t->nice_ok = 0;
+    if (nice_ok != 1 || t->niced == large) return;
+    int want = t->nice_base + (large ? IO_LARGE_NICE : 0);
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0) t->niced = large;
 }
 
 static void io_thread_run_job(io_thread *t, uintptr_t job) {
     int kind = (int)(job & IO_KIND_MASK);
-    io_thread_set_nice(t, (job & IO_LARGE_BIT) != 0);
     /* Buffers to free are only 8-byte aligned: no large bit on them. */
     void *item = (void *)(job & (kind == IO_JOB_FREE ? ~IO_KIND_MASK : ~IO_TAG_MASK));
     if (kind == IO_JOB_FREE) {
+        size_t n = km_usable(item);
         km_free(item);
+        atomic_fetch_sub_explicit(&free_pending, n, memory_order_relaxed);
     } else {
+        io_thread_set_nice(t, (job & IO_LARGE_BIT) != 0);
         kinds[kind].run(item);
         while (!io_ring_push(&t->out, job)) io_cpu_relax(); /* cannot happen: see IO_RING_SLOTS */
         io_wake_main();
@@ -129,8 +137,7 @@ static void io_thread_park(io_thread *t) {
 static void *io_thread_main(void *arg) {
     io_thread *t = arg;
     int idle = 0;
-    id_t tid = (id_t)syscall(SYS_gettid);
-    t->nice_ok = setpriority(PRIO_PROCESS, tid, 1) == 0 && setpriority(PRIO_PROCESS, tid, 0) == 0;
+    t->nice_base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     for (;;) {
         uintptr_t job;
         if (io_ring_pop(&t->in, &job)) {
@@ -155,12 +162,39 @@ static void io_ring_init(io_ring *r) {
     r->slots = km_calloc(IO_RING_SLOTS, sizeof(*r->slots));
 }
 
+/* Lowers a thread's priority by one step and raises it back: whether the
+ * threads may toggle IO_LARGE_NICE. Run in a thread of its own, so a refused
+ * raise leaves no thread lowered. */
+static void *io_nice_probe(void *arg) {
+    id_t tid = (id_t)syscall(SYS_gettid);
+    int base = getpriority(PRIO_PROCESS, tid);
+    *(int *)arg = setpriority(PRIO_PROCESS, tid, base + 1) == 0 && setpriority(PRIO_PROCESS, tid, base) == 0;
+    return NULL;
+}
+
+/* Threads with every signal blocked: SIGTERM and friends go to the main
+ * thread, which handles them. */
+static int io_thread_create(pthread_t *tid, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(tid, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static io_thread *io_thread_start(void) {
+    if (nice_ok < 0) {
+        pthread_t probe;
+        int ok = 0;
+        if (io_thread_create(&probe, io_nice_probe, &ok) == 0) pthread_join(probe, NULL);
+        nice_ok = ok;
+    }
     io_thread *t = km_alloc_aligned(64, sizeof(*t));
     *t = (io_thread){0};
     io_ring_init(&t->in);
     io_ring_init(&t->out);
-    if (pthread_create(&t->tid, NULL, io_thread_main, t) != 0) {
+    if (io_thread_create(&t->tid, io_thread_main, t) != 0) {
         km_free(t->in.slots);
         km_free(t->out.slots);
         km_free(t);
@@ -254,6 +288,7 @@ int io_threads_active(void) {
 
 int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes) {
     int large = bytes >= IO_JOB_LARGE;
+    if ((uintptr_t)item & IO_TAG_MASK) return K_ERR; /* cannot be tagged: run it inline */
     int n = nactive ? nactive : (large ? nthreads : 0);
     if (n == 0) return K_ERR;
     io_thread *t = threads[key % (uint64_t)n];
@@ -266,12 +301,24 @@ int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes) {
     return K_OK;
 }
 
+/* Only to a thread without a large job queued: behind one the free would
+ * wait (and the memory limit with it). */
 int io_threads_free(void *ptr) {
     if (nactive == 0) return K_ERR;
     io_thread *t = threads[free_rr++ % (unsigned)nactive];
-    if (io_thread_push(t, (uintptr_t)ptr | IO_JOB_FREE) != K_OK) return K_ERR;
+    if (t->large) return K_ERR;
+    size_t n = km_usable(ptr);
+    atomic_fetch_add_explicit(&free_pending, n, memory_order_relaxed);
+    if (io_thread_push(t, (uintptr_t)ptr | IO_JOB_FREE) != K_OK) {
+        atomic_fetch_sub_explicit(&free_pending, n, memory_order_relaxed);
+        return K_ERR;
+    }
     io_stats.frees++;
     return K_OK;
+}
+
+size_t io_threads_free_pending(void) {
+    return atomic_load_explicit(&free_pending, memory_order_relaxed);
 }
 
 int io_threads_poll(void) {

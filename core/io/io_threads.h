@@ -85,6 +85,8 @@ int io_threads_active(void);
 int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes);
 /* Hands a km_alloc'ed buffer to a thread to free. 0, or -1: free it. */
 int io_threads_free(void *ptr);
+/* Bytes handed to io_threads_free and not freed yet (any thread). */
+size_t io_threads_free_pending(void);
 
 /* Finishes the completions that arrived; returns how many. */
 int io_threads_poll(void);

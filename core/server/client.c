@@ -380,7 +380,6 @@ static void client_read_step(client *c) {
 /* Finishes a read step on the main thread. Returns K_ERR if c was freed. */
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
-    if (!c->conn->read_handler) conn_set_read_handler(c->conn, client_read_handler);
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -391,15 +390,24 @@ static int client_read_done(client *c) {
     return K_OK;
 }
 
+/* While a large job is out the socket is not watched at all: epoll is
+ * level-triggered, and a readable (pipelining) or writable socket would
+ * wake the main thread on every iteration until the job is back.
+ * client_job_done watches it for input again; writability is watched again
+ * when a write finds the socket full. */
+static void client_unwatch(client *c) {
+    conn_set_read_handler(c->conn, NULL);
+    if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
+}
+
 /* The rest of a big argument is a large read: it goes to a thread even
- * under light load, and the socket is not watched meanwhile (epoll would
- * report it readable on every iteration until the job is back). */
+ * under light load (the socket is unwatched meanwhile). */
 static void client_start_read(client *c) {
     client_set_parse_limits(c);
     size_t rest = c->big ? (size_t)c->parser.big_len - c->big_filled : 0;
     if (io_threads_submit(IO_JOB_READ, c, c->id, rest) == K_OK) {
         c->io_job = IO_JOB_READ;
-        if (rest >= IO_JOB_LARGE) conn_set_read_handler(c->conn, NULL);
+        if (rest >= IO_JOB_LARGE) client_unwatch(c);
         return;
     }
     client_read_step(c);
@@ -647,6 +655,7 @@ static void client_start_write(client *c) {
     if (io_threads_submit(IO_JOB_WRITE, c, c->id, bytes) == K_OK) {
         c->io_job = IO_JOB_WRITE;
         if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
+        if (bytes >= IO_JOB_LARGE) client_unwatch(c);
         return;
     }
     c->io_write_max = CLIENT_WRITE_MAX;
@@ -683,13 +692,15 @@ static void client_job_write(void *item) {
     client_write_step(item);
 }
 
-/* A job came back: apply it. Replies queued while it was out were passed
- * over by the writer (one job at a time per client): queue them now. */
+/* A job came back: apply it. The socket is watched for input again if a
+ * large job had it unwatched, and replies queued while the job was out
+ * (passed over by the writer: one job at a time per client) are queued. */
 static void client_job_done(void *item) {
     client *c = item;
     int kind = c->io_job;
     c->io_job = 0;
     if (c->flags & CLIENT_CLOSE_ASAP) return; /* client_free_closed frees it */
+    if (!c->conn->read_handler) conn_set_read_handler(c->conn, client_read_handler);
     if ((kind == IO_JOB_READ ? client_read_done(c) : client_write_done(c)) != K_OK) return;
     if (c->reply_bytes && !(c->flags & CLIENT_PENDING_WRITE) && !c->conn->write_handler)
         client_schedule_write(c);

@@ -66,7 +66,10 @@ void server_update_time(void) {
 int server_check_maxmemory(void) {
     if (!srv.maxmemory) return K_OK;
     if (!used_memory_fresh) {
-        used_memory_cache = km_used_memory();
+        /* Large buffers an I/O thread is about to free still count in
+         * jemalloc's total: evicting for them again would evict too much. */
+        size_t used = km_used_memory(), pending = io_threads_free_pending();
+        used_memory_cache = used > pending ? used - pending : 0;
         used_memory_fresh = 1;
     }
     if (used_memory_cache <= srv.maxmemory) return K_OK;
@@ -165,7 +168,7 @@ static void server_apply_io_threads(void) {
     if (io_threads_count() == want) return;
     int got = io_threads_resize(want);
     if (got != want) {
-        server_log(LL_WARNING, "Could not start %d I/O threads (running %d): %s", want, got, strerror(errno));
+        server_log(LL_WARNING, "Could not start %d I/O threads (running %d)", want, got);
         srv.io_threads_num = got + 1;
     } else {
         server_log(LL_NOTICE, "I/O threads: %d (io-threads %d)", got, srv.io_threads_num);
@@ -321,8 +324,13 @@ void server_teardown(void) {
     io_threads_teardown();
     obj_free_large_hook = NULL;
     client_handle_pending_writes();
-    while (srv.clients_head) client_free(srv.clients_head);
+    /* Clients closed while their job was out are on the close list (no job
+     * is out any more): free them there, never twice. */
     client_free_closed();
+    while (srv.clients_head) {
+        client_free(srv.clients_head);
+        client_free_closed();
+    }
     module_teardown();
     for (int i = 0; i < 2; i++)
         if (srv.listeners[i].type) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
