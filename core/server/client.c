@@ -654,8 +654,8 @@ static void client_start_write(client *c) {
     size_t bytes = c->reply_bytes < c->io_write_max ? c->reply_bytes : c->io_write_max;
     if (io_threads_submit(IO_JOB_WRITE, c, c->id, bytes) == K_OK) {
         c->io_job = IO_JOB_WRITE;
-        if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
         if (bytes >= IO_JOB_LARGE) client_unwatch(c);
+        else if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
         return;
     }
     c->io_write_max = CLIENT_WRITE_MAX;

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "keyspace/db.h"
 #include "module/module.h"
+#include "module/module_internal.h"
 #include "server/client.h"
 #include "server/server.h"
 
@@ -486,6 +487,32 @@ static void expect_socket_reply(int fd, const char *want) {
     ck_assert_msg(strstr(got, want) != NULL, "socket got \"%s\", want \"%s\"", got, want);
 }
 
+/* ABI 1.1 core->stat_get: the INFO field names it knows, and refusals of
+ * unknown, empty, huge and NULL names. */
+START_TEST(test_core_stat_get) {
+    long long v = -1;
+    srv.stat_keyspace_hits = 42;
+    ck_assert_int_eq(module_api_core.stat_get("keyspace_hits", &v), KEEL_OK);
+    ck_assert_int_eq(v, 42);
+    ck_assert_int_eq(module_api_core.stat_get("used_memory", &v), KEEL_OK);
+    ck_assert_int_gt(v, 0);
+    ck_assert_int_eq(module_api_core.stat_get("db_keys", &v), KEEL_OK);
+    ck_assert_int_ge(v, 0);
+    v = -7;
+    ck_assert_int_eq(module_api_core.stat_get("keyspace_hit", &v), KEEL_ERR);
+    ck_assert_int_eq(module_api_core.stat_get("KEYSPACE_HITS", &v), KEEL_ERR);
+    ck_assert_int_eq(module_api_core.stat_get("", &v), KEEL_ERR);
+    ck_assert_int_eq(v, -7); /* untouched on refusal */
+    char huge[65536];
+    memset(huge, 'k', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    ck_assert_int_eq(module_api_core.stat_get(huge, &v), KEEL_ERR);
+    ck_assert_int_eq(module_api_core.stat_get(NULL, &v), KEEL_ERR);
+    ck_assert_int_eq(module_api_core.stat_get("keyspace_hits", NULL), KEEL_ERR);
+    srv.stat_keyspace_hits = 0;
+}
+END_TEST
+
 START_TEST(test_transport_serves_tcp) {
     int port;
     ck_assert_int_eq(load_tcpmod(&port), K_OK);
@@ -520,6 +547,7 @@ static Suite *module_suite(void) {
     tcase_add_test(tc, test_bad_magic);
     tcase_add_test(tc, test_abi_major_2);
     tcase_add_test(tc, test_abi_minor_99);
+    tcase_add_test(tc, test_core_stat_get);
     tcase_add_test(tc, test_init_fails_and_rolls_back);
     tcase_add_test(tc, test_command_name_taken);
     tcase_add_test(tc, test_duplicate_module_name);
