@@ -111,19 +111,6 @@ static void reply_keys_and_free(client *c, entry_list *l) {
     l->count = l->cap = 0;
 }
 
-/* Moves e's value, TTL and access clock to key in `to`, deleting e from
- * `from`. The caller checked that key is free in `to`. */
-static void move_entry(db *from, db_entry *e, db *to, const karg *key) {
-    kobj *val = obj_incref(e->val);
-    int64_t expire = e->expire;
-    uint32_t lru = e->lru;
-    db_delete(from, e->key, e->keylen);
-    db_entry *n = db_add(to, key->ptr, key->len, val);
-    if (expire != -1) db_set_expire(to, n, expire);
-    /* The value keeps its LRU/LFU history, as Valkey's object does. */
-    n->lru = lru;
-}
-
 /* ---- DEL, UNLINK, EXISTS, TOUCH, TYPE ---- */
 
 /* UNLINK is DEL: values are freed synchronously either way. */
@@ -173,14 +160,12 @@ static void rename_generic(client *c, int nx) {
             reply_ok(c);
         return;
     }
-    if (db_lookup(c->db, dst->ptr, dst->len, 0)) {
-        if (nx) {
-            reply_int(c, 0);
-            return;
-        }
-        db_delete(c->db, dst->ptr, dst->len);
+    /* The lookup also expires the destination, so it is not replaced. */
+    if (db_lookup(c->db, dst->ptr, dst->len, 0) && nx) {
+        reply_int(c, 0);
+        return;
     }
-    move_entry(c->db, e, c->db, dst);
+    db_move(c->db, e, c->db, dst->ptr, dst->len); /* replaces dst */
     if (nx)
         reply_int(c, 1);
     else
@@ -208,7 +193,7 @@ static void cmd_move(client *c) {
         reply_int(c, 0);
         return;
     }
-    move_entry(c->db, e, dst, key);
+    db_move(c->db, e, dst, key->ptr, key->len);
     reply_int(c, 1);
 }
 
@@ -260,10 +245,7 @@ static void cmd_copy(client *c) {
         reply_error(c, "ERR not supported for this module key");
         return;
     }
-    int64_t expire = e->expire;
-    if (exists) db_delete(dst, newkey->ptr, newkey->len);
-    db_entry *n = db_add(dst, newkey->ptr, newkey->len, copy);
-    if (expire != -1) db_set_expire(dst, n, expire);
+    db_put(dst, newkey->ptr, newkey->len, copy, e->expire); /* replaces newkey */
     reply_int(c, 1);
 }
 
@@ -447,8 +429,7 @@ static void cmd_swapdb(client *c) {
         reply_error(c, "ERR DB index is out of range");
         return;
     }
-    /* Swapping a database with itself touches no watcher. */
-    if (a != b) db_swap(a, b);
+    db_swap(a, b);
     reply_ok(c);
 }
 
@@ -573,6 +554,13 @@ static void cmd_pexpireat(client *c) {
 
 /* ---- TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST ---- */
 
+/* Milliseconds (>= 0) to seconds rounded half up: Valkey's (ms + 500) /
+ * 1000, without its overflow for times near LLONG_MAX (PEXPIREAT k
+ * 9223372036854775807, then EXPIRETIME k answers 9223372036854776). */
+static long long ms_to_rounded_s(long long ms) {
+    return ms / 1000 + (ms % 1000 >= 500);
+}
+
 static void ttl_generic(client *c, int output_ms, int output_abs) {
     db_entry *e = lookup_notouch(c->db, &c->argv[1]);
     if (!e) {
@@ -585,7 +573,7 @@ static void ttl_generic(client *c, int output_ms, int output_abs) {
     }
     long long ttl = output_abs ? e->expire : e->expire - server_mstime();
     if (ttl < 0) ttl = 0;
-    reply_int(c, output_ms ? ttl : (ttl + 500) / 1000);
+    reply_int(c, output_ms ? ttl : ms_to_rounded_s(ttl));
 }
 
 static void cmd_ttl(client *c) {

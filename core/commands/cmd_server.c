@@ -1,5 +1,6 @@
 /* cmd_server.c -- connection and server commands: PING, ECHO, HELLO, AUTH,
- * QUIT, RESET, CLIENT, COMMAND, TIME, SHUTDOWN, DEBUG, plus the table
+ * QUIT, RESET, CLIENT, COMMAND, TIME, SHUTDOWN, SAVE/BGSAVE/LASTSAVE (which
+ * answer without persistence), DEBUG, plus the table
  * entries for INFO, CONFIG and SLOWLOG whose bodies live with their
  * subsystems. */
 #include "commands/commands.h"
@@ -42,11 +43,11 @@ static void cmd_time(client *c) {
 
 static int auth_check(client *c, const karg *user, const karg *pass) {
     if (user && !karg_eq(user, "default")) return 0;
-    if (!srv.requirepass) return user != NULL; /* default user has nopass */
+    if (!srv.requirepass.ptr) return user != NULL; /* default user has nopass */
     /* Compare in time independent of where the first difference is. */
-    size_t n = strlen(srv.requirepass);
+    size_t n = srv.requirepass.len;
     unsigned char diff = pass->len != n;
-    for (size_t i = 0; i < pass->len; i++) diff |= (unsigned char)(pass->ptr[i] ^ srv.requirepass[i % (n ? n : 1)]);
+    for (size_t i = 0; i < pass->len; i++) diff |= (unsigned char)(pass->ptr[i] ^ srv.requirepass.ptr[i % (n ? n : 1)]);
     return diff == 0;
 }
 
@@ -61,7 +62,7 @@ static void cmd_auth(client *c) {
         reply_syntax_error(c);
         return;
     }
-    if (c->argc == 2 && !srv.requirepass) {
+    if (c->argc == 2 && !srv.requirepass.ptr) {
         reply_error(c, "ERR AUTH <password> called without any password configured for the default "
                        "user. Are you sure your configuration is correct?");
         return;
@@ -142,7 +143,7 @@ static void cmd_hello(client *c) {
         return;
     }
     if (user) auth_success(c);
-    if (srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED)) {
+    if (srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED)) {
         reply_error(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
                        "select the RESP protocol version at the same time");
@@ -165,7 +166,7 @@ void cmd_reset(client *c) {
     c->resp = 2;
     km_free(c->name);
     c->name = NULL;
-    if (srv.requirepass) c->flags &= ~CLIENT_AUTHENTICATED;
+    if (srv.requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
     c->flags &= ~CLIENT_NO_EVICT;
     reply_simple(c, "RESET");
 }
@@ -529,25 +530,93 @@ static void command_list(client *c) {
     command_foreach(command_name_cb, c);
 }
 
-/* ---- SHUTDOWN, DEBUG ---- */
+/* ---- SHUTDOWN, and the persistence commands Keel answers without it ---- */
 
-static void cmd_shutdown(client *c) {
+/* Keel keeps its dataset in memory only: there is no RDB or AOF to write.
+ * Commands that would save answer this rather than look successful. */
+#define ERR_NO_PERSISTENCE "ERR persistence is not available in Keel: nothing was saved"
+#define ERR_SHUTDOWN_SAVE                                                                          \
+    ERR_NO_PERSISTENCE ", the server keeps running (SHUTDOWN NOSAVE, or SAVE FORCE, exits anyway)"
+
+#define SHUTDOWN_NOSAVE (1 << 0)
+#define SHUTDOWN_SAVE (1 << 1)
+#define SHUTDOWN_NOW (1 << 2)
+#define SHUTDOWN_FORCE (1 << 3)
+#define SHUTDOWN_ABORT (1 << 4)
+
+/* Valkey 8.0.1's parsing: any order, repeats allowed; NOSAVE with SAVE, or
+ * ABORT with any other option, is a syntax error. Returns -1 after
+ * replying an error. */
+static int shutdown_parse(client *c) {
+    static const struct {
+        const char *name;
+        int flag;
+    } opts[] = {{"nosave", SHUTDOWN_NOSAVE},
+                {"save", SHUTDOWN_SAVE},
+                {"now", SHUTDOWN_NOW},
+                {"force", SHUTDOWN_FORCE},
+                {"abort", SHUTDOWN_ABORT}};
+    int flags = 0;
     for (int i = 1; i < c->argc; i++) {
-        const karg *a = &c->argv[i];
-        if (!karg_eq(a, "nosave") && !karg_eq(a, "save") && !karg_eq(a, "now") && !karg_eq(a, "force") &&
-            !karg_eq(a, "abort")) {
+        size_t j = 0;
+        while (j < K_ARRAY_LEN(opts) && !karg_eq(&c->argv[i], opts[j].name))
+            j++;
+        if (j == K_ARRAY_LEN(opts)) {
             reply_syntax_error(c);
-            return;
+            return -1;
         }
-        if (karg_eq(a, "abort")) {
-            reply_error(c, "ERR No shutdown in progress.");
-            return;
-        }
+        flags |= opts[j].flag;
     }
+    int conflict = (flags & SHUTDOWN_NOSAVE) && (flags & SHUTDOWN_SAVE);
+    if (conflict || ((flags & SHUTDOWN_ABORT) && flags != SHUTDOWN_ABORT)) {
+        reply_syntax_error(c);
+        return -1;
+    }
+    return flags;
+}
+
+/* NOW needs no handling: there are no replicas to wait for. Without SAVE
+ * there is nothing to save (Keel has no save points), so SHUTDOWN exits as
+ * Valkey's does; SAVE fails as Valkey's failed save does, unless FORCE. */
+static void cmd_shutdown(client *c) {
+    int flags = shutdown_parse(c);
+    if (flags < 0) return;
+    if (flags & SHUTDOWN_ABORT) {
+        reply_error(c, "ERR No shutdown in progress.");
+        return;
+    }
+    if ((flags & SHUTDOWN_SAVE) && !(flags & SHUTDOWN_FORCE)) {
+        server_log(LL_WARNING, "SHUTDOWN SAVE refused: persistence is not available, can't exit.");
+        reply_error(c, ERR_SHUTDOWN_SAVE);
+        return;
+    }
+    if (flags & SHUTDOWN_SAVE)
+        server_log(LL_WARNING, "Nothing can be saved (no persistence). Exit anyway.");
     server_log(LL_WARNING, "User requested shutdown...");
     srv.shutdown_asap = 1;
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }
+
+static void cmd_save(client *c) {
+    reply_error(c, ERR_NO_PERSISTENCE);
+}
+
+/* BGSAVE [SCHEDULE]: the option is checked as Valkey does, then refused
+ * like SAVE. */
+static void cmd_bgsave(client *c) {
+    if (c->argc > 2 || (c->argc == 2 && !karg_eq(&c->argv[1], "schedule"))) {
+        reply_syntax_error(c);
+        return;
+    }
+    reply_error(c, ERR_NO_PERSISTENCE);
+}
+
+/* Valkey answers its start-up time until the first save; Keel never saves. */
+static void cmd_lastsave(client *c) {
+    reply_int(c, srv.lastsave);
+}
+
+/* ---- DEBUG ---- */
 
 int protected_command_allowed(client *c, int setting, const char *name) {
     if (setting == 1) return 1;
@@ -672,6 +741,12 @@ static command server_table[] = {
     SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
     SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),
+    SRV_CMD("save", cmd_save, 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI,
+            "Synchronously saves the database(s) to disk.", "1.0.0"),
+    SRV_CMD("bgsave", cmd_bgsave, -1, CMD_ADMIN | CMD_NOSCRIPT,
+            "Asynchronously saves the database(s) to disk.", "1.0.0"),
+    SRV_CMD("lastsave", cmd_lastsave, 1, CMD_LOADING | CMD_STALE | CMD_FAST,
+            "Returns the Unix timestamp of the last successful save to disk.", "1.0.0"),
     SRV_CMD("debug", cmd_debug, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
             "A container for debugging commands.", "1.0.0"),
 };

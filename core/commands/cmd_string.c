@@ -112,8 +112,18 @@ static int string_set(client *c, const karg *key, const karg *val, const set_opt
     db_entry *e = db_lookup_quiet(c->db, key->ptr, key->len);
     if ((o->flags & SET_NX) && e) return 0;
     if ((o->flags & SET_XX) && !e) return 0;
-    e = db_set(c->db, key->ptr, key->len, arg_to_obj(val), (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0);
-    if (o->flags & SET_EXPIRE) db_set_expire(c->db, e, o->expire_at);
+    /* A time already past: as Valkey, the key is overwritten by nothing
+     * (deleted, not counted as expired) rather than stored to expire on
+     * the next access. */
+    if ((o->flags & SET_EXPIRE) && o->expire_at <= server_mstime()) {
+        if (e) db_delete(c->db, key->ptr, key->len);
+        return 1;
+    }
+    if (o->flags & SET_EXPIRE)
+        db_set_with_expire(c->db, key->ptr, key->len, arg_to_obj(val), o->expire_at);
+    else
+        db_set(c->db, key->ptr, key->len, arg_to_obj(val),
+               (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0);
     return 1;
 }
 

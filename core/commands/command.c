@@ -15,6 +15,9 @@
 #define COMMAND_NAME_MAX 64
 
 static hashtable *commands;
+/* Copies made by command_rename, freed at teardown. */
+static command **renamed;
+static size_t renamed_count;
 
 static const void *command_key(const void *entry, size_t *len) {
     const command *cmd = entry;
@@ -47,6 +50,13 @@ void command_teardown(void) {
     command_foreach(command_release_names, NULL);
     hashtable_release(commands);
     commands = NULL;
+    for (size_t i = 0; i < renamed_count; i++) {
+        km_free((char *)renamed[i]->name);
+        km_free(renamed[i]);
+    }
+    km_free(renamed);
+    renamed = NULL;
+    renamed_count = 0;
 }
 
 command *command_lookup(const char *name, size_t len) {
@@ -72,14 +82,51 @@ static char *command_join_name(const char *parent, const char *sub) {
     return s;
 }
 
-int command_register(command *cmd) {
+/* Adds cmd under its name; fullname is what stats and errors show. */
+static int command_link(command *cmd, const char *fullname) {
     if (!hashtable_add(commands, cmd, NULL)) return K_ERR;
-    cmd->fullname = (char *)cmd->name;
+    cmd->fullname = (char *)fullname;
     for (command *sub = cmd->subcommands; sub && sub->name; sub++) {
         sub->parent = cmd;
-        sub->fullname = command_join_name(cmd->name, sub->name);
+        sub->fullname = command_join_name(fullname, sub->name);
     }
     return K_OK;
+}
+
+int command_register(command *cmd) {
+    return command_link(cmd, cmd->name);
+}
+
+/* The table is keyed by the entry's own name, so a renamed command is a
+ * copy under the new name. As in Valkey, it keeps its original name where
+ * the server names it (INFO commandstats, COMMAND INFO, errors). */
+int command_rename(const char *from, const char *to, const char **err) {
+    command *cmd = command_lookup(from, strlen(from));
+    size_t len = strlen(to);
+    if (!cmd) {
+        *err = "No such command in rename-command";
+        return K_ERR;
+    }
+    if (len && command_lookup(to, len)) {
+        *err = "Target command name already exists";
+        return K_ERR;
+    }
+    if (len >= COMMAND_NAME_MAX) {
+        *err = "Target command name is too long";
+        return K_ERR;
+    }
+    const char *fullname = cmd->fullname;
+    command_unregister(cmd->name);
+    if (!len) return K_OK;
+    command *copy = km_alloc(sizeof(*copy));
+    *copy = *cmd;
+    char *name = km_strdup(to);
+    for (char *p = name; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    copy->name = name;
+    renamed = km_realloc(renamed, sizeof(*renamed) * (renamed_count + 1));
+    renamed[renamed_count++] = copy;
+    return command_link(copy, fullname);
 }
 
 int command_unregister(const char *name) {

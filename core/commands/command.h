@@ -73,6 +73,10 @@ command *command_lookup_sub(const command *cmd, const char *name, size_t len);
 /* Adds a command (module commands). Returns -1 if the name is taken. */
 int command_register(command *cmd);
 int command_unregister(const char *name);
+/* rename-command: the command called from is called to from now on; an
+ * empty to removes it. Returns K_OK, or K_ERR with *err (Valkey's
+ * messages). Top-level commands only; at start-up, before modules load. */
+int command_rename(const char *from, const char *to, const char **err);
 
 size_t command_count(void);
 /* Calls fn for every top-level command. */

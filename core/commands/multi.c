@@ -162,6 +162,11 @@ void multi_queue(client *c) {
     mc->cmd = c->cmd;
     mc->argc = c->argc;
     mc->argv = client_copy_args(c->argc, c->argv);
+    /* Queued commands have not run yet, so, as in Valkey, they count as
+     * query buffer: a transaction of huge SETs meets client-query-buffer-limit. */
+    c->mbytes += sizeof(karg) * (size_t)c->argc;
+    for (int i = 0; i < c->argc; i++)
+        c->mbytes += c->argv[i].len;
     reply_simple(c, "QUEUED");
 }
 
@@ -170,6 +175,7 @@ void multi_discard_state(client *c) {
     km_free(c->mcmds);
     c->mcmds = NULL;
     c->mcount = c->mcap = 0;
+    c->mbytes = 0;
     c->flags &= ~(CLIENT_MULTI | CLIENT_DIRTY_EXEC);
 }
 

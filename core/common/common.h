@@ -14,4 +14,11 @@
 #define K_UNUSED(x) (void)(x)
 #define K_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* An owned, binary-safe byte string; ptr is NULL when empty, otherwise
+ * NUL-terminated one byte past len (for logging), with NULs allowed inside. */
+typedef struct kbytes {
+    char *ptr;
+    size_t len;
+} kbytes;
+
 #endif

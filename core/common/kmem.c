@@ -65,8 +65,13 @@ char *km_strdup(const char *s) {
 #ifdef KEEL_HAVE_JEMALLOC
 static unsigned km_large_arena;
 static int km_large_ready;
-static int64_t km_large_last_ms; /* last large allocation, for the purge */
-static _Atomic int km_large_dirty; /* set by any thread */
+/* Main thread (km_large_maintain): when the cron last saw a large
+ * allocation, and whether large frees happened since the last purge. */
+static int64_t km_large_alloc_ms;
+static int km_large_unpurged;
+/* Set by any thread: allocations and frees on I/O threads count too. */
+static _Atomic int km_large_allocated;
+static _Atomic int km_large_freed;
 
 void km_setup(void) {
     unsigned idx;
@@ -82,26 +87,49 @@ void km_setup(void) {
     km_large_ready = 1;
 }
 
+static int km_large_flags(void) {
+    return MALLOCX_ARENA(km_large_arena) | MALLOCX_TCACHE_NONE;
+}
+
 void *km_alloc_large(size_t size) {
     if (!km_large_ready || size < KM_LARGE) return km_alloc(size);
-    void *p = mallocx(size, MALLOCX_ARENA(km_large_arena) | MALLOCX_TCACHE_NONE);
+    void *p = mallocx(size, km_large_flags());
     if (!p) km_oom(size);
-    atomic_store_explicit(&km_large_dirty, 1, memory_order_relaxed);
+    atomic_store_explicit(&km_large_allocated, 1, memory_order_relaxed);
     return p;
 }
 
-void km_large_maintain(int64_t now_ms, int64_t idle_ms) {
+void *km_realloc_large(void *ptr, size_t size) {
+    if (!km_large_ready || size < KM_LARGE) return km_realloc(ptr, size);
+    void *p = ptr ? rallocx(ptr, size, km_large_flags()) : mallocx(size, km_large_flags());
+    if (!p) km_oom(size);
+    /* A move frees the old pages into the arena. */
+    atomic_store_explicit(&km_large_allocated, 1, memory_order_relaxed);
+    atomic_store_explicit(&km_large_freed, 1, memory_order_relaxed);
+    return p;
+}
+
+void km_free_large(void *ptr) {
+    if (!ptr) return;
+    free(ptr);
+    if (km_large_ready) atomic_store_explicit(&km_large_freed, 1, memory_order_relaxed);
+}
+
+/* Freed pages stay in the arena while large allocations keep coming (a SET
+ * overwriting a big value reuses the old one's pages instead of faulting
+ * fresh ones), and go back to the kernel at the first tick after the
+ * allocations have paused for quiet_ms, however long after its allocation
+ * a value was freed. */
+void km_large_maintain(int64_t now_ms, int64_t quiet_ms) {
     if (!km_large_ready) return;
-    if (atomic_exchange_explicit(&km_large_dirty, 0, memory_order_relaxed)) {
-        km_large_last_ms = now_ms;
-        return;
-    }
-    if (km_large_last_ms && now_ms - km_large_last_ms >= idle_ms) {
-        char name[64];
-        snprintf(name, sizeof(name), "arena.%u.purge", km_large_arena);
-        mallctl(name, NULL, NULL, NULL, 0);
-        km_large_last_ms = 0;
-    }
+    if (atomic_exchange_explicit(&km_large_allocated, 0, memory_order_relaxed))
+        km_large_alloc_ms = now_ms;
+    if (atomic_exchange_explicit(&km_large_freed, 0, memory_order_relaxed)) km_large_unpurged = 1;
+    if (!km_large_unpurged || now_ms - km_large_alloc_ms < quiet_ms) return;
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", km_large_arena);
+    mallctl(name, NULL, NULL, NULL, 0);
+    km_large_unpurged = 0;
 }
 #else
 void km_setup(void) {
@@ -111,7 +139,15 @@ void *km_alloc_large(size_t size) {
     return km_alloc(size);
 }
 
-void km_large_maintain(int64_t now_ms, int64_t idle_ms) {
+void *km_realloc_large(void *ptr, size_t size) {
+    return km_realloc(ptr, size);
+}
+
+void km_free_large(void *ptr) {
+    km_free(ptr);
+}
+
+void km_large_maintain(int64_t now_ms, int64_t quiet_ms) {
 }
 #endif
 

@@ -24,16 +24,23 @@ char *km_strndup(const char *s, size_t len);
  * arena that keeps the pages it frees instead of returning them to the
  * kernel at once: with default settings every large value is faulted in
  * afresh (about 2,000 page faults for 8 MB), which caps large SETs at a
- * tenth of the copy speed. km_large_maintain() gives the pages back once
- * large allocations have stopped for a while. Free with km_free().
- * km_alloc_large may be called from any thread (I/O threads read big
- * arguments); km_large_maintain from the main thread. */
+ * tenth of the copy speed. km_large_maintain() gives the freed pages back
+ * once large allocations have paused for a moment. Free (and grow) them
+ * with km_free_large (km_realloc_large), which tell it that pages were
+ * freed; km_free works but leaves them to the next such free. The
+ * km_*_large functions may be called from any thread (I/O threads read
+ * big arguments and free big values); km_large_maintain from the main
+ * thread only. */
 #define KM_LARGE (1024 * 1024)
 void *km_alloc_large(size_t size);
+void *km_realloc_large(void *ptr, size_t size);
+void km_free_large(void *ptr);
 /* Sets the large-buffer arena up; without jemalloc it is plain malloc. */
 void km_setup(void);
-/* Called from the cron: purges the large arena when idle for idle_ms. */
-void km_large_maintain(int64_t now_ms, int64_t idle_ms);
+/* Called from the cron: if large buffers were freed since the last purge
+ * and no large allocation happened for quiet_ms, gives the arena's free
+ * pages back to the kernel. */
+void km_large_maintain(int64_t now_ms, int64_t quiet_ms);
 
 /* Usable size of an allocation (jemalloc's malloc_usable_size). */
 size_t km_usable(const void *ptr);

@@ -1,4 +1,17 @@
-/* config.c -- the directive table and CONFIG GET/SET/RESETSTAT/REWRITE. */
+/* config.c -- the directive table and CONFIG GET/SET/RESETSTAT/REWRITE.
+ *
+ * Values are bytes, not C strings: a binary-safe directive (requirepass)
+ * keeps every byte it was given, NUL included; every other directive refuses
+ * a NUL byte instead of silently cutting the value there. CONFIG GET and
+ * CONFIG REWRITE format into growable buffers, so no value is cut at a fixed
+ * length.
+ *
+ * CONFIG REWRITE writes each value on one line, escaped the way the reader
+ * unescapes it (\n \r \t \a \b \\ \" and \xHH inside double quotes), so a
+ * value read back is exactly the bytes that were set and a newline in a
+ * value can never become a directive of its own after a restart. Lines the
+ * rewrite can regenerate (known directives, loadmodule) are regenerated,
+ * never copied. */
 #include "config/config.h"
 
 #include "commands/commands.h"
@@ -13,6 +26,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +40,16 @@ typedef enum config_kind {
     CFG_LL,
     CFG_MEMORY,
     CFG_ENUM,
-    CFG_STRING,
+    CFG_STRING, /* a C string (paths): NUL bytes are refused */
+    CFG_BYTES,  /* binary-safe (kbytes): secrets may hold any byte */
     CFG_SPECIAL,
 } config_kind;
+
+/* A growable output buffer for formatted values; always NUL-terminated. */
+typedef struct cfg_out {
+    char *ptr;
+    size_t len, cap;
+} cfg_out;
 
 #define CFG_IMMUTABLE (1 << 0) /* start-up only */
 #define CFG_OUT_OF_RANGE (-3)  /* parse result: a number outside min..max */
@@ -47,13 +68,53 @@ struct config_def {
     void *value;
     const char *dflt;
     long long min, max;
+    /* Numbers: out-of-range values up to max are accepted and clamped to
+     * this range (Valkey treats hz as a hint this way); 0,0 for none. */
+    long long clamp_min, clamp_max;
     const config_enum *enums;
     /* CFG_SPECIAL: parse and format by hand. */
     int (*set)(const config_def *d, int argc, char **argv, const char **err);
-    void (*get)(const config_def *d, char *buf, size_t len);
+    void (*get)(const config_def *d, cfg_out *o);
     /* Runs after a successful run-time change. */
     void (*apply)(void);
 };
+
+/* ---- output buffers ---- */
+
+static void out_put(cfg_out *o, const char *p, size_t n) {
+    if (o->cap - o->len < n + 1) {
+        size_t cap = o->cap ? o->cap : 64;
+        while (cap - o->len < n + 1)
+            cap *= 2;
+        o->ptr = km_realloc(o->ptr, cap);
+        o->cap = cap;
+    }
+    if (n) memcpy(o->ptr + o->len, p, n);
+    o->len += n;
+    o->ptr[o->len] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) static void out_printf(cfg_out *o, const char *fmt, ...) {
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof(buf)) {
+        out_put(o, buf, (size_t)n);
+        return;
+    }
+    char *big = km_alloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    out_put(o, big, (size_t)n);
+    km_free(big);
+}
+
+static void out_cstr(cfg_out *o, const char *s) {
+    out_put(o, s, strlen(s));
+}
 
 /* ---- enums ---- */
 
@@ -79,11 +140,11 @@ static int set_bind(const config_def *d, int argc, char **argv, const char **err
     return K_OK;
 }
 
-static void get_bind(const config_def *d, char *buf, size_t len) {
-    buf[0] = '\0';
-    size_t off = 0;
-    for (int i = 0; i < srv.bindaddr_count && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", srv.bindaddr[i]);
+static void get_bind(const config_def *d, cfg_out *o) {
+    for (int i = 0; i < srv.bindaddr_count; i++) {
+        if (i) out_put(o, " ", 1);
+        out_cstr(o, srv.bindaddr[i]);
+    }
 }
 
 static int set_octal(const config_def *d, int argc, char **argv, const char **err) {
@@ -98,8 +159,8 @@ static int set_octal(const config_def *d, int argc, char **argv, const char **er
     return K_OK;
 }
 
-static void get_octal(const config_def *d, char *buf, size_t len) {
-    snprintf(buf, len, "%o", *(unsigned int *)d->value);
+static void get_octal(const config_def *d, cfg_out *o) {
+    out_printf(o, "%o", *(unsigned int *)d->value);
 }
 
 /* "class hard soft seconds" groups; all are validated before any applies. */
@@ -112,9 +173,13 @@ static int set_obuf_limit(const config_def *d, int argc, char **argv, const char
     for (int i = 0; i < argc; i += 4) {
         unsigned long long hard, soft;
         char *end;
+        errno = 0;
         long long secs = strtoll(argv[i + 3], &end, 10);
-        if (config_parse_memory(argv[i + 1], &hard) != K_OK || config_parse_memory(argv[i + 2], &soft) != K_OK ||
-            *end || end == argv[i + 3] || secs < 0) {
+        /* Valkey keeps soft seconds in an int; a bigger value would overflow
+         * the millisecond arithmetic of the limit check. */
+        if (config_parse_memory(argv[i + 1], &hard) != K_OK ||
+            config_parse_memory(argv[i + 2], &soft) != K_OK || *end || end == argv[i + 3] ||
+            errno || secs < 0 || secs > INT_MAX) {
             *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
             return K_ERR;
         }
@@ -129,10 +194,10 @@ static int set_obuf_limit(const config_def *d, int argc, char **argv, const char
     return K_OK;
 }
 
-static void get_obuf_limit(const config_def *d, char *buf, size_t len) {
+static void get_obuf_limit(const config_def *d, cfg_out *o) {
     const client_buffer_limit *l = &srv.obuf_limit_normal;
-    snprintf(buf, len, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
-             l->hard, l->soft, l->soft_seconds);
+    out_printf(o, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+               l->hard, l->soft, l->soft_seconds);
 }
 
 static config_module_line *module_lines;
@@ -153,6 +218,26 @@ static int set_loadmodule(const config_def *d, int argc, char **argv, const char
     return K_OK;
 }
 
+/* rename-command is applied by the server once the command table exists;
+ * like loadmodule, the lines are kept with their place in the file. */
+static config_rename_line *rename_lines;
+static config_rename_line **rename_lines_tail = &rename_lines;
+
+static int set_rename(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc != 2) {
+        *err = "wrong number of arguments";
+        return K_ERR;
+    }
+    config_rename_line *r = km_calloc(1, sizeof(*r));
+    r->from = km_strdup(argv[0]);
+    r->to = km_strdup(argv[1]);
+    r->file = km_strdup(current_file ? current_file : "(command line)");
+    r->line = current_line;
+    *rename_lines_tail = r;
+    rename_lines_tail = &r->next;
+    return K_OK;
+}
+
 /* Keel keeps no persistence: `save ""` and `appendonly no` are the only
  * values it can honour; anything else is refused rather than ignored, so
  * an operator never believes data is being written to disk. */
@@ -168,12 +253,12 @@ static int set_appendonly(const config_def *d, int argc, char **argv, const char
     return K_ERR;
 }
 
-static void get_no(const config_def *d, char *buf, size_t len) {
-    snprintf(buf, len, "no");
+static void get_no(const config_def *d, cfg_out *o) {
+    out_cstr(o, "no");
 }
 
-static void get_empty(const config_def *d, char *buf, size_t len) {
-    buf[0] = '\0';
+static void get_empty(const config_def *d, cfg_out *o) {
+    out_put(o, "", 0);
 }
 
 /* ---- apply hooks ---- */
@@ -196,9 +281,16 @@ static void apply_maxmemory(void) {
     {.name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, .apply = ap}
 #define L(n, f, field, d, lo, hi) \
     {.name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi}
-#define M(n, f, field, d, ap) {.name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .apply = ap}
+#define M(n, f, field, d, lo, hi, ap) \
+    {.name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, .apply = ap}
+/* An int accepted in lo..hi and clamped to clo..chi. */
+#define IC(n, f, field, d, lo, hi, clo, chi) \
+    {.name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, \
+     .clamp_min = clo, .clamp_max = chi}
 #define E(n, f, field, d, tbl) {.name = n, .kind = CFG_ENUM, .flags = f, .value = &srv.field, .dflt = d, .enums = tbl}
 #define S(n, f, field, d) {.name = n, .kind = CFG_STRING, .flags = f, .value = &srv.field, .dflt = d}
+#define BY(n, f, field, d) {.name = n, .kind = CFG_BYTES, .flags = f, .value = &srv.field, .dflt = d}
+#define MB (1024LL * 1024)
 #define X(n, f, field, d, s, g) \
     {.name = n, .kind = CFG_SPECIAL, .flags = f, .value = field, .dflt = d, .set = s, .get = g}
 
@@ -212,14 +304,15 @@ static const config_def config_table[] = {
     I("timeout", 0, maxidletime, "0", 0, INT_MAX, NULL),
     I("tcp-keepalive", 0, tcp_keepalive, "300", 0, INT_MAX, NULL),
     B("protected-mode", 0, protected_mode, "yes"),
-    S("requirepass", 0, requirepass, ""),
+    BY("requirepass", 0, requirepass, ""),
     I("databases", CFG_IMMUTABLE, databases, "16", 1, INT_MAX, NULL),
-    I("hz", 0, hz, "10", 1, 500, NULL),
-    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", NULL),
-    M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", NULL),
+    IC("hz", 0, hz, "10", 0, INT_MAX, 1, 500),
+    /* Below 1mb every ordinary client would be refused or closed. */
+    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", MB, LONG_MAX, NULL),
+    M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", MB, LONG_MAX, NULL),
     X("client-output-buffer-limit", 0, NULL, "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
       set_obuf_limit, get_obuf_limit),
-    M("maxmemory", 0, maxmemory, "0", apply_maxmemory),
+    M("maxmemory", 0, maxmemory, "0", 0, LLONG_MAX, apply_maxmemory),
     E("maxmemory-policy", 0, maxmemory_policy, "noeviction", enum_policy),
     I("maxmemory-samples", 0, maxmemory_samples, "5", 1, 64, NULL),
     I("lfu-log-factor", 0, lfu_log_factor, "10", 0, INT_MAX, NULL),
@@ -239,14 +332,16 @@ static const config_def config_table[] = {
     E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
     E("enable-module-command", CFG_IMMUTABLE, enable_module_cmd, "no", enum_debug_cmd),
     X("loadmodule", CFG_IMMUTABLE, NULL, NULL, set_loadmodule, get_empty),
+    X("rename-command", CFG_IMMUTABLE, NULL, NULL, set_rename, get_empty),
     X("save", 0, NULL, "", set_save, get_empty),
     X("appendonly", 0, NULL, "no", set_appendonly, get_no),
 };
 
 /* Valkey directives Keel accepts but does not implement (a file using them
  * starts with a warning naming each). */
+// clang-format off
 static const char *const valkey_known[] = {
-    "acl-pubsub-default", "aclfile", "acllog-max-len", "active-defrag-cycle-max", "active-defrag-cycle-min",
+     "acl-pubsub-default", "acllog-max-len", "active-defrag-cycle-max", "active-defrag-cycle-min",
     "active-defrag-ignore-bytes", "active-defrag-max-scan-fields", "active-defrag-threshold-lower",
     "active-defrag-threshold-upper", "activedefrag", "activerehashing", "always-show-logo",
     "aof-disable-auto-gc", "aof-load-truncated", "aof-rewrite-incremental-fsync", "aof-timestamp-enabled",
@@ -256,7 +351,7 @@ static const char *const valkey_known[] = {
     "cluster-allow-reads-when-down", "cluster-allow-replica-migration", "cluster-announce-bus-port",
     "cluster-announce-client-ipv4", "cluster-announce-client-ipv6", "cluster-announce-hostname",
     "cluster-announce-human-nodename", "cluster-announce-ip", "cluster-announce-port",
-    "cluster-announce-tls-port", "cluster-blacklist-ttl", "cluster-config-file", "cluster-enabled",
+    "cluster-announce-tls-port", "cluster-blacklist-ttl", "cluster-config-file",
     "cluster-link-sendbuf-limit", "cluster-migration-barrier", "cluster-node-timeout", "cluster-ping-interval",
     "cluster-port", "cluster-preferred-endpoint-type", "cluster-replica-no-failover",
     "cluster-replica-validity-factor", "cluster-require-full-coverage", "cluster-slave-no-failover",
@@ -270,29 +365,72 @@ static const char *const valkey_known[] = {
     "lazyfree-lazy-server-del", "list-compress-depth", "list-max-listpack-size", "list-max-ziplist-size",
     "loading-process-events-interval-bytes", "locale-collate", "log-format", "log-timestamp-format",
     "lua-time-limit", "masterauth", "masteruser", "max-new-connections-per-cycle",
-    "max-new-tls-connections-per-cycle", "maxmemory-clients", "maxmemory-eviction-tenacity",
-    "min-replicas-max-lag", "min-replicas-to-write", "min-slaves-max-lag", "min-slaves-to-write",
+    "max-new-tls-connections-per-cycle", "maxmemory-eviction-tenacity",
+    "min-replicas-max-lag", "min-slaves-max-lag",
     "no-appendfsync-on-rewrite", "notify-keyspace-events", "oom-score-adj", "oom-score-adj-values",
     "prefetch-batch-max-size", "primaryauth", "primaryuser", "proc-title-template", "propagation-error-behavior",
     "rdb-del-sync-files", "rdb-key-save-delay", "rdb-save-incremental-fsync", "rdbchecksum", "rdbcompression",
-    "rename-command", "repl-backlog-size", "repl-backlog-ttl", "repl-disable-tcp-nodelay", "repl-diskless-load",
+    "repl-backlog-size", "repl-backlog-ttl", "repl-disable-tcp-nodelay", "repl-diskless-load",
     "repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
     "repl-ping-replica-period", "repl-ping-slave-period", "repl-timeout", "replica-announce-ip",
     "replica-announce-port", "replica-announced", "replica-ignore-disk-write-errors", "replica-ignore-maxmemory",
-    "replica-lazy-flush", "replica-priority", "replica-read-only", "replica-serve-stale-data", "replicaof",
+    "replica-lazy-flush", "replica-priority", "replica-read-only", "replica-serve-stale-data",
     "req-res-logfile", "sanitize-dump-payload", "set-max-intset-entries", "set-max-listpack-entries",
     "set-max-listpack-value", "set-proc-title", "shutdown-on-sigint", "shutdown-on-sigterm", "shutdown-timeout",
     "slave-announce-ip", "slave-announce-port", "slave-ignore-maxmemory", "slave-lazy-flush", "slave-priority",
-    "slave-read-only", "slave-serve-stale-data", "slaveof", "socket-mark-id", "stop-writes-on-bgsave-error",
+    "slave-read-only", "slave-serve-stale-data", "socket-mark-id", "stop-writes-on-bgsave-error",
     "stream-node-max-bytes", "stream-node-max-entries", "supervised", "syslog-enabled", "syslog-facility",
     "syslog-ident", "tls-auth-clients", "tls-ca-cert-dir", "tls-ca-cert-file", "tls-cert-file", "tls-ciphers",
-    "tls-ciphersuites", "tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass", "tls-cluster",
-    "tls-dh-params-file", "tls-key-file", "tls-key-file-pass", "tls-port", "tls-prefer-server-ciphers",
-    "tls-protocols", "tls-replication", "tls-session-cache-size", "tls-session-cache-timeout",
-    "tls-session-caching", "tracking-table-max-keys", "unixsocketgroup", "use-exit-on-panic", "user",
+    "tls-ciphersuites", "tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass",
+    "tls-dh-params-file", "tls-key-file", "tls-key-file-pass", "tls-prefer-server-ciphers",
+    "tls-protocols", "tls-session-cache-size", "tls-session-cache-timeout",
+    "tls-session-caching", "tracking-table-max-keys", "use-exit-on-panic",
     "watchdog-period", "zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries",
-    "zset-max-ziplist-value", "sentinel",
+    "zset-max-ziplist-value",
 };
+// clang-format on
+
+/* Valkey directives that protect the server or its data and that Keel does
+ * not implement yet. Ignoring one would start a server less safe than the
+ * operator asked for (`user default off` letting everyone in), so a file
+ * using one is refused at start-up, unless its value is the one that asks
+ * for nothing (harmless, NULL when there is none). */
+typedef struct config_refused {
+    const char *name;
+    const char *harmless;
+    const char *why;
+} config_refused;
+
+#define NO_ACL                                                                                     \
+    "Keel has no ACL users yet, so its access rules cannot be enforced (requirepass sets the "     \
+    "default user's password)"
+#define NO_REPL "replication is not available in Keel yet"
+#define NO_TLS "TLS is not available in Keel yet, so the connections would not be encrypted"
+
+static const config_refused config_refused_table[] = {
+    {"user", NULL, NO_ACL},
+    {"aclfile", NULL, NO_ACL},
+    {"replicaof", NULL, NO_REPL ": this server would run as a writable primary"},
+    {"slaveof", NULL, NO_REPL ": this server would run as a writable primary"},
+    {"min-replicas-to-write", "0", NO_REPL ": writes would not wait for replicas"},
+    {"min-slaves-to-write", "0", NO_REPL ": writes would not wait for replicas"},
+    {"cluster-enabled", "no", "cluster mode is not available in Keel yet"},
+    {"tls-port", "0", NO_TLS},
+    {"tls-replication", "no", NO_TLS},
+    {"tls-cluster", "no", NO_TLS},
+    {"maxmemory-clients", "0",
+     "client eviction is not available in Keel yet, so client memory would not be limited"},
+    {"unixsocketgroup", NULL,
+     "Keel cannot set the unix socket's group yet, so the socket would be open to another group "
+     "than asked"},
+    {"sentinel", NULL, "Keel does not run as a Sentinel"},
+};
+
+static const config_refused *config_refused_find(const char *name) {
+    for (size_t i = 0; i < K_ARRAY_LEN(config_refused_table); i++)
+        if (!strcasecmp(config_refused_table[i].name, name)) return &config_refused_table[i];
+    return NULL;
+}
 
 static const config_def *config_find(const char *name) {
     for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
@@ -381,13 +519,51 @@ static int config_set_number(const config_def *d, const char *s, const char **er
         *err = msg;
         return K_ERR;
     }
+    if (d->clamp_max) v = v < d->clamp_min ? d->clamp_min : v > d->clamp_max ? d->clamp_max : v;
     if (d->kind == CFG_INT) *(int *)d->value = (int)v;
     else *(long long *)d->value = v;
     return K_OK;
 }
 
-/* Applies argv to d. Returns K_OK or K_ERR with *err a static reason. */
-static int config_apply_args(const config_def *d, int argc, char **argv, const char **err) {
+static int config_set_memory(const config_def *d, const char *s, const char **err) {
+    unsigned long long v;
+    if (config_parse_memory(s, &v) != K_OK || v > LLONG_MAX) {
+        *err = "argument must be a memory value";
+        return K_ERR;
+    }
+    if ((long long)v < d->min || (long long)v > d->max) {
+        static char msg[128];
+        snprintf(msg, sizeof(msg), "argument must be between %lld and %lld inclusive", d->min,
+                 d->max);
+        *err = msg;
+        return K_ERR;
+    }
+    *(unsigned long long *)d->value = v;
+    return K_OK;
+}
+
+static void config_set_bytes_value(const config_def *d, const char *s, size_t len) {
+    kbytes *b = d->value;
+    km_free(b->ptr);
+    *b = (kbytes){len ? km_strndup(s, len) : NULL, len};
+}
+
+/* Only binary-safe directives may hold a NUL byte: anywhere else it would
+ * silently cut the value (a port "80\0junk" would read as 80). */
+static int config_args_have_nul(int argc, char **argv, const size_t *argl) {
+    for (int i = 0; argl && i < argc; i++)
+        if (memchr(argv[i], '\0', argl[i])) return 1;
+    return 0;
+}
+
+/* Applies argv (argl[i] bytes each; NULL argl: C strings) to d. Returns
+ * K_OK or K_ERR with *err a static reason. */
+static int config_apply_args(const config_def *d, int argc, char **argv, const size_t *argl,
+                             const char **err) {
+    if (d->kind != CFG_BYTES && config_args_have_nul(argc, argv, argl)) {
+        *err = "argument must not contain NUL bytes";
+        return K_ERR;
+    }
     if (d->kind == CFG_SPECIAL) return d->set(d, argc, argv, err);
     if (argc != 1) {
         *err = "wrong number of arguments";
@@ -401,15 +577,8 @@ static int config_apply_args(const config_def *d, int argc, char **argv, const c
         return K_ERR;
     case CFG_INT:
     case CFG_LL: return config_set_number(d, s, err);
-    case CFG_MEMORY: {
-        unsigned long long v;
-        if (config_parse_memory(s, &v) != K_OK || v > LLONG_MAX) {
-            *err = "argument must be a memory value";
-            return K_ERR;
-        }
-        *(unsigned long long *)d->value = v;
-        return K_OK;
-    }
+    case CFG_MEMORY:
+        return config_set_memory(d, s, err);
     case CFG_ENUM: return config_set_enum(d, s, err);
     case CFG_STRING: {
         char **slot = d->value;
@@ -417,24 +586,46 @@ static int config_apply_args(const config_def *d, int argc, char **argv, const c
         *slot = s[0] ? km_strdup(s) : NULL;
         return K_OK;
     }
+    case CFG_BYTES:
+        config_set_bytes_value(d, s, argl ? argl[0] : strlen(s));
+        return K_OK;
     default: return K_ERR;
     }
 }
 
-static void config_format(const config_def *d, char *buf, size_t len) {
+/* Appends d's current value to o. */
+static void config_format(const config_def *d, cfg_out *o) {
     switch (d->kind) {
-    case CFG_BOOL: snprintf(buf, len, "%s", *(int *)d->value ? "yes" : "no"); break;
-    case CFG_INT: snprintf(buf, len, "%d", *(int *)d->value); break;
-    case CFG_LL: snprintf(buf, len, "%lld", *(long long *)d->value); break;
-    case CFG_MEMORY: snprintf(buf, len, "%llu", *(unsigned long long *)d->value); break;
-    case CFG_ENUM:
-        buf[0] = '\0';
-        for (const config_enum *e = d->enums; e->name; e++)
-            if (e->value == *(int *)d->value) snprintf(buf, len, "%s", e->name);
+    case CFG_BOOL:
+        out_cstr(o, *(int *)d->value ? "yes" : "no");
         break;
-    case CFG_STRING: snprintf(buf, len, "%s", *(char **)d->value ? *(char **)d->value : ""); break;
-    case CFG_SPECIAL: d->get(d, buf, len); break;
+    case CFG_INT:
+        out_printf(o, "%d", *(int *)d->value);
+        break;
+    case CFG_LL:
+        out_printf(o, "%lld", *(long long *)d->value);
+        break;
+    case CFG_MEMORY:
+        out_printf(o, "%llu", *(unsigned long long *)d->value);
+        break;
+    case CFG_ENUM:
+        for (const config_enum *e = d->enums; e->name; e++)
+            if (e->value == *(int *)d->value) {
+                out_cstr(o, e->name);
+                break;
+            }
+        break;
+    case CFG_STRING:
+        out_cstr(o, *(char **)d->value ? *(char **)d->value : "");
+        break;
+    case CFG_BYTES:
+        out_put(o, ((kbytes *)d->value)->ptr, ((kbytes *)d->value)->len);
+        break;
+    case CFG_SPECIAL:
+        d->get(d, o);
+        break;
     }
+    if (!o->ptr) out_put(o, "", 0);
 }
 
 /* ---- defaults and loading ---- */
@@ -448,7 +639,7 @@ static void config_apply_default(const config_def *d) {
     for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " ")) argv[argc++] = tok;
     if (argc == 0) argv[argc++] = buf;
     const char *err;
-    config_apply_args(d, argc, argv, &err);
+    config_apply_args(d, argc, argv, NULL, &err);
 }
 
 void config_set_defaults(void) {
@@ -464,11 +655,17 @@ static char *config_errf(const char *fmt, const char *a, const char *b) {
 }
 
 /* `<module>.<name> value`: modules load after the file is read, so the
- * module layer keeps the value until the parameter is registered. */
-static int config_module_param_line(const char *file, int line, int argc, char **argv, char **err) {
+ * module layer keeps the value until the parameter is registered. Module
+ * parameters cross the ABI as C strings, so a NUL byte is refused. */
+static int config_module_param_line(const char *file, int line, int argc, char **argv,
+                                    const size_t *argl, char **err) {
     char *reason = NULL;
     if (argc != 2) {
         *err = config_errf("wrong number of arguments for '%s'%s", argv[0], "");
+        return -1;
+    }
+    if (config_args_have_nul(1, argv + 1, argl + 1)) {
+        *err = config_errf("'%s': %s", argv[0], "argument must not contain NUL bytes");
         return -1;
     }
     if (module_config_file_value(argv[0], argv[1], file, line, &reason) == K_OK) return 0;
@@ -477,27 +674,42 @@ static int config_module_param_line(const char *file, int line, int argc, char *
     return -1;
 }
 
-static int config_line(void *priv, const char *file, int line, int argc, char **argv, char **err) {
+/* A Valkey directive Keel does not implement: ignored with a warning, or
+ * refused when ignoring it would leave the server less protected. */
+static int config_unimplemented_line(const char *file, int line, int argc, char **argv,
+                                     char **err) {
+    const config_refused *r = config_refused_find(argv[0]);
+    if (r && !(r->harmless && argc == 2 && !strcasecmp(argv[1], r->harmless))) {
+        *err = config_errf("'%s' is not supported: %s", argv[0], r->why);
+        return -1;
+    }
+    if (r || config_valkey_known(argv[0])) {
+        server_log(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file,
+                   line, argv[0]);
+        return 0;
+    }
+    *err = config_errf("Bad directive or wrong number of arguments: '%s'%s", argv[0], "");
+    return -1;
+}
+
+static int config_line(void *priv, const char *file, int line, int argc, char **argv,
+                       const size_t *argl, char **err) {
     current_file = file;
     current_line = line;
     const config_def *d = config_find(argv[0]);
-    if (!d && strchr(argv[0], '.')) return config_module_param_line(file, line, argc, argv, err);
-    if (!d) {
-        if (config_valkey_known(argv[0])) {
-            server_log(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file, line,
-                       argv[0]);
-            return 0;
-        }
-        *err = config_errf("Bad directive or wrong number of arguments: '%s'%s", argv[0], "");
-        return -1;
-    }
+    if (!d && strchr(argv[0], '.'))
+        return config_module_param_line(file, line, argc, argv, argl, err);
+    if (!d) return config_unimplemented_line(file, line, argc, argv, err);
     const char *reason;
-    if (argc < 2 && d->kind != CFG_STRING) {
+    if (argc < 2 && d->kind != CFG_STRING && d->kind != CFG_BYTES) {
         *err = config_errf("wrong number of arguments for '%s'%s", argv[0], "");
         return -1;
     }
     char *empty = "";
-    if (config_apply_args(d, argc > 1 ? argc - 1 : 1, argc > 1 ? argv + 1 : &empty, &reason) != K_OK) {
+    size_t zero = 0;
+    int rv = argc > 1 ? config_apply_args(d, argc - 1, argv + 1, argl + 1, &reason)
+                      : config_apply_args(d, 1, &empty, &zero, &reason);
+    if (rv != K_OK) {
         *err = config_errf("'%s': %s", argv[0], reason);
         return -1;
     }
@@ -512,24 +724,49 @@ int config_load(const char *path, const char *overrides, char **err) {
     return K_OK;
 }
 
-int config_set(const char *name, const char *value, char **err) {
+/* A special directive's value is words separated by spaces (Valkey splits
+ * CONFIG SET values of multi-argument directives the same way). */
+static int config_split_words(char *copy, char **argv, size_t *argl, int max) {
+    int argc = 0;
+    for (char *tok = strtok(copy, " "); tok && argc < max; tok = strtok(NULL, " ")) {
+        argl[argc] = strlen(tok);
+        argv[argc++] = tok;
+    }
+    return argc;
+}
+
+/* A module parameter: a C string crosses the ABI, so NUL is refused. */
+static int config_set_module(const char *name, const char *value, size_t len, char **err) {
+    if (memchr(value, '\0', len)) {
+        *err = km_strdup("argument must not contain NUL bytes");
+        return K_ERR;
+    }
+    char *copy = km_strndup(value, len);
+    int rv = module_config_set(name, copy, err);
+    km_free(copy);
+    return rv;
+}
+
+int config_set_bytes(const char *name, const char *value, size_t len, char **err) {
     const config_def *d = config_find(name);
-    if (!d && strchr(name, '.')) return module_config_set(name, value, err);
+    if (!d && strchr(name, '.')) return config_set_module(name, value, len, err);
     if (!d || (d->flags & CFG_IMMUTABLE)) {
         *err = d ? km_strdup("can't set immutable config") : config_errf("Unknown option '%s'%s", name, "");
         return K_ERR;
     }
     const char *reason;
     char *argv[64];
+    size_t argl[64];
     int argc = 0;
-    char *copy = km_strdup(value);
-    if (d->kind == CFG_SPECIAL) {
-        for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-        if (argc == 0) argv[argc++] = copy; /* an empty value, e.g. save "" */
-    } else {
-        argv[argc++] = copy;
+    char *copy = km_strndup(value, len);
+    if (d->kind == CFG_SPECIAL && !memchr(value, '\0', len))
+        argc = config_split_words(copy, argv, argl, 64);
+    if (argc == 0) { /* one value; or an empty one, e.g. save "" */
+        argv[0] = copy;
+        argl[0] = len;
+        argc = 1;
     }
-    int rv = config_apply_args(d, argc, argv, &reason);
+    int rv = config_apply_args(d, argc, argv, argl, &reason);
     km_free(copy);
     if (rv != K_OK) {
         *err = km_strdup(reason);
@@ -539,10 +776,29 @@ int config_set(const char *name, const char *value, char **err) {
     return K_OK;
 }
 
-int config_get(const char *name, char *buf, size_t len) {
+int config_set(const char *name, const char *value, char **err) {
+    return config_set_bytes(name, value, strlen(value), err);
+}
+
+char *config_get_value(const char *name, size_t *len) {
     const config_def *d = config_find(name);
-    if (!d) return module_config_get(name, buf, len);
-    config_format(d, buf, len);
+    if (!d) {
+        char *v = module_config_value(name);
+        if (v) *len = strlen(v);
+        return v;
+    }
+    cfg_out o = {0};
+    config_format(d, &o);
+    *len = o.len;
+    return o.ptr;
+}
+
+int config_get(const char *name, char *buf, size_t len) {
+    size_t n;
+    char *v = config_get_value(name, &n);
+    if (!v) return K_ERR;
+    if (len) snprintf(buf, len, "%s", v);
+    km_free(v);
     return K_OK;
 }
 
@@ -550,7 +806,18 @@ config_module_line *config_module_lines(void) {
     return module_lines;
 }
 
-void config_free(void) {
+size_t config_names(const char **out, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
+        if (config_table[i].get != get_empty && n < max) out[n++] = config_table[i].name;
+    return n;
+}
+
+config_rename_line *config_rename_lines(void) {
+    return rename_lines;
+}
+
+static void config_free_lines(void) {
     while (module_lines) {
         config_module_line *m = module_lines;
         module_lines = m->next;
@@ -561,11 +828,28 @@ void config_free(void) {
         km_free(m);
     }
     module_lines_tail = &module_lines;
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
-        if (config_table[i].kind == CFG_STRING) {
-            km_free(*(char **)config_table[i].value);
-            *(char **)config_table[i].value = NULL;
+    while (rename_lines) {
+        config_rename_line *r = rename_lines;
+        rename_lines = r->next;
+        km_free(r->from);
+        km_free(r->to);
+        km_free(r->file);
+        km_free(r);
+    }
+    rename_lines_tail = &rename_lines;
+}
+
+void config_free(void) {
+    config_free_lines();
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
+        const config_def *d = &config_table[i];
+        if (d->kind == CFG_STRING) {
+            km_free(*(char **)d->value);
+            *(char **)d->value = NULL;
+        } else if (d->kind == CFG_BYTES) {
+            config_set_bytes_value(d, NULL, 0);
         }
+    }
     for (int i = 0; i < srv.bindaddr_count; i++) km_free(srv.bindaddr[i]);
     srv.bindaddr_count = 0;
 }
@@ -594,7 +878,6 @@ static void config_get_module_param(const char *name, const char *value, int is_
 }
 
 void config_get_command(client *c) {
-    char buf[1024];
     const config_def *hits[K_ARRAY_LEN(config_table)];
     int n = 0;
     config_get_modules mods = {.c = c};
@@ -610,9 +893,11 @@ void config_get_command(client *c) {
     }
     reply_map(c, n + mods.count);
     for (int i = 0; i < n; i++) {
-        config_format(hits[i], buf, sizeof(buf));
+        cfg_out o = {0};
+        config_format(hits[i], &o);
         reply_bulk_cstr(c, hits[i]->name);
-        reply_bulk_cstr(c, buf);
+        reply_bulk(c, o.ptr, o.len);
+        km_free(o.ptr);
     }
     mods.emit = 1;
     module_config_foreach(config_get_module_param, &mods);
@@ -622,9 +907,10 @@ void config_get_command(client *c) {
  * alias), or a module parameter's; NULL if neither exists. */
 static char *config_canonical_name(const char *name) {
     const config_def *d = config_find(name);
-    char value[8];
     if (d) return km_strdup(d->name);
-    if (!strchr(name, '.') || module_config_get(name, value, sizeof(value)) != K_OK) return NULL;
+    char *value = strchr(name, '.') ? module_config_value(name) : NULL;
+    if (!value) return NULL;
+    km_free(value);
     char *lower = km_strdup(name);
     for (char *p = lower; *p; p++) *p = (char)tolower((unsigned char)*p);
     return lower;
@@ -643,16 +929,18 @@ void config_set_command(client *c) {
         reply_syntax_error(c);
         return;
     }
-    char **old = km_calloc((size_t)pairs, sizeof(char *));
+    kbytes *old = km_calloc((size_t)pairs, sizeof(kbytes));
     char **names = km_calloc((size_t)pairs, sizeof(char *));
     int done = 0;
     char *err = NULL;
     const char *failed = NULL;
     for (int i = 0; i < pairs && !failed; i++) {
-        char name[128], buf[1024];
-        snprintf(name, sizeof(name), "%.*s", (int)c->argv[2 + 2 * i].len, c->argv[2 + 2 * i].ptr);
+        char name[128];
+        const karg *n = &c->argv[2 + 2 * i], *v = &c->argv[3 + 2 * i];
+        snprintf(name, sizeof(name), "%.*s", (int)n->len, n->ptr);
         if (defs_redact(name)) client_redact_arg(c, 3 + 2 * i);
-        names[i] = config_canonical_name(name);
+        /* a name cut by the buffer or by a NUL byte names nothing */
+        names[i] = strlen(name) == n->len ? config_canonical_name(name) : NULL;
         if (!names[i]) {
             reply_errorf(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
             break;
@@ -660,11 +948,8 @@ void config_set_command(client *c) {
         for (int j = 0; j < i && !err; j++)
             if (!strcmp(names[j], names[i])) err = km_strdup("duplicate parameter");
         if (!err) {
-            char *value = km_strndup(c->argv[3 + 2 * i].ptr, c->argv[3 + 2 * i].len);
-            config_get(names[i], buf, sizeof(buf));
-            old[i] = km_strdup(buf);
-            if (config_set(names[i], value, &err) == K_OK) done++;
-            km_free(value);
+            old[i].ptr = config_get_value(names[i], &old[i].len);
+            if (config_set_bytes(names[i], v->ptr, v->len, &err) == K_OK) done++;
         }
         if (err) failed = names[i];
     }
@@ -676,12 +961,12 @@ void config_set_command(client *c) {
     if (done < pairs) {
         for (int i = 0; i < done; i++) {
             char *ignore = NULL;
-            config_set(names[i], old[i], &ignore);
+            config_set_bytes(names[i], old[i].ptr, old[i].len, &ignore);
             km_free(ignore);
         }
     }
     for (int i = 0; i < pairs; i++) {
-        km_free(old[i]);
+        km_free(old[i].ptr);
         km_free(names[i]);
     }
     km_free(old);
@@ -706,23 +991,57 @@ void config_resetstat_command(client *c) {
     reply_ok(c);
 }
 
-/* Writes a value so that splitargs reads it back unchanged. */
-static void config_quote(FILE *f, const char *v) {
-    if (*v && !strpbrk(v, " \t\"'\\")) {
-        fputs(v, f);
-        return;
-    }
+/* ---- CONFIG REWRITE ---- */
+
+/* A byte written as is inside double quotes: printable ASCII other than the
+ * quote and the backslash. Everything else is escaped. */
+static int config_plain_byte(unsigned char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+/* Writes len bytes so that the reader (splitargs) gives them back exactly,
+ * whatever they are: double-quoted, with \n \r \t \a \b \\ \" and \xHH
+ * escapes, as Valkey's sdscatrepr writes them. Nothing here can end the
+ * line. */
+static void config_write_quoted(FILE *f, const char *p, size_t len) {
     fputc('"', f);
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\') fputc('\\', f);
-        fputc(*v, f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+        const char *esc = c == '\n'   ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                          : c == '\a' ? "\\a"
+                          : c == '\b' ? "\\b"
+                          : c == '"'  ? "\\\""
+                          : c == '\\' ? "\\\\"
+                                      : NULL;
+        if (esc)
+            fputs(esc, f);
+        else if (config_plain_byte(c))
+            fputc(c, f);
+        else
+            fprintf(f, "\\x%02x", c);
     }
     fputc('"', f);
 }
 
+/* A word of a number, an enum or a special directive: written bare when
+ * that reads back the same, quoted otherwise. */
+static void config_write_word(FILE *f, const char *p, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (!config_plain_byte((unsigned char)p[i]) || p[i] == ' ' || p[i] == '\'') {
+            config_write_quoted(f, p, len);
+            return;
+        }
+    if (len == 0)
+        config_write_quoted(f, p, len);
+    else
+        fwrite(p, 1, len, f);
+}
+
 /* Memory values are written back in the largest exact unit ("5mb"), as
  * Valkey's CONFIG REWRITE does. */
-static void config_format_memory_human(const config_def *d, char *buf, size_t len) {
+static void config_format_memory_human(const config_def *d, cfg_out *o) {
     unsigned long long v = *(unsigned long long *)d->value;
     static const struct {
         const char *unit;
@@ -730,26 +1049,44 @@ static void config_format_memory_human(const config_def *d, char *buf, size_t le
     } units[] = {{"gb", 1024ULL * 1024 * 1024}, {"mb", 1024 * 1024}, {"kb", 1024}};
     for (size_t i = 0; i < K_ARRAY_LEN(units); i++) {
         if (v && v % units[i].mul == 0) {
-            snprintf(buf, len, "%llu%s", v / units[i].mul, units[i].unit);
+            out_printf(o, "%llu%s", v / units[i].mul, units[i].unit);
             return;
         }
     }
-    snprintf(buf, len, "%llu", v);
+    out_printf(o, "%llu", v);
 }
 
 static void config_write_directive(FILE *f, const config_def *d) {
-    char buf[1024];
-    if (d->kind == CFG_MEMORY) config_format_memory_human(d, buf, sizeof(buf));
-    else config_format(d, buf, sizeof(buf));
-    fprintf(f, "%s ", d->name);
-    if (d->kind == CFG_SPECIAL) fputs(buf, f); /* already space-separated words */
-    else config_quote(f, buf);
+    cfg_out o = {0};
+    if (d->kind == CFG_MEMORY)
+        config_format_memory_human(d, &o);
+    else
+        config_format(d, &o);
+    fputs(d->name, f);
+    if (d->kind == CFG_STRING || d->kind == CFG_BYTES) {
+        fputc(' ', f);
+        config_write_quoted(f, o.ptr, o.len);
+    } else if (d->kind == CFG_SPECIAL) { /* space-separated words, e.g. bind */
+        const char *p = o.ptr, *end = o.ptr + o.len;
+        do {
+            const char *sp = memchr(p, ' ', (size_t)(end - p));
+            size_t n = sp ? (size_t)(sp - p) : (size_t)(end - p);
+            fputc(' ', f);
+            config_write_word(f, p, n);
+            p += n + 1;
+        } while (p < end);
+    } else {
+        fputc(' ', f);
+        config_write_word(f, o.ptr, o.len);
+    }
     fputc('\n', f);
+    km_free(o.ptr);
 }
 
 static void config_write_pair(FILE *f, const char *name, const char *value) {
-    fprintf(f, "%s ", name);
-    config_quote(f, value);
+    fputs(name, f);
+    fputc(' ', f);
+    config_write_word(f, value, strlen(value));
     fputc('\n', f);
 }
 
@@ -769,12 +1106,14 @@ static int config_rewrite_module_seen(const config_rewrite_modules *r, const cha
 /* A file line naming a loaded module's parameter gets its current value
  * (first occurrence; later ones are dropped). Returns 0 for other lines. */
 static int config_rewrite_module_line(config_rewrite_modules *r, const char *name) {
-    char value[1024];
-    if (!strchr(name, '.') || module_config_get(name, value, sizeof(value)) != K_OK) return 0;
-    if (config_rewrite_module_seen(r, name)) return 1;
-    r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));
-    r->names[r->count++] = km_strdup(name);
-    config_write_pair(r->out, name, value);
+    char *value = strchr(name, '.') ? module_config_value(name) : NULL;
+    if (!value) return 0;
+    if (!config_rewrite_module_seen(r, name)) {
+        r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));
+        r->names[r->count++] = km_strdup(name);
+        config_write_pair(r->out, name, value);
+    }
+    km_free(value);
     return 1;
 }
 
@@ -784,21 +1123,91 @@ static void config_rewrite_module_rest(const char *name, const char *value, int 
     if (!is_default && !config_rewrite_module_seen(r, name)) config_write_pair(r->out, name, value);
 }
 
+/* One `loadmodule path args...` line per loaded module, as Valkey writes
+ * them: the file's own loadmodule lines are never copied. */
+static void config_rewrite_loadmodule(const char *name, uint32_t version, const char *path,
+                                      int argc, char *const *argv, void *priv) {
+    FILE *f = priv;
+    fputs("loadmodule ", f);
+    config_write_quoted(f, path, strlen(path));
+    for (int i = 0; i < argc; i++) {
+        fputc(' ', f);
+        config_write_quoted(f, argv[i], strlen(argv[i]));
+    }
+    fputc('\n', f);
+}
+
 static int config_is_default(const config_def *d) {
-    char cur[1024];
-    config_format(d, cur, sizeof(cur));
+    cfg_out o = {0};
+    config_format(d, &o);
+    int same;
     if (d->kind == CFG_MEMORY || d->kind == CFG_INT || d->kind == CFG_LL) {
         unsigned long long dv;
         config_parse_memory(d->dflt, &dv);
-        return strtoull(cur, NULL, 10) == dv;
+        same = strtoull(o.ptr, NULL, 10) == dv;
+    } else {
+        same = d->dflt && strlen(o.ptr) == o.len && strcmp(o.ptr, d->dflt) == 0;
     }
-    return d->dflt && strcmp(cur, d->dflt) == 0;
+    km_free(o.ptr);
+    return same;
 }
 
-/* Rewrites the file: lines of known directives get their current value
- * (first occurrence; later ones are dropped), every other line is kept as
- * it was, and changed directives the file lacked are appended. */
-static int config_rewrite(const char *path, char **err) {
+/* The directive a file line starts with (lowercase not needed: lookups are
+ * case-insensitive); "" for blank and comment lines. */
+static void config_line_name(const char *line, char *name, size_t size) {
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t n = strcspn(line, " \t\r\n");
+    if (*line == '#' || n >= size) n = 0;
+    memcpy(name, line, n);
+    name[n] = '\0';
+}
+
+typedef struct config_rewrite_state {
+    FILE *out;
+    char seen[K_ARRAY_LEN(config_table)];
+    int modules_written;
+    config_rewrite_modules mods;
+} config_rewrite_state;
+
+/* Lines of known directives get their current value (first occurrence;
+ * later ones are dropped), loadmodule lines become the loaded modules, every
+ * other line (comments, include, rename-command, ignored Valkey directives)
+ * is kept as it was. Lines are read whole, however long: a line cut in two
+ * would turn its tail into a line of its own. */
+static void config_rewrite_line(config_rewrite_state *st, const char *line, size_t len) {
+    char name[128];
+    config_line_name(line, name, sizeof(name));
+    if (!strcasecmp(name, "loadmodule")) {
+        if (!st->modules_written++) module_foreach(config_rewrite_loadmodule, st->out);
+        return;
+    }
+    const config_def *d = name[0] ? config_find(name) : NULL;
+    if (!d && name[0] && config_rewrite_module_line(&st->mods, name)) return;
+    if (!d || d->get == get_empty) {
+        fwrite(line, 1, len, st->out);
+        if (line[len - 1] != '\n') fputc('\n', st->out); /* a last line without its end */
+        return;
+    }
+    size_t idx = (size_t)(d - config_table);
+    if (!st->seen[idx]) config_write_directive(st->out, d);
+    st->seen[idx] = 1;
+}
+
+static void config_rewrite_rest(config_rewrite_state *st) {
+    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
+        const config_def *d = &config_table[i];
+        if (!st->seen[i] && d->get != get_empty && !config_is_default(d))
+            config_write_directive(st->out, d);
+    }
+    if (!st->modules_written) module_foreach(config_rewrite_loadmodule, st->out);
+    module_config_foreach(config_rewrite_module_rest, &st->mods);
+    for (int i = 0; i < st->mods.count; i++)
+        km_free(st->mods.names[i]);
+    km_free(st->mods.names);
+}
+
+int config_rewrite_file(const char *path, char **err) {
     FILE *in = fopen(path, "r");
     if (!in) {
         *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
@@ -812,31 +1221,20 @@ static int config_rewrite(const char *path, char **err) {
         *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
         return K_ERR;
     }
-    char seen[K_ARRAY_LEN(config_table)] = {0};
-    config_rewrite_modules mods = {.out = out};
-    char line[8192];
-    while (fgets(line, sizeof(line), in)) {
-        char name[128] = "";
-        sscanf(line, " %127s", name);
-        const config_def *d = name[0] && name[0] != '#' ? config_find(name) : NULL;
-        if (!d && name[0] != '#' && config_rewrite_module_line(&mods, name)) continue;
-        if (!d || d->get == get_empty) {
-            fputs(line, out);
-            continue;
-        }
-        size_t idx = (size_t)(d - config_table);
-        if (!seen[idx]) config_write_directive(out, d);
-        seen[idx] = 1;
-    }
+    config_rewrite_state *st = km_calloc(1, sizeof(*st));
+    st->out = st->mods.out = out;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, in)) > 0)
+        config_rewrite_line(st, line, (size_t)n);
+    free(line); /* getline's buffer comes from libc's malloc */
     fclose(in);
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
-        const config_def *d = &config_table[i];
-        if (!seen[i] && d->get != get_empty && !config_is_default(d)) config_write_directive(out, d);
-    }
-    module_config_foreach(config_rewrite_module_rest, &mods);
-    for (int i = 0; i < mods.count; i++) km_free(mods.names[i]);
-    km_free(mods.names);
-    if (fflush(out) != 0 || fsync(fileno(out)) != 0 || fclose(out) != 0 || rename(tmp, path) != 0) {
+    config_rewrite_rest(st);
+    km_free(st);
+    int failed = fflush(out) != 0 || fsync(fileno(out)) != 0;
+    failed |= fclose(out) != 0;
+    if (failed || rename(tmp, path) != 0) {
         unlink(tmp);
         *err = config_errf("Rewriting config file: %s%s", strerror(errno), "");
         return K_ERR;
@@ -848,7 +1246,7 @@ void config_rewrite_command(client *c) {
     char *err = NULL;
     if (!srv.configfile) {
         reply_error(c, "ERR The server is running without a config file");
-    } else if (config_rewrite(srv.configfile, &err) != K_OK) {
+    } else if (config_rewrite_file(srv.configfile, &err) != K_OK) {
         server_log(LL_WARNING, "CONFIG REWRITE failed: %s", err);
         reply_errorf(c, "ERR %s", err);
         km_free(err);

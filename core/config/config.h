@@ -22,17 +22,42 @@ typedef struct config_module_line {
     struct config_module_line *next;
 } config_module_line;
 
+/* A `rename-command` line, applied by the server once the command table
+ * exists (command_rename). An empty `to` removes the command. */
+typedef struct config_rename_line {
+    char *from;
+    char *to;
+    char *file;
+    int line;
+    struct config_rename_line *next;
+} config_rename_line;
+
 /* Sets every directive to its default. */
 void config_set_defaults(void);
 /* Loads path (may be NULL) and then the "--name value" overrides. Returns
  * 0, or -1 with *err set (km_free it). */
 int config_load(const char *path, const char *overrides, char **err);
-/* Sets one directive as CONFIG SET would. Returns 0 or -1 with *err. */
+/* Sets one directive as CONFIG SET would, from len bytes of value (any
+ * byte; NUL is refused except by binary-safe directives such as
+ * requirepass). Returns 0 or -1 with *err (km_free it). */
+int config_set_bytes(const char *name, const char *value, size_t len, char **err);
+/* The same for a C string. */
 int config_set(const char *name, const char *value, char **err);
-/* Formats a directive's current value into buf; returns 0 if known. */
+/* A directive's current value, whole: a km_alloc'ed copy NUL-terminated one
+ * byte past *len, or NULL if the name is unknown. */
+char *config_get_value(const char *name, size_t *len);
+/* Formats a directive's current value into buf as a C string, cut to fit;
+ * returns 0 if known. */
 int config_get(const char *name, char *buf, size_t len);
 
+/* The names of the directives that have a value (not loadmodule or
+ * rename-command), in table order: up to max into out; returns the count. */
+size_t config_names(const char **out, size_t max);
+/* CONFIG REWRITE of path (which must exist). Returns 0, or -1 with *err. */
+int config_rewrite_file(const char *path, char **err);
+
 config_module_line *config_module_lines(void);
+config_rename_line *config_rename_lines(void);
 void config_free(void);
 
 /* CONFIG subcommands. */

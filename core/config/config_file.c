@@ -29,6 +29,7 @@ typedef struct cfg_reader {
     char **err;
     splitarg *parts; /* CONFIG_MAX_ARGS slots, shared by nested files */
     char **argv;     /* likewise: a line is done before an include recurses */
+    size_t *argl;
 } cfg_reader;
 
 static int load_path(cfg_reader *r, const char *path, int depth, const char *from, int from_line);
@@ -74,7 +75,7 @@ static int run_include(cfg_reader *r, const char *file, int line, int argc, char
 
 static int run_directive(cfg_reader *r, const char *file, int line, int argc, char **argv) {
     char *cb_err = NULL;
-    if (r->fn(r->priv, file, line, argc, argv, &cb_err) == 0) return 0;
+    if (r->fn(r->priv, file, line, argc, argv, r->argl, &cb_err) == 0) return 0;
     line_error(r, file, line, cb_err ? cb_err : "invalid directive or arguments");
     km_free(cb_err);
     return -1;
@@ -100,6 +101,7 @@ static int handle_line(cfg_reader *r, char *s, size_t n, const char *file, int l
     for (long i = 0; i < argc; i++) {
         r->argv[i] = s + r->parts[i].off;
         r->argv[i][r->parts[i].len] = '\0';
+        r->argl[i] = r->parts[i].len;
     }
     to_lower(r->argv[0]);
     if (strcmp(r->argv[0], "include") == 0)
@@ -168,12 +170,14 @@ static void reader_init(cfg_reader *r, config_line_fn fn, void *priv, char **err
     r->err = err;
     r->parts = km_alloc(CONFIG_MAX_ARGS * sizeof(*r->parts));
     r->argv = km_alloc(CONFIG_MAX_ARGS * sizeof(*r->argv));
+    r->argl = km_alloc(CONFIG_MAX_ARGS * sizeof(*r->argl));
     *err = NULL;
 }
 
 static void reader_free(cfg_reader *r) {
     km_free(r->parts);
     km_free(r->argv);
+    km_free(r->argl);
 }
 
 int config_file_load(const char *path, config_line_fn fn, void *priv, char **err) {

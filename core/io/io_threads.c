@@ -114,7 +114,7 @@ static void io_thread_run_job(io_thread *t, uintptr_t job) {
     void *item = (void *)(job & (kind == IO_JOB_FREE ? ~IO_KIND_MASK : ~IO_TAG_MASK));
     if (kind == IO_JOB_FREE) {
         size_t n = km_usable(item);
-        km_free(item);
+        km_free_large(item);
         atomic_fetch_sub_explicit(&free_pending, n, memory_order_relaxed);
     } else {
         io_thread_set_nice(t, (job & IO_LARGE_BIT) != 0);

@@ -83,7 +83,8 @@ int io_threads_active(void);
  * no thread active (and the job is not large), the thread is busy with a
  * large job and this one is small, or its ring is full. */
 int io_threads_submit(int kind, void *item, uint64_t key, size_t bytes);
-/* Hands a km_alloc'ed buffer to a thread to free. 0, or -1: free it. */
+/* Hands a km_alloc_large'd buffer to a thread to free (km_free_large). 0,
+ * or -1: free it. */
 int io_threads_free(void *ptr);
 /* Bytes handed to io_threads_free and not freed yet (any thread). */
 size_t io_threads_free_pending(void);

@@ -6,6 +6,7 @@
 #include "common/kmem.h"
 #include "server/server.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@
 
 static db *dbs;
 static int db_count;
+/* Changes to keys since start-up (db_changes()); see db_announce(). */
+static long long changes;
 
 static const void *db_entry_key(const void *entry, size_t *len) {
     const db_entry *e = entry;
@@ -46,6 +49,7 @@ static void watched_free(void *entry) {
 }
 
 void db_setup(void) {
+    changes = 0;
     db_count = srv.databases;
     dbs = km_calloc((size_t)db_count, sizeof(db));
     for (int i = 0; i < db_count; i++) {
@@ -130,11 +134,15 @@ int db_is_expired(const db_entry *e) {
     return e->expire != -1 && e->expire <= server_mstime();
 }
 
-static int db_remove(db *d, const char *key, size_t len, int by_expiry);
+/* Why a key leaves: Valkey counts only deletions as changes, and WATCH
+ * ignores the expiry of a key that was already expired when watched. */
+typedef enum db_removal { DB_DELETED, DB_EXPIRED, DB_EVICTED } db_removal;
+
+static int db_remove(db *d, const char *key, size_t len, db_removal why);
 
 static void db_expire_entry(db *d, db_entry *e) {
     srv.stat_expiredkeys++;
-    db_remove(d, e->key, e->keylen, 1);
+    db_remove(d, e->key, e->keylen, DB_EXPIRED);
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
@@ -156,6 +164,27 @@ db_entry *db_lookup(db *d, const char *key, size_t len, int stats) {
     return e;
 }
 
+/* ---- change announcements ---- */
+
+/* Every change to a key passes through here: the key's watchers are
+ * touched (WATCH/EXEC) and `count` changes are added to the tally INFO
+ * reports as rdb_changes_since_last_save, Valkey's server.dirty. The
+ * operations below announce each key they touch but count as Valkey's
+ * commands do: once for a compound change (SET with a TTL, RENAME, MOVE,
+ * COPY), nothing for a key that expired or was evicted. */
+static void db_announce(db *d, const char *key, size_t len, int count, int by_expiry) {
+    changes += count;
+    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, by_expiry);
+}
+
+void db_signal_modified(db *d, const char *key, size_t len) {
+    db_announce(d, key, len, 1, 0);
+}
+
+long long db_changes(void) {
+    return changes;
+}
+
 /* ---- modification ---- */
 
 static db_entry *db_entry_new(const char *key, size_t len, kobj *val) {
@@ -169,14 +198,49 @@ static db_entry *db_entry_new(const char *key, size_t len, kobj *val) {
     return e;
 }
 
-db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
+/* The quiet steps the public operations are made of: none announces. */
+
+static db_entry *db_insert(db *d, const char *key, size_t len, kobj *val) {
     db_entry *e = db_entry_new(key, len, val);
     if (!hashtable_add(d->keys, e, NULL)) {
         e->val = NULL;
         km_free(e);
         return NULL;
     }
-    db_signal_modified(d, key, len);
+    return e;
+}
+
+/* Takes key out of both tables; the caller frees the entry. */
+static db_entry *db_pop(db *d, const char *key, size_t len) {
+    void *popped;
+    if (!hashtable_delete(d->keys, key, len, &popped)) return NULL;
+    db_entry *e = popped;
+    if (e->expire != -1) hashtable_delete(d->expires, key, len, NULL);
+    return e;
+}
+
+static void db_swap_value(db_entry *e, kobj *val) {
+    kobj *old = e->val;
+    e->val = val;
+    obj_decref(old);
+    db_touch(e);
+}
+
+static void db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
+    if (e->expire == -1) hashtable_add(d->expires, e, NULL);
+    e->expire = when_ms;
+}
+
+static int db_persist_quiet(db *d, db_entry *e) {
+    if (e->expire == -1) return 0;
+    hashtable_delete(d->expires, e->key, e->keylen, NULL);
+    e->expire = -1;
+    return 1;
+}
+
+db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
+    db_entry *e = db_insert(d, key, len, val);
+    if (e) db_announce(d, key, len, 1, 0);
     return e;
 }
 
@@ -190,45 +254,78 @@ kobj *db_value_writable(db *d, db_entry *e, size_t need) {
 }
 
 void db_replace_value(db *d, db_entry *e, kobj *val) {
-    kobj *old = e->val;
-    e->val = val;
-    obj_decref(old);
-    db_touch(e);
+    db_swap_value(e, val);
     db_signal_modified(d, e->key, e->keylen);
 }
 
 db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
     db_entry *e = db_lookup_quiet(d, key, len);
     if (!e) return db_add(d, key, len, val);
-    if (!(flags & DB_SET_KEEPTTL) && e->expire != -1) db_persist(d, e);
+    if (!(flags & DB_SET_KEEPTTL)) db_persist_quiet(d, e);
     db_replace_value(d, e, val);
     return e;
 }
 
-static int db_remove(db *d, const char *key, size_t len, int by_expiry) {
-    void *popped;
-    if (!hashtable_delete(d->keys, key, len, &popped)) return 0;
-    db_entry *e = popped;
-    if (e->expire != -1) hashtable_delete(d->expires, key, len, NULL);
-    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, by_expiry);
+db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
+    db_entry *e = db_lookup_quiet(d, key, len);
+    if (e)
+        db_swap_value(e, val);
+    else
+        e = db_insert(d, key, len, val);
+    if (when_ms == -1)
+        db_persist_quiet(d, e);
+    else
+        db_expire_quiet(d, e, when_ms);
+    db_announce(d, key, len, 1, 0);
+    return e;
+}
+
+db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
+    db_entry *old = db_pop(d, key, len);
+    db_entry *e = db_insert(d, key, len, val);
+    if (when_ms != -1) db_expire_quiet(d, e, when_ms);
+    db_announce(d, key, len, 1, 0);
+    if (old) db_entry_free(old);
+    return e;
+}
+
+db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len) {
+    kobj *val = obj_incref(e->val);
+    int64_t expire = e->expire;
+    uint32_t lru = e->lru;
+    db_pop(from, e->key, e->keylen);
+    db_announce(from, e->key, e->keylen, 0, 0); /* counted once, with the new key */
+    db_entry_free(e);
+    db_entry *n = db_put(to, key, len, val, expire);
+    /* The value keeps its LRU/LFU history, as Valkey's object does. */
+    n->lru = lru;
+    return n;
+}
+
+static int db_remove(db *d, const char *key, size_t len, db_removal why) {
+    db_entry *e = db_pop(d, key, len);
+    if (!e) return 0;
+    /* Announced before the free: key may be the entry's own bytes. */
+    db_announce(d, key, len, why == DB_DELETED, why == DB_EXPIRED);
     db_entry_free(e);
     return 1;
 }
 
 int db_delete(db *d, const char *key, size_t len) {
-    return db_remove(d, key, len, 0);
+    return db_remove(d, key, len, DB_DELETED);
+}
+
+int db_evict(db *d, const char *key, size_t len) {
+    return db_remove(d, key, len, DB_EVICTED);
 }
 
 void db_set_expire(db *d, db_entry *e, int64_t when_ms) {
-    if (e->expire == -1) hashtable_add(d->expires, e, NULL);
-    e->expire = when_ms;
+    db_expire_quiet(d, e, when_ms);
     db_signal_modified(d, e->key, e->keylen);
 }
 
 int db_persist(db *d, db_entry *e) {
-    if (e->expire == -1) return 0;
-    hashtable_delete(d->expires, e->key, e->keylen, NULL);
-    e->expire = -1;
+    if (!db_persist_quiet(d, e)) return 0;
     db_signal_modified(d, e->key, e->keylen);
     return 1;
 }
@@ -243,6 +340,7 @@ size_t db_expires_count(const db *d) {
 
 size_t db_flush(db *d) {
     size_t n = hashtable_size(d->keys);
+    changes += (long long)n; /* one change per key removed, as Valkey */
     multi_touch_db(d, NULL);
     hashtable_empty(d->expires);
     hashtable_empty(d->keys);
@@ -258,6 +356,10 @@ size_t db_flush_all(void) {
 }
 
 void db_swap(int a, int b) {
+    /* One change, as Valkey counts SWAPDB, even of a database with itself
+     * (which touches no watcher). */
+    changes++;
+    if (a == b) return;
     db *x = &dbs[a], *y = &dbs[b];
     multi_touch_db(x, y);
     multi_touch_db(y, x);
@@ -272,10 +374,6 @@ void db_swap(int a, int b) {
     x->expire_cursor = y->expire_cursor = 0;
 }
 
-void db_signal_modified(db *d, const char *key, size_t len) {
-    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, 0);
-}
-
 /* ---- active expiry ---- */
 
 typedef struct expire_scan {
@@ -283,7 +381,9 @@ typedef struct expire_scan {
     int64_t now;
     size_t sampled;
     size_t expired;
-    long long ttl_sum;
+    /* A double: a few keys expiring near LLONG_MAX ms would overflow an
+     * integer sum, and the average is only an estimate. */
+    double ttl_sum;
     size_t ttl_count;
 } expire_scan;
 
@@ -295,9 +395,17 @@ static void db_expire_scan_cb(void *priv, void *entry) {
         db_expire_entry(s->d, e);
         s->expired++;
     } else {
-        s->ttl_sum += e->expire - s->now;
+        s->ttl_sum += (double)(e->expire - s->now);
         s->ttl_count++;
     }
+}
+
+/* Folds one sample's mean TTL into the database's estimate, as Valkey
+ * does (2% per sample). Both terms stay below LLONG_MAX, so the sum does. */
+static void db_update_avg_ttl(db *d, double mean) {
+    /* (double)LLONG_MAX is 2^63: anything below converts safely. */
+    long long avg = mean >= (double)LLONG_MAX ? LLONG_MAX : (long long)mean;
+    d->avg_ttl = d->avg_ttl ? (d->avg_ttl / 50) * 49 + avg / 50 : avg;
 }
 
 #define EXPIRE_KEYS_PER_LOOP 20
@@ -318,10 +426,7 @@ static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
             if (d->expire_cursor == 0) break;
         }
         *expired += s.expired;
-        if (s.ttl_count) {
-            long long avg = s.ttl_sum / (long long)s.ttl_count;
-            d->avg_ttl = d->avg_ttl ? (d->avg_ttl / 50) * 49 + avg / 50 : avg;
-        }
+        if (s.ttl_count) db_update_avg_ttl(d, s.ttl_sum / (double)s.ttl_count);
         if ((iter & 15) == 0 && event_mono_us() > deadline) return 1;
         if (s.sampled == 0 || s.expired * 100 / s.sampled <= EXPIRE_ACCEPTABLE_STALE) return 0;
     }

@@ -8,6 +8,12 @@
  * Lookups for reading and writing apply lazy expiry: an expired key is
  * deleted on access and never returned.
  *
+ * Every modification announces itself once per key it touches (watchers of
+ * the key are signalled) and counts the changes Valkey counts in
+ * server.dirty: one per key set, deleted or given or stripped of a TTL,
+ * one for a compound change (SET with a TTL, RENAME, MOVE, COPY, SWAPDB),
+ * one per key a flush removes, none for keys that expire or are evicted.
+ *
  * Threads: main thread only. */
 #ifndef KEEL_DB_H
 #define KEEL_DB_H
@@ -50,6 +56,16 @@ db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
 /* Sets key to val (takes the caller's reference). Keeps the TTL with
  * DB_SET_KEEPTTL, otherwise clears it. Returns the entry. */
 db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags);
+/* db_set with the TTL when_ms (absolute unix ms, -1: none) in the same
+ * change. */
+db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms);
+/* Stores val under key as a fresh entry (new access clock) with the TTL
+ * when_ms (-1: none), replacing the key if it exists: one change (COPY). */
+db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms);
+/* Moves e's value, TTL and access clock to key in `to` (which may be
+ * `from`), replacing the key there if it exists: one change (RENAME,
+ * MOVE). e is freed; returns the new entry. */
+db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len);
 /* Replaces the value of an existing entry (takes the caller's reference). */
 void db_replace_value(db *d, db_entry *e, kobj *val);
 /* Makes e's string value writable in place with room for need bytes
@@ -58,6 +74,8 @@ kobj *db_value_writable(db *d, db_entry *e, size_t need);
 /* Adds a key that does not exist. Returns NULL if it exists. */
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
 int db_delete(db *d, const char *key, size_t len);
+/* db_delete for the evictor: watchers are signalled, no change counted. */
+int db_evict(db *d, const char *key, size_t len);
 
 void db_set_expire(db *d, db_entry *e, int64_t when_ms);
 /* Removes e's TTL; returns 1 if it had one (and signals WATCH then). */
@@ -67,13 +85,17 @@ int db_is_expired(const db_entry *e);
 
 size_t db_size(const db *d);
 size_t db_expires_count(const db *d);
-/* Empties one database, returns keys removed. */
+/* Empties one database, returns keys removed (each counts a change). */
 size_t db_flush(db *d);
 size_t db_flush_all(void);
 void db_swap(int a, int b);
 
-/* Calls watch signalling for a modified key (WATCH/EXEC). */
+/* Announces one change to key made in place by the caller (WATCH/EXEC
+ * signal, change count). */
 void db_signal_modified(db *d, const char *key, size_t len);
+/* Changes to keys since start-up (INFO rdb_changes_since_last_save: Keel
+ * never saves). */
+long long db_changes(void);
 
 /* Active expiry: runs for at most budget_us. Returns keys expired. */
 size_t db_active_expire_cycle(uint64_t budget_us);

@@ -87,7 +87,7 @@ static size_t evict_one(int policy) {
             db_entry *e = hashtable_random(policy == MAXMEMORY_ALLKEYS_RANDOM ? d->keys : d->expires);
             if (!e) continue;
             size_t sz = evict_entry_size(e);
-            db_delete(d, e->key, e->keylen);
+            db_evict(d, e->key, e->keylen);
             return sz;
         }
         return 0;
@@ -101,7 +101,7 @@ static size_t evict_one(int policy) {
             km_free(cand.key);
             if (!e || (evict_volatile(policy) && e->expire == -1)) continue; /* stale */
             size_t sz = evict_entry_size(e);
-            db_delete(d, e->key, e->keylen);
+            db_evict(d, e->key, e->keylen);
             return sz;
         }
     }

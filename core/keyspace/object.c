@@ -161,8 +161,12 @@ void obj_decref(kobj *o) {
     if (o->type == OBJ_MODULE) {
         if (obj_module_free_hook) obj_module_free_hook(o);
     } else if (o->encoding == OBJ_ENC_RAW) {
-        if (o->cap >= KM_LARGE && obj_free_large_hook) obj_free_large_hook(o->v.ptr);
-        else km_free(o->v.ptr);
+        if (o->cap < KM_LARGE)
+            km_free(o->v.ptr);
+        else if (obj_free_large_hook)
+            obj_free_large_hook(o->v.ptr);
+        else
+            km_free_large(o->v.ptr);
     }
     km_free(o);
 }
@@ -195,7 +199,10 @@ kobj *obj_make_writable(kobj *o, size_t need) {
     if (o->encoding == OBJ_ENC_RAW && o->refcount == 1) {
         if (o->cap < need) {
             size_t cap = need < 1024 * 1024 ? need * 2 : need + 1024 * 1024;
-            o->v.ptr = km_realloc(o->v.ptr, cap + 1);
+            /* A big buffer grows in the large arena, whose frees the purge
+             * tracks (see KM_LARGE). */
+            o->v.ptr = cap >= KM_LARGE ? km_realloc_large(o->v.ptr, cap + 1)
+                                       : km_realloc(o->v.ptr, cap + 1);
             o->cap = cap;
         }
         return o;

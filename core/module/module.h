@@ -55,6 +55,8 @@ int module_config_file_value(const char *name, const char *value, const char *fi
                              char **err);
 int module_config_set(const char *name, const char *value, char **err);
 int module_config_get(const char *name, char *buf, size_t len);
+/* The parameter's value, whole (km_free it), or NULL if not registered. */
+char *module_config_value(const char *name);
 typedef void (*module_config_fn)(const char *name, const char *value, int is_default, void *priv);
 void module_config_foreach(module_config_fn fn, void *priv);
 

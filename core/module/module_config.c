@@ -20,7 +20,6 @@
 #include <strings.h>
 
 #define PARAM_NAME_MAX 64
-#define PARAM_VALUE_MAX 1024
 /* keel_config_def as ABI 1.0 defined it: everything up to priv. */
 #define CONFIG_DEF_SIZE_1_0 (offsetof(keel_config_def, priv) + sizeof(void *))
 
@@ -235,10 +234,10 @@ static const char *loadex_value(const char *name) {
 static int param_set_default(module_param *p, const char *dflt, const char **err) {
     long long number;
     const char *text;
-    char buf[PARAM_VALUE_MAX];
+    char buf[64];
     if (param_parse(p, dflt, &number, &text, err) != K_OK) return K_ERR;
     param_format(p->type, number, text, buf, sizeof(buf));
-    p->dflt = km_strdup(buf);
+    p->dflt = km_strdup(text ? text : buf);
     return K_OK;
 }
 
@@ -361,11 +360,28 @@ int module_config_get(const char *name, char *buf, size_t len) {
     return K_OK;
 }
 
+/* Strings and enums are the text itself, whatever its length; numbers are
+ * formatted into buf. */
+static const char *param_value(const module_param *p, char *buf, size_t len) {
+    if (p->type == KEEL_CONFIG_BOOL || p->type == KEEL_CONFIG_INT ||
+        p->type == KEEL_CONFIG_MEMORY) {
+        param_format(p->type, p->number, p->text, buf, len);
+        return buf;
+    }
+    return p->text ? p->text : "";
+}
+
+char *module_config_value(const char *name) {
+    char buf[64];
+    module_param *p = param_find(name);
+    return p ? km_strdup(param_value(p, buf, sizeof(buf))) : NULL;
+}
+
 void module_config_foreach(module_config_fn fn, void *priv) {
-    char buf[PARAM_VALUE_MAX];
+    char buf[64];
     for (module_param *p = params; p; p = p->next) {
-        param_format(p->type, p->number, p->text, buf, sizeof(buf));
-        fn(p->name, buf, strcmp(buf, p->dflt) == 0, priv);
+        const char *v = param_value(p, buf, sizeof(buf));
+        fn(p->name, v, strcmp(v, p->dflt) == 0, priv);
     }
 }
 

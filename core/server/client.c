@@ -79,7 +79,7 @@ client *client_create(conn *cn) {
     client_set_db(c, 0);
     resp_parser_init(&c->parser);
     c->parser.max_bulk_len = srv.proto_max_bulk_len;
-    if (!srv.requirepass) c->flags |= CLIENT_AUTHENTICATED;
+    if (!srv.requirepass.ptr) c->flags |= CLIENT_AUTHENTICATED;
     if (cn) {
         cn->private_data = c;
         conn_set_nodelay(cn, 1);
@@ -257,7 +257,7 @@ static void client_run_request(client *c) {
 /* The limits a request is parsed under (set on the main thread: they
  * depend on configuration and authentication). */
 static void client_set_parse_limits(client *c) {
-    c->parser.unauthenticated = srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED);
+    c->parser.unauthenticated = srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED);
     c->parser.max_bulk_len = srv.proto_max_bulk_len;
 }
 
@@ -289,8 +289,18 @@ static void client_process_input(client *c) {
     client_compact_qbuf(c);
 }
 
+/* What a client has sent and the server not yet run: the query buffer, the
+ * bytes of the current request read straight into big values (the copy-free
+ * path must not bypass the limit: a never-finished 500 MB bulk would stay
+ * open), and the commands queued by MULTI. */
+static size_t client_pending_input(const client *c) {
+    size_t n = c->qbuf_len - c->qbuf_pos + c->big_direct + c->mbytes;
+    if (c->big) n += c->big_filled - c->big_taken;
+    return n;
+}
+
 static int client_qbuf_over_limit(client *c) {
-    if ((long long)(c->qbuf_len - c->qbuf_pos) <= srv.client_max_querybuf_len) return 0;
+    if ((long long)client_pending_input(c) <= srv.client_max_querybuf_len) return 0;
     server_log(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
                (unsigned long long)c->id);
     srv.stat_client_qbuf_limit_disconnections++;
@@ -522,7 +532,7 @@ static int client_precheck(client *c) {
         client_reject(c, err);
         return 0;
     }
-    if (srv.requirepass && !(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
+    if (srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
@@ -794,18 +804,18 @@ size_t client_info_line(client *c, char *buf, size_t len) {
     client_flags_str(c, flags);
     int64_t now = server_mstime();
     const command *last = c->lastcmd;
-    int n = snprintf(buf, len,
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
-                     "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
-                     "multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
-                     "cmd=%s user=default redir=-1 resp=%d lib-name= lib-ver=\n",
-                     (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1,
-                     c->name ? c->name : "", (long long)(now - c->ctime) / 1000,
-                     (long long)(now - c->last_interaction) / 1000, flags, c->db->id,
-                     (c->flags & CLIENT_MULTI) ? c->mcount : -1, multi_watch_count(c), c->qbuf_len - c->qbuf_pos,
-                     c->qbuf_cap - c->qbuf_len, CLIENT_REPLY_CHUNK, c->reply_bytes,
-                     c->qbuf_cap + c->reply_bytes + sizeof(client),
-                     (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
-                     last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp);
+    int n = snprintf(
+        buf, len,
+        "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
+        "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
+        "multi-mem=%zu rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
+        "cmd=%s user=default redir=-1 resp=%d lib-name= lib-ver=\n",
+        (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
+        (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
+        c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, multi_watch_count(c),
+        c->qbuf_len - c->qbuf_pos, c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
+        c->reply_bytes, c->qbuf_cap + c->reply_bytes + c->mbytes + sizeof(client),
+        (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
+        last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp);
     return n < 0 ? 0 : (size_t)n;
 }

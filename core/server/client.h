@@ -139,6 +139,7 @@ typedef struct client {
     multi_cmd *mcmds;
     int mcount;
     int mcap;
+    size_t mbytes; /* memory of the queued arguments: part of the query buffer limit */
     struct watched_key *watched; /* singly linked */
 } client;
 

@@ -260,10 +260,19 @@ static void info_replication(info_buf *b) {
                  srv.runid);
 }
 
+/* Keel has no persistence, and reports it the way Valkey reports a server
+ * that has not saved yet: the last save is the start-up (an empty dataset),
+ * no save ran or failed (rdb_saves:0, status ok, time -1), and every change
+ * since then is at risk (rdb_changes_since_last_save), which is what
+ * monitoring alerts on. */
 static void info_persistence(info_buf *b) {
-    info_appendf(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n"
-                    "rdb_bgsave_in_progress:0\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\n"
-                    "aof_rewrite_in_progress:0\r\n");
+    info_appendf(
+        b,
+        "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:%lld\r\n"
+        "rdb_bgsave_in_progress:0\r\nrdb_last_save_time:%lld\r\nrdb_last_bgsave_status:ok\r\n"
+        "rdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\n"
+        "aof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
+        db_changes(), srv.lastsave);
 }
 
 static void info_module_line(const char *name, uint32_t version, const char *path, int argc,

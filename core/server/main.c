@@ -21,20 +21,24 @@ static void usage(void) {
             "       ./keel-server /etc/myconf.conf --loglevel verbose\n");
 }
 
-/* Appends a value double-quoted with the escapes splitargs undoes. */
+/* Appends a word double-quoted with the escapes splitargs undoes, so a
+ * byte of an argument (a newline, say) can never start a line of its own:
+ * the text is read back exactly as the words were given. */
 static size_t append_quoted(char *dst, const char *v) {
     size_t n = 0;
-    dst[n++] = ' ';
     dst[n++] = '"';
     for (; *v; v++) {
-        if (*v == '"' || *v == '\\') dst[n++] = '\\';
-        dst[n++] = *v;
+        unsigned char c = (unsigned char)*v;
+        if (c == '"' || c == '\\') dst[n++] = '\\';
+        if (c < 0x20 || c == 0x7f) n += (size_t)sprintf(dst + n, "\\x%02x", c);
+        else dst[n++] = (char)c;
     }
     dst[n++] = '"';
     return n;
 }
 
-/* Turns "--port 7777 --bind a b" into "port 7777\nbind a b\n". */
+/* Turns "--port 7777 --bind a b" into "port 7777\nbind a b\n" (each word
+ * quoted). */
 static char *overrides_from_args(int argc, char **argv, int first) {
     size_t cap = 256, len = 0;
     char *text = km_alloc(cap);
@@ -42,10 +46,11 @@ static char *overrides_from_args(int argc, char **argv, int first) {
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         int is_name = a[0] == '-' && a[1] == '-' && a[2];
-        size_t need = 2 * strlen(a) + 8;
+        size_t need = 4 * strlen(a) + 8;
         if (len + need >= cap) text = km_realloc(text, cap = (cap + need) * 2);
-        if (is_name) len += (size_t)sprintf(text + len, "%s%s", len ? "\n" : "", a + 2);
-        else len += append_quoted(text + len, a);
+        char sep = is_name && len ? '\n' : ' ';
+        text[len++] = sep;
+        len += append_quoted(text + len, is_name ? a + 2 : a);
     }
     text[len++] = '\n';
     text[len] = '\0';

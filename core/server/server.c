@@ -80,6 +80,10 @@ int server_check_maxmemory(void) {
     return freed >= need ? K_OK : K_ERR;
 }
 
+void server_invalidate_used_memory(void) {
+    used_memory_fresh = 0;
+}
+
 /* ---- accepting ---- */
 
 int server_is_loopback(conn *cn) {
@@ -105,7 +109,7 @@ void server_on_accept(conn *cn, void *priv) {
         server_reject(cn, "-ERR max number of clients reached\r\n", &srv.stat_rejected_conn);
         return;
     }
-    if (srv.protected_mode && !srv.requirepass && !server_is_loopback(cn)) {
+    if (srv.protected_mode && !srv.requirepass.ptr && !server_is_loopback(cn)) {
         server_reject(cn,
                       "-DENIED Running in protected mode because protected mode is enabled and no password is "
                       "set for the default user. In this mode connections are only accepted from the loopback "
@@ -142,9 +146,9 @@ static int server_listen(char **err) {
 
 /* ---- the cron and the loop hooks ---- */
 
-/* Pages kept for large values go back to the kernel after this long
- * without a large allocation. */
-#define SERVER_LARGE_PURGE_IDLE_MS 10000
+/* Pages of freed large values go back to the kernel once large
+ * allocations have paused this long (see km_large_maintain). */
+#define SERVER_LARGE_PURGE_QUIET_MS 1000
 
 static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     server_update_time();
@@ -157,7 +161,7 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     db_cron();
     if (srv.maxmemory) server_check_maxmemory();
     module_cron();
-    km_large_maintain(server_mstime(), SERVER_LARGE_PURGE_IDLE_MS);
+    km_large_maintain(server_mstime(), SERVER_LARGE_PURGE_QUIET_MS);
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
 }
 
@@ -201,7 +205,7 @@ static void server_after_sleep(event_loop *el) {
 /* The last reference to a large value went away: an I/O thread frees the
  * buffer when one is active, so the main thread does not wait on it. */
 static void server_free_large(void *ptr) {
-    if (io_threads_free(ptr) != K_OK) km_free(ptr);
+    if (io_threads_free(ptr) != K_OK) km_free_large(ptr);
 }
 
 static void server_signal(int sig) {
@@ -275,10 +279,25 @@ void server_adjust_open_files(void) {
     srv.maxclients = fit;
 }
 
+/* rename-command lines, once the command table exists and before modules
+ * register theirs (as in Valkey, module commands cannot be renamed). */
+static int server_apply_renames(char **err) {
+    for (const config_rename_line *r = config_rename_lines(); r; r = r->next) {
+        const char *why;
+        if (command_rename(r->from, r->to, &why) == K_OK) continue;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s:%d: rename-command %s: %s", r->file, r->line, r->from, why);
+        *err = km_strdup(msg);
+        return K_ERR;
+    }
+    return K_OK;
+}
+
 int server_init_core(char **err) {
     km_setup();
     srv.pid = getpid();
     srv.start_us = event_mono_us();
+    srv.lastsave = (long long)(event_now_us() / 1000000);
     server_update_time();
     server_make_runid();
     srv.el = event_loop_create(srv.maxclients + 128);
@@ -288,6 +307,7 @@ int server_init_core(char **err) {
     }
     db_setup();
     command_setup();
+    if (server_apply_renames(err) != K_OK) return K_ERR;
     client_setup();
     module_transport_setup();
     return K_OK;

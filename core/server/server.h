@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/common.h"
 #include "event/event.h"
 #include "net/conn.h"
 
@@ -49,7 +50,7 @@ typedef struct server {
     int maxidletime; /* timeout */
     int tcp_keepalive;
     int protected_mode;
-    char *requirepass;
+    kbytes requirepass; /* binary-safe: any byte, NUL included */
     int databases;
     int hz;
     long long proto_max_bulk_len;
@@ -83,6 +84,7 @@ typedef struct server {
     conn_listener listeners[2]; /* [0] tcp, [1] unix */
     pid_t pid;
     uint64_t start_us;
+    long long lastsave; /* unix s of the last save: start-up, as Keel never saves (LASTSAVE) */
     int64_t mstime; /* cached at each event loop iteration */
     long long cronloops;
     int shutdown_asap;
@@ -150,5 +152,9 @@ int server_is_loopback(conn *cn);
 
 /* Runs the memory limit; returns 0 if the write may proceed. */
 int server_check_maxmemory(void);
+/* Makes the next server_check_maxmemory read the allocator again, as
+ * before-sleep does once per event-loop iteration; for callers without an
+ * event loop (the fuzz targets, between two reads). */
+void server_invalidate_used_memory(void);
 
 #endif

@@ -3,7 +3,9 @@
  * the middle of a request (half a multibulk, half a big bulk), in the middle
  * of a big reply, inside MULTI, while WATCHing, or with a reset (RST) — and
  * the server keeps serving everyone else and releases their memory; rapid
- * connect/disconnect churn; many clients incrementing one counter. */
+ * connect/disconnect churn; many clients incrementing one counter;
+ * client-query-buffer-limit counting big bulks read straight into their
+ * value and commands queued by MULTI. */
 #include "harness.h"
 
 #include <netinet/in.h>
@@ -221,6 +223,74 @@ START_TEST(test_client_list_many) {
 }
 END_TEST
 
+/* ---- client-query-buffer-limit ---- */
+
+/* Sends len bytes in 64 KB pieces until the server closes the connection;
+ * returns the bytes that went out. */
+static size_t send_until_closed(it_raw *r, size_t len) {
+    static char piece[64 * 1024];
+    memset(piece, 'x', sizeof(piece));
+    size_t sent = 0;
+    while (sent < len && it_raw_send(r, piece, sizeof(piece)) == 0)
+        sent += sizeof(piece);
+    return sent;
+}
+
+START_TEST(test_qbuf_limit_counts_big_bulk) {
+    /* A 500 MB bulk that is never finished: its bytes go straight into the
+     * value's buffer, and still count against the 1 MB limit. */
+    it_server *s = it_start("--client-query-buffer-limit", "1mb", NULL);
+    redisContext *c = it_connect(s);
+    it_raw *r = it_raw_connect(s);
+    it_raw_sendstr(r, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$500000000\r\n");
+    send_until_closed(r, 16 * MB);
+    ck_assert_msg(it_raw_wait_closed(r, 10000),
+                  "a 500 MB bulk past the 1 MB limit kept its connection");
+    ck_assert_int_eq(it_info_int(c, "stats", "client_query_buffer_limit_disconnections"), 1);
+    expect_int(c, 0, "EXISTS k");
+    /* Values under the limit still take the copy-free path and work, in a
+     * pipeline too. */
+    char *v = it_random_bytes(900 * 1024, 3);
+    redisAppendCommand(c, "SET a %b", v, (size_t)900 * 1024);
+    redisAppendCommand(c, "SET b %b", v, (size_t)900 * 1024);
+    read_expect(c, "+OK", 0);
+    read_expect(c, "+OK", 0);
+    expect_bulk_len(c, v, 900 * 1024, "GET b");
+    ck_assert_int_eq(it_info_int(c, "stats", "client_query_buffer_limit_disconnections"), 1);
+}
+END_TEST
+
+START_TEST(test_qbuf_limit_counts_multi_queue) {
+    /* Queued commands have not run: they are query buffer too. */
+    it_server *s = it_start("--client-query-buffer-limit", "1mb", NULL);
+    redisContext *c = it_connect(s);
+    redisContext *m = it_connect(s);
+    char *v = it_random_bytes(300 * 1024, 4);
+    expect_ok(m, "MULTI");
+    int queued = 0;
+    for (int i = 0; i < 20; i++) {
+        redisReply *rep = it_try_cmd(m, "SET k%d %b", i, v, (size_t)300 * 1024);
+        if (!rep || rep->type != REDIS_REPLY_STATUS) break;
+        queued++;
+    }
+    ck_assert_msg(queued >= 3 && queued <= 4, "%d SETs of 300 KB queued under a 1 MB limit",
+                  queued);
+    ck_assert_int_eq(it_info_int(c, "stats", "client_query_buffer_limit_disconnections"), 1);
+    expect_int(c, 0, "DBSIZE"); /* nothing ran */
+    /* the limit is per transaction: a new one starts from zero */
+    redisContext *m2 = it_connect(s);
+    expect_ok(m2, "MULTI");
+    for (int i = 0; i < 3; i++)
+        expect_status(m2, "QUEUED", "SET k%d %b", i, v, (size_t)300 * 1024);
+    expect_reply(m2, "[+OK,+OK,+OK]", "EXEC");
+    expect_ok(m2, "MULTI");
+    for (int i = 0; i < 3; i++)
+        expect_status(m2, "QUEUED", "SET k%d %b", i, v, (size_t)300 * 1024);
+    expect_ok(m2, "DISCARD");
+    expect_int(c, 3, "DBSIZE");
+}
+END_TEST
+
 static Suite *conn_suite(void) {
     Suite *s = suite_create("conn");
     TCase *tc = it_tcase(s, "conn");
@@ -234,6 +304,9 @@ static Suite *conn_suite(void) {
     tcase_add_test(tc, test_connect_disconnect_churn);
     tcase_add_test(tc, test_many_clients_one_counter);
     tcase_add_test(tc, test_client_list_many);
+    TCase *limits = it_tcase_bare(s, "limits");
+    tcase_add_test(limits, test_qbuf_limit_counts_big_bulk);
+    tcase_add_test(limits, test_qbuf_limit_counts_multi_queue);
     return s;
 }
 

@@ -6,6 +6,7 @@
  * falls, INFO expired_keys grows); lazy expiry with active expiry off. */
 #include "harness.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -303,6 +304,78 @@ START_TEST(test_pexpireat_extremes) {
 }
 END_TEST
 
+#define LL_MAX_S "9223372036854775807"
+#define LL_MIN_S "-9223372036854775808"
+#define ERR_EXPIRE(cmd) "ERR invalid expire time in '" cmd "' command"
+
+/* The ends of the time range (issue 9): absolute times up to LLONG_MAX ms
+ * are stored as given and read back in seconds rounded half up, as Valkey
+ * 8.0.1 answers, with no intermediate overflow (the sanitizer build aborted
+ * on EXPIRETIME). Only a conversion that overflows is an error. */
+START_TEST(test_expire_range_ends) {
+    expect_ok(C, "SET k v");
+    expect_int(C, 1, "PEXPIREAT k " LL_MAX_S);
+    expect_int(C, LLONG_MAX, "PEXPIRETIME k");
+    expect_int(C, 9223372036854776LL, "EXPIRETIME k");
+    long long left = LLONG_MAX - (long long)time(NULL) * 1000;
+    expect_int_range(C, left - 5000, left + 5000, "PTTL k");
+    expect_int_range(C, left / 1000 - 5, left / 1000 + 5, "TTL k");
+    expect_int(C, 1, "PEXPIREAT k 9223372036854775308");
+    expect_int(C, 9223372036854775LL, "EXPIRETIME k");
+    expect_int(C, 1, "PEXPIREAT k 9223372036854775500");
+    expect_int(C, 9223372036854776LL, "EXPIRETIME k");
+    expect_int(C, 1, "EXPIREAT k 9223372036854775");
+    expect_int(C, 9223372036854775000LL, "PEXPIRETIME k");
+    expect_int(C, 9223372036854775LL, "EXPIRETIME k");
+    /* LLONG_MAX / 1000 + 1 seconds, and relative times that overflow once
+     * the current time is added. */
+    expect_error(C, ERR_EXPIRE("expireat"), "EXPIREAT k 9223372036854776");
+    expect_error(C, ERR_EXPIRE("expire"), "EXPIRE k 9223372036854775");
+    expect_error(C, ERR_EXPIRE("expire"), "EXPIRE k " LL_MAX_S);
+    expect_error(C, ERR_EXPIRE("pexpire"), "PEXPIRE k " LL_MAX_S);
+    expect_error(C, ERR_EXPIRE("expire"), "EXPIRE k " LL_MIN_S);
+    expect_error(C, ERR_EXPIRE("expireat"), "EXPIREAT k -9223372036854776");
+    expect_error(C, ERR_EXPIRE("expireat"), "EXPIREAT k " LL_MIN_S);
+    expect_int(C, 9223372036854775000LL, "PEXPIRETIME k");
+    /* The most negative times that convert are in the past: the key goes. */
+    expect_int(C, 1, "PEXPIRE k " LL_MIN_S);
+    expect_int(C, 0, "EXISTS k");
+    expect_ok(C, "SET k v");
+    expect_int(C, 1, "EXPIRE k -9223372036854775");
+    expect_int(C, 0, "EXISTS k");
+    expect_ok(C, "SET k v");
+    expect_int(C, 1, "PEXPIREAT k " LL_MIN_S);
+    expect_int(C, 0, "EXISTS k");
+    expect_ok(C, "SET k v");
+    expect_int(C, 1, "EXPIREAT k -9223372036854775");
+    expect_int(C, 0, "EXISTS k");
+    /* GT/LT compare against the largest stored time without overflow. */
+    expect_ok(C, "SET k v");
+    expect_int(C, 1, "PEXPIREAT k " LL_MAX_S " NX");
+    expect_int(C, 0, "PEXPIREAT k " LL_MAX_S " GT");
+    expect_int(C, 1, "PEXPIREAT k 9223372036854775806 LT");
+    expect_int(C, 9223372036854775806LL, "PEXPIRETIME k");
+    expect_bulk(C, "v", "GET k");
+}
+END_TEST
+
+/* The active expire cycle averages the TTLs it samples (INFO keyspace
+ * avg_ttl): keys that expire at the end of time must not overflow the sum. */
+START_TEST(test_active_expire_far_ttls) {
+    for (int i = 0; i < 5; i++) {
+        expect_ok(C, "SET far:%d v", i);
+        expect_int(C, 1, "PEXPIREAT far:%d " LL_MAX_S, i);
+    }
+    expect_ok(C, "SET near v EX 1000");
+    /* The cycle runs from the cron (hz 10): wait for an estimate. */
+    it_wait_until(it_kv_get(it_info_str(C, "keyspace", "db0"), "avg_ttl") != 0, 3000);
+    long long avg = it_kv_get(it_info_str(C, "keyspace", "db0"), "avg_ttl");
+    ck_assert_msg(avg > 1000000, "avg_ttl %lld: the TTL sum overflowed", avg);
+    expect_status(C, "PONG", "PING");
+    expect_int(C, 6, "DBSIZE");
+}
+END_TEST
+
 START_TEST(test_set_clears_expire) {
     expect_ok(C, "SET foo bar EX 100");
     expect_ok(C, "SET foo bar");
@@ -374,6 +447,8 @@ static Suite *expire_suite(void) {
     tcase_add_test(tc, test_expire_negative_and_missing);
     tcase_add_test(tc, test_expire_integer_errors);
     tcase_add_test(tc, test_pexpireat_extremes);
+    tcase_add_test(tc, test_expire_range_ends);
+    tcase_add_test(tc, test_active_expire_far_ttls);
     tcase_add_test(tc, test_set_clears_expire);
     tcase_add_test(tc, test_five_keys_in_five_out);
     tcase_add_test(tc, test_rename_copy_move_expired);

@@ -1,5 +1,7 @@
 /* check_it_server.c -- server and connection commands against a real
- * keel-server: PING, ECHO, TIME, QUIT, RESET, SHUTDOWN; INFO sections and
+ * keel-server: PING, ECHO, TIME, QUIT, RESET, SHUTDOWN (its options, SAVE
+ * refused without persistence); SAVE, BGSAVE, LASTSAVE and INFO
+ * persistence's change count (Valkey's per command); INFO sections and
  * the fields monitoring uses (redis_version, multiplexing_api,
  * connected_clients, used_memory, total_commands_processed,
  * keyspace_hits/misses, dbN:keys=..,expires=..,avg_ttl=.., commandstats,
@@ -19,18 +21,6 @@
 #define WRONGPASS "WRONGPASS invalid username-password pair or user is disabled."
 
 /* ---- helpers ---- */
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = it_alloc((size_t)n + 1);
-    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    return s;
-}
 
 /* 1 if text has a line exactly equal to line. */
 static int has_line(const char *text, const char *line) {
@@ -150,6 +140,204 @@ START_TEST(test_shutdown) {
 }
 END_TEST
 
+#define ERR_SYNTAX "ERR syntax error"
+#define ERR_NO_PERSISTENCE "ERR persistence is not available in Keel"
+
+/* SHUTDOWN's options as Valkey 8.0.1 parses them (NOSAVE|SAVE, NOW, FORCE,
+ * ABORT): NOSAVE with SAVE, or ABORT with anything else, is a syntax
+ * error, and nothing shuts down. */
+START_TEST(test_shutdown_option_errors) {
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN NOSAVE SAVE");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN SAVE NOSAVE");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN NOW NOSAVE FORCE SAVE");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN ABORT NOW");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN NOW ABORT");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN ABORT NOSAVE");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN FORCE ABORT");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN ABORT FOO");
+    expect_error(C, ERR_SYNTAX, "SHUTDOWN NOSAVE FOO");
+    expect_error(C, "ERR No shutdown in progress.", "SHUTDOWN ABORT");
+    expect_error(C, "ERR No shutdown in progress.", "SHUTDOWN abort ABORT");
+    expect_status(C, "PONG", "PING");
+}
+END_TEST
+
+/* SHUTDOWN SAVE must not look successful when nothing can be saved: it
+ * answers an error and the server keeps running (as Valkey when its save
+ * fails); FORCE exits anyway, see test_shutdown_save_force. */
+START_TEST(test_shutdown_save_refused) {
+    expect_ok(C, "SET k v");
+    expect_error_prefix(C, ERR_NO_PERSISTENCE, "SHUTDOWN SAVE");
+    expect_error_prefix(C, ERR_NO_PERSISTENCE, "SHUTDOWN NOW SAVE");
+    expect_status(C, "PONG", "PING");
+    expect_bulk(C, "v", "GET k");
+}
+END_TEST
+
+/* Sends SHUTDOWN with the given options to a server of its own and asserts
+ * that it exits 0. */
+static void assert_shutdown_exits(const char *opt1, const char *opt2) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    expect_ok(c, "SET k v");
+    it_raw *r = it_raw_connect(s);
+    it_raw_cmd(r, "SHUTDOWN", opt1, opt2, NULL);
+    ck_assert(it_raw_wait_closed(r, 10000));
+    int st = it_wait_exit(s, 10000);
+    ck_assert_msg(st != -1, "keel-server did not exit after SHUTDOWN %s", opt1 ? opt1 : "");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d after SHUTDOWN", st);
+}
+
+/* With no save points configured (Keel's only setting), a plain SHUTDOWN
+ * has nothing to save and exits, as Valkey's does. */
+START_TEST(test_shutdown_plain) {
+    assert_shutdown_exits(NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_shutdown_now_force) {
+    assert_shutdown_exits("NOW", "FORCE");
+}
+END_TEST
+
+START_TEST(test_shutdown_save_force) {
+    assert_shutdown_exits("SAVE", "FORCE");
+}
+END_TEST
+
+/* ---- persistence stand-ins: SAVE, BGSAVE, LASTSAVE, INFO persistence ---- */
+
+START_TEST(test_save_commands_refused) {
+    expect_ok(C, "SET k v");
+    expect_error_prefix(C, ERR_NO_PERSISTENCE, "SAVE");
+    expect_error_prefix(C, ERR_NO_PERSISTENCE, "BGSAVE");
+    expect_error_prefix(C, ERR_NO_PERSISTENCE, "BGSAVE SCHEDULE");
+    expect_error(C, ERR_SYNTAX, "BGSAVE foo");
+    expect_error(C, ERR_SYNTAX, "BGSAVE SCHEDULE foo");
+    expect_error(C, "ERR wrong number of arguments for 'save' command", "SAVE now");
+    expect_error(C, "ERR wrong number of arguments for 'lastsave' command", "LASTSAVE x");
+    expect_ok(C, "MULTI");
+    expect_error(C, "ERR Command not allowed inside a transaction", "SAVE");
+    expect_ok(C, "DISCARD");
+    expect_ok(C, "MULTI");
+    expect_reply(C, "+QUEUED", "BGSAVE");
+    expect_reply(C, "[-" ERR_NO_PERSISTENCE ": nothing was saved]", "EXEC");
+    /* Nothing was saved, so nothing counts as saved. */
+    ck_assert_int_ge(it_info_int(C, "persistence", "rdb_changes_since_last_save"), 1);
+    ck_assert_int_eq(it_info_int(C, "persistence", "rdb_saves"), 0);
+}
+END_TEST
+
+/* LASTSAVE, as Valkey before its first save, answers the start-up time;
+ * INFO persistence says the same. */
+START_TEST(test_lastsave_is_start_time) {
+    long long before = (long long)time(NULL);
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    long long after = (long long)time(NULL);
+    redisReply *r = it_cmd(c, "LASTSAVE");
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_ge(r->integer, before - 1);
+    ck_assert_int_le(r->integer, after + 1);
+    ck_assert_int_eq(it_info_int(c, "persistence", "rdb_last_save_time"), r->integer);
+    ck_assert_int_eq(it_info_int(c, "persistence", "rdb_changes_since_last_save"), 0);
+    ck_assert_str_eq(it_info_str(c, "persistence", "rdb_last_bgsave_status"), "ok");
+    ck_assert_int_eq(it_info_int(c, "persistence", "rdb_last_bgsave_time_sec"), -1);
+    it_sleep_ms(1100);
+    expect_int(c, r->integer, "LASTSAVE");
+}
+END_TEST
+
+static long long changes(void) {
+    return it_info_int(C, "persistence", "rdb_changes_since_last_save");
+}
+
+/* Runs a command and asserts how many key changes it added to INFO's
+ * rdb_changes_since_last_save (Valkey's server.dirty). */
+#define expect_changes(n, ...)                                                                     \
+    do {                                                                                           \
+        long long before_ = changes();                                                             \
+        it_free(it_cmd(C, __VA_ARGS__));                                                           \
+        ck_assert_msg(changes() - before_ == (n), "%s: %lld changes, want %d", #__VA_ARGS__,       \
+                      changes() - before_, (n));                                                   \
+    } while (0)
+
+/* Each command counts the changes Valkey 8.0.1 counts for it (measured
+ * against valkey-server 8.0.1): one per key written, deleted or given or
+ * stripped of a TTL; a flush counts the keys it removed; keys that expire
+ * count nothing. */
+START_TEST(test_changes_since_last_save) {
+    expect_changes(1, "SET a 1");
+    expect_changes(1, "SET a 1 EX 100");
+    expect_changes(1, "SET a 2 KEEPTTL");
+    expect_changes(1, "SET a 3");
+    expect_changes(1, "SET a 1 EX 100");
+    expect_changes(1, "GETSET a 5");
+    expect_changes(0, "SET a 6 NX");
+    expect_changes(2, "MSET k1 v1 k2 v2");
+    expect_changes(2, "MSET k1 v1 k1 v2");
+    expect_changes(3, "DEL k1 k2 a zz");
+    expect_changes(0, "DEL nothing");
+    expect_changes(1, "SET r 1");
+    expect_changes(1, "RENAME r r2");
+    expect_changes(1, "SET r3 1");
+    expect_changes(1, "RENAME r2 r3");
+    expect_changes(0, "RENAMENX r3 r3");
+    expect_changes(1, "MOVE r3 1");
+    expect_changes(1, "SET c 1");
+    expect_changes(1, "COPY c d");
+    expect_changes(1, "COPY c d REPLACE");
+    expect_changes(0, "COPY c d");
+    expect_changes(1, "SWAPDB 0 0");
+    expect_changes(1, "SWAPDB 0 1");
+    expect_changes(3, "FLUSHALL");
+    expect_changes(0, "FLUSHALL");
+    expect_changes(3, "MSET a 1 b 2 c 3");
+    expect_changes(3, "FLUSHDB");
+    expect_changes(1, "SET e 1");
+    expect_changes(1, "SET e 1 PXAT 1");
+    expect_changes(0, "SET e 1 PXAT 1");
+    expect_changes(1, "SET e 1 EX 100");
+    expect_changes(1, "PERSIST e");
+    expect_changes(0, "PERSIST e");
+    expect_changes(1, "EXPIRE e 100");
+    expect_changes(0, "EXPIRE e 200 NX");
+    expect_changes(1, "EXPIRE e -1");
+    expect_changes(0, "EXPIRE e 100");
+    expect_changes(1, "SET e 1");
+    expect_changes(1, "GETEX e EX 100");
+    expect_changes(1, "GETEX e PERSIST");
+    expect_changes(0, "GETEX e");
+    expect_changes(1, "GETEX e PXAT 1");
+    expect_changes(1, "SET n 5");
+    expect_changes(1, "INCR n");
+    expect_changes(1, "INCRBY n 10");
+    expect_changes(1, "APPEND n x");
+    expect_changes(1, "SETRANGE n 0 ab");
+    expect_changes(0, "SETRANGE n 0 %s", "");
+    expect_changes(1, "INCRBYFLOAT f 1.5");
+    expect_changes(1, "GETDEL f");
+    expect_changes(0, "GETDEL f");
+    expect_changes(0, "SETNX n 1");
+    expect_changes(0, "MSETNX n 1 m 2");
+    expect_changes(2, "MSETNX m 1 o 2");
+    expect_changes(0, "GET n");
+    expect_changes(1, "SET x 1 PX 50");
+    it_sleep_ms(100);
+    expect_changes(0, "GET x"); /* lazily expired */
+    expect_changes(1, "SET y 1 PX 20");
+    it_wait_until(it_info_int(C, "stats", "expired_keys") >= 2, 2000); /* actively expired */
+    expect_changes(0, "DBSIZE");
+    long long before = changes();
+    expect_ok(C, "MULTI");
+    expect_reply(C, "+QUEUED", "SET t1 1");
+    expect_reply(C, "+QUEUED", "MSET t2 2 t3 3");
+    expect_reply(C, "[+OK,+OK]", "EXEC");
+    ck_assert_int_eq(changes() - before, 3);
+}
+END_TEST
+
+/* ---- INFO ---- */
 /* ---- INFO ---- */
 
 START_TEST(test_info_default_sections) {
@@ -407,7 +595,7 @@ START_TEST(test_config_rewrite) {
     expect_ok(c, "CONFIG SET maxmemory 5mb");
     expect_ok(c, "CONFIG SET maxmemory-policy allkeys-lru");
     expect_ok(c, "CONFIG REWRITE");
-    char *text = read_file(s->conf);
+    char *text = it_read_file(s->conf);
     ck_assert_msg(has_line(text, "# a comment kept by CONFIG REWRITE"), "comment lost:\n%s", text);
     ck_assert_msg(has_line(text, "maxmemory 5mb"), "no 'maxmemory 5mb' line:\n%s", text);
     ck_assert_msg(!has_line(text, "maxmemory 1mb"), "old maxmemory line kept:\n%s", text);
@@ -883,6 +1071,17 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_quit);
     tcase_add_test(tc, test_reset);
     tcase_add_test(tc, test_shutdown);
+
+    tc = it_tcase(s, "persistence");
+    tcase_add_test(tc, test_shutdown_option_errors);
+    tcase_add_test(tc, test_shutdown_save_refused);
+    tcase_add_test(tc, test_save_commands_refused);
+    tcase_add_test(tc, test_changes_since_last_save);
+    tc = it_tcase_bare(s, "shutdown");
+    tcase_add_test(tc, test_shutdown_plain);
+    tcase_add_test(tc, test_shutdown_now_force);
+    tcase_add_test(tc, test_shutdown_save_force);
+    tcase_add_test(tc, test_lastsave_is_start_time);
 
     tc = it_tcase(s, "info");
     tcase_add_test(tc, test_info_default_sections);

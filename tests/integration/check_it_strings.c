@@ -6,6 +6,7 @@
  * pipelined round trip. */
 #include "harness.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -109,6 +110,58 @@ START_TEST(test_set_exat_in_the_past) {
     expect_int(C, 0, "EXISTS foo");
     expect_ok(C, "SET foo bar PXAT 1");
     expect_int(C, -2, "TTL foo");
+    /* As in Valkey 8.0.1, a time already past deletes an existing key at
+     * once: it is overwritten, not expired (expired_keys stays), and GET
+     * still answers the old value. */
+    long long expired = it_info_int(C, "stats", "expired_keys");
+    expect_ok(C, "SET foo bar");
+    expect_ok(C, "SET foo baz PXAT 1");
+    expect_int(C, 0, "EXISTS foo");
+    expect_ok(C, "SET foo bar");
+    expect_bulk(C, "bar", "SET foo baz GET EXAT 1");
+    expect_int(C, 0, "EXISTS foo");
+    expect_nil(C, "SET foo baz NX GET PXAT 1");
+    expect_int(C, 0, "EXISTS foo");
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_keys"), expired);
+}
+END_TEST
+
+#define LL_MAX_S "9223372036854775807"
+#define LL_MIN_S "-9223372036854775808"
+#define ERR_EXPIRE(cmd) "ERR invalid expire time in '" cmd "' command"
+
+/* The ends of the time range for SET, GETEX, SETEX and PSETEX (issue 9):
+ * each conversion that would overflow is an error (Valkey 8.0.1's), the
+ * largest absolute times are stored as given. */
+START_TEST(test_set_expire_range_ends) {
+    expect_error(C, ERR_EXPIRE("set"), "SET k v PX " LL_MAX_S);
+    expect_error(C, ERR_EXPIRE("set"), "SET k v EX 9223372036854775");
+    expect_error(C, ERR_EXPIRE("set"), "SET k v EX 9223372036854776");
+    expect_error(C, ERR_EXPIRE("set"), "SET k v EX " LL_MAX_S);
+    expect_error(C, ERR_EXPIRE("set"), "SET k v EXAT 9223372036854776");
+    expect_error(C, ERR_EXPIRE("set"), "SET k v PX " LL_MIN_S);
+    expect_error(C, ERR_EXPIRE("set"), "SET k v EXAT " LL_MIN_S);
+    expect_error(C, ERR_EXPIRE("set"), "SET k v PXAT 0");
+    expect_int(C, 0, "EXISTS k");
+    expect_ok(C, "SET k v PXAT " LL_MAX_S);
+    expect_int(C, LLONG_MAX, "PEXPIRETIME k");
+    expect_int(C, 9223372036854776LL, "EXPIRETIME k");
+    expect_ok(C, "SET k v EXAT 9223372036854775");
+    expect_int(C, 9223372036854775000LL, "PEXPIRETIME k");
+    expect_error(C, ERR_EXPIRE("getex"), "GETEX k PX " LL_MAX_S);
+    expect_error(C, ERR_EXPIRE("getex"), "GETEX k EX 9223372036854775");
+    expect_error(C, ERR_EXPIRE("getex"), "GETEX k EXAT 9223372036854776");
+    expect_error(C, ERR_EXPIRE("getex"), "GETEX k PXAT " LL_MIN_S);
+    expect_int(C, 9223372036854775000LL, "PEXPIRETIME k");
+    expect_bulk(C, "v", "GETEX k PXAT " LL_MAX_S);
+    expect_int(C, LLONG_MAX, "PEXPIRETIME k");
+    expect_error(C, ERR_EXPIRE("setex"), "SETEX k 9223372036854775 v");
+    expect_error(C, ERR_EXPIRE("setex"), "SETEX k 9223372036854776 v");
+    expect_error(C, ERR_EXPIRE("setex"), "SETEX k " LL_MIN_S " v");
+    expect_error(C, ERR_EXPIRE("psetex"), "PSETEX k " LL_MAX_S " v");
+    expect_error(C, ERR_EXPIRE("psetex"), "PSETEX k " LL_MIN_S " v");
+    expect_int(C, LLONG_MAX, "PEXPIRETIME k");
+    expect_bulk(C, "v", "GET k");
 }
 END_TEST
 
@@ -444,6 +497,7 @@ static Suite *strings_suite(void) {
     tcase_add_test(tc, test_set_syntax_errors);
     tcase_add_test(tc, test_set_expire_options);
     tcase_add_test(tc, test_set_exat_in_the_past);
+    tcase_add_test(tc, test_set_expire_range_ends);
     tcase_add_test(tc, test_setnx);
     tcase_add_test(tc, test_setex_psetex);
     tcase_add_test(tc, test_getex);

@@ -75,6 +75,18 @@ void *it_alloc(size_t len) {
     return p;
 }
 
+char *it_read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = it_alloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
+}
+
 char *it_fmt(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -499,6 +511,50 @@ it_server *it_start_conf(const char *conf_text, const char *arg, ...) {
     it_server *s = start_v(conf_text, arg, ap);
     va_end(ap);
     return s;
+}
+
+char *it_start_refused(const char *conf_text, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    it_server s = {0};
+    snprintf(s.dir, sizeof(s.dir), "/tmp/keel-it-XXXXXX");
+    ck_assert_msg(mkdtemp(s.dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(s.log, sizeof(s.log), "%s/server.log", s.dir);
+    char *argv[IT_MAX_ARGS + 4];
+    int argc = 0;
+    argv[argc++] = (char *)server_path();
+    if (conf_text) {
+        snprintf(s.conf, sizeof(s.conf), "%s/keel.conf", s.dir);
+        FILE *f = fopen(s.conf, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(conf_text, f);
+        fclose(f);
+        argv[argc++] = s.conf;
+    }
+    s.port = it_free_port();
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", s.port);
+    argv[argc++] = "--port";
+    argv[argc++] = portstr;
+    for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+        ck_assert_int_lt(argc, IT_MAX_ARGS);
+        argv[argc++] = (char *)a;
+    }
+    va_end(ap);
+    argv[argc] = NULL;
+    s.pid = fork();
+    ck_assert_int_ge(s.pid, 0);
+    if (s.pid == 0) child_exec(&s, argv);
+    int st = it_wait_exit(&s, IT_READY_TIMEOUT_MS);
+    if (st == -1) {
+        kill(s.pid, SIGKILL);
+        waitpid(s.pid, NULL, 0);
+    }
+    char *out = it_fmt("%s", it_log_tail(&s));
+    remove_dir(s.dir);
+    ck_assert_msg(st != -1, "keel-server started although it should have refused; log:\n%s", out);
+    ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) != 0, "keel-server exited 0; log:\n%s", out);
+    return out;
 }
 
 int it_wait_exit(it_server *s, int timeout_ms) {

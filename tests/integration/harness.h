@@ -36,6 +36,10 @@ typedef struct it_server {
 it_server *it_start(const char *arg, ...);
 /* Same, first writing conf_text to a config file passed as argv[1]. */
 it_server *it_start_conf(const char *conf_text, const char *arg, ...);
+/* Runs keel-server with conf_text (NULL: none) and the arguments, expecting
+ * it to refuse to start: asserts that it exits non-zero within 10 s without
+ * ever answering, and returns what it printed (a tracked string). */
+char *it_start_refused(const char *conf_text, const char *arg, ...);
 /* SIGTERM, then asserts a clean exit (status 0) within 10 s. */
 void it_stop(it_server *s);
 /* Waits up to timeout_ms for the server to exit on its own; returns the
@@ -121,6 +125,9 @@ void it_sleep_ms(int ms);
 char *it_random_bytes(size_t len, unsigned seed);
 /* A tracked malloc. */
 void *it_alloc(size_t len);
+/* A file's whole contents, NUL-terminated (a tracked buffer); fails the
+ * test if it cannot be read. */
+char *it_read_file(const char *path);
 /* A tracked sprintf. */
 char *it_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -8,6 +8,7 @@
  * config_free(); config files live in a fresh temporary directory. */
 #include "config/config.h"
 
+#include "common/common.h"
 #include "common/kmem.h"
 #include "server/server.h"
 
@@ -114,7 +115,7 @@ START_TEST(test_defaults) {
     ck_assert_int_eq(srv.verbosity, LL_NOTICE);
     ck_assert_int_eq(srv.active_expire_enabled, 1);
     ck_assert(srv.proto_max_bulk_len == 512LL * 1024 * 1024);
-    ck_assert_ptr_null(srv.requirepass);
+    ck_assert_ptr_null(srv.requirepass.ptr);
     ck_assert_int_eq(srv.bindaddr_count, 2);
 
     expect_get("port", "6379");
@@ -225,10 +226,10 @@ START_TEST(test_set_valid) {
     ck_assert_int_eq(srv.protected_mode, 1);
 
     expect_set_ok("requirepass", "s3cret pass");
-    ck_assert_str_eq(srv.requirepass, "s3cret pass");
+    ck_assert_str_eq(srv.requirepass.ptr, "s3cret pass");
     expect_get("requirepass", "s3cret pass");
     expect_set_ok("requirepass", "");
-    ck_assert_ptr_null(srv.requirepass);
+    ck_assert_ptr_null(srv.requirepass.ptr);
 
     expect_set_ok("slowlog-log-slower-than", "-1");
     ck_assert(srv.slowlog_log_slower_than == -1);
@@ -248,8 +249,14 @@ START_TEST(test_set_valid) {
 END_TEST
 
 START_TEST(test_set_invalid) {
-    expect_set_err("hz", "0", "argument must be between 1 and 500 inclusive");
-    expect_set_err("hz", "501", "argument must be between 1 and 500 inclusive");
+    /* hz is a hint, as in Valkey: out-of-range values are clamped to 1..500,
+     * negative ones refused */
+    expect_set_ok("hz", "0");
+    expect_get("hz", "1");
+    expect_set_ok("hz", "501");
+    expect_get("hz", "500");
+    expect_set_err("hz", "-1", "argument must be between 0 and 2147483647 inclusive");
+    expect_set_ok("hz", "10");
     expect_set_err("hz", "abc", "argument couldn't be parsed into an integer");
     expect_set_err("hz", "", "argument couldn't be parsed into an integer");
     expect_set_err("hz", "10abc", "argument couldn't be parsed into an integer");
@@ -370,7 +377,7 @@ START_TEST(test_load_file_include) {
     ck_assert_int_eq(srv.port, 7000);
     ck_assert_int_eq(srv.hz, 30); /* the include is read in place, after "hz 20" */
     ck_assert(srv.maxmemory == 104857600ULL);
-    ck_assert_str_eq(srv.requirepass, "pa ss\"word");
+    ck_assert_str_eq(srv.requirepass.ptr, "pa ss\"word");
     ck_assert_ptr_null(srv.logfile);
     ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LFU);
     ck_assert_int_eq(srv.protected_mode, 0);
@@ -407,11 +414,12 @@ END_TEST
 
 START_TEST(test_load_bad_values) {
     char err[512], want[400];
-    const char *p = write_file(0, "v.conf", "hz 20\nhz 9999\n");
+    const char *p = write_file(0, "v.conf", "hz 20\nhz -5\n");
     ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
     snprintf(want, sizeof(want), "%s:2:", p);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "error \"%s\" does not start with \"%s\"", err, want);
-    ck_assert_msg(strstr(err, "hz") && strstr(err, "between 1 and 500 inclusive"), "error \"%s\"", err);
+    ck_assert_msg(strstr(err, "hz") && strstr(err, "between 0 and 2147483647 inclusive"),
+                  "error \"%s\"", err);
 
     p = write_file(1, "w.conf", "port\n");
     ck_assert_int_ne(load(p, NULL, err, sizeof(err)), 0);
@@ -519,7 +527,7 @@ START_TEST(test_load_overrides) {
 
     /* overrides alone, with quoting */
     ck_assert_int_eq(load(NULL, "requirepass \"a b\"\nmaxmemory-policy volatile-lru\n", err, sizeof(err)), 0);
-    ck_assert_str_eq(srv.requirepass, "a b");
+    ck_assert_str_eq(srv.requirepass.ptr, "a b");
     ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_VOLATILE_LRU);
 
     /* an error in the overrides is labelled as such */
@@ -568,7 +576,7 @@ START_TEST(test_get_formatting) {
     /* "1k" style numbers are accepted for integer directives too */
     expect_set_ok("tcp-keepalive", "1k");
     expect_get("tcp-keepalive", "1000");
-    expect_set_err("hz", "1k", "between 1 and 500 inclusive"); /* 1000 > 500 */
+    expect_set_err("maxmemory-samples", "1k", "between 1 and 64 inclusive"); /* 1000 > 64 */
 }
 END_TEST
 
@@ -589,6 +597,237 @@ START_TEST(test_get_formatting_misc) {
     char small[5];
     ck_assert_int_eq(config_get("maxmemory-policy", small, sizeof(small)), 0);
     ck_assert_str_eq(small, "noev");
+}
+END_TEST
+
+/* ---- hostile values: CONFIG REWRITE round trips, NUL bytes, bounds ------ */
+
+/* An override text "name "\xHH...\xHH"\n" that the reader unescapes into
+ * exactly the len bytes of value. */
+static char *escaped_line(const char *name, const char *value, size_t len) {
+    char *t = km_alloc(strlen(name) + 4 * len + 8);
+    size_t o = (size_t)sprintf(t, "%s \"", name);
+    for (size_t i = 0; i < len; i++)
+        o += (size_t)sprintf(t + o, "\\x%02x", (unsigned char)value[i]);
+    sprintf(t + o, "\"\n");
+    return t;
+}
+
+typedef struct snapshot {
+    size_t n;
+    const char *names[128];
+    char *values[128];
+    size_t lens[128];
+} snapshot;
+
+static void snapshot_take(snapshot *sn) {
+    sn->n = config_names(sn->names, 128);
+    ck_assert_uint_lt(sn->n, 128);
+    for (size_t i = 0; i < sn->n; i++) {
+        sn->values[i] = config_get_value(sn->names[i], &sn->lens[i]);
+        ck_assert_ptr_nonnull(sn->values[i]);
+    }
+}
+
+static void snapshot_free(snapshot *sn) {
+    for (size_t i = 0; i < sn->n; i++)
+        km_free(sn->values[i]);
+}
+
+/* Every directive's value now equals the snapshot's, byte for byte. */
+static void snapshot_expect(const snapshot *sn, const char *what) {
+    for (size_t i = 0; i < sn->n; i++) {
+        size_t len;
+        char *v = config_get_value(sn->names[i], &len);
+        ck_assert_msg(len == sn->lens[i] && memcmp(v, sn->values[i], len) == 0,
+                      "%s: '%s' came back as %zu bytes, was %zu", what, sn->names[i], len,
+                      sn->lens[i]);
+        km_free(v);
+    }
+}
+
+/* Rewrites an empty config file, starts again from the defaults and loads
+ * it; asserts that every value came back and nothing else appeared. */
+static void rewrite_and_reload(const char *what) {
+    snapshot before;
+    snapshot_take(&before);
+    const char *path = write_file(3, "rewrite.conf", "");
+    char *err = NULL;
+    ck_assert_msg(config_rewrite_file(path, &err) == 0, "%s: rewrite failed: %s", what, err);
+    config_free();
+    memset(&srv, 0, sizeof(srv));
+    config_set_defaults();
+    char msg[512];
+    ck_assert_msg(load(path, NULL, msg, sizeof(msg)) == 0,
+                  "%s: the rewritten file does not load: %s", what, msg);
+    snapshot_expect(&before, what);
+    ck_assert_msg(config_module_lines() == NULL, "%s: a loadmodule line appeared", what);
+    ck_assert_msg(config_rename_lines() == NULL, "%s: a rename-command line appeared", what);
+    snapshot_free(&before);
+}
+
+START_TEST(test_rewrite_every_byte) {
+    /* each byte value alone, between others, then all 256 in one value */
+    for (int b = 0; b < 256; b++) {
+        char v[4] = {'a', (char)b, 'z', (char)b};
+        char *err = NULL;
+        ck_assert_int_eq(config_set_bytes("requirepass", v, sizeof(v), &err), 0);
+        rewrite_and_reload("requirepass with one byte value");
+        ck_assert_uint_eq(srv.requirepass.len, 4);
+        ck_assert_int_eq(memcmp(srv.requirepass.ptr, v, 4), 0);
+    }
+    char all[256];
+    for (int b = 0; b < 256; b++)
+        all[b] = (char)(255 - b);
+    char *err = NULL;
+    ck_assert_int_eq(config_set_bytes("requirepass", all, sizeof(all), &err), 0);
+    rewrite_and_reload("requirepass with every byte");
+    ck_assert_uint_eq(srv.requirepass.len, 256);
+    ck_assert_int_eq(memcmp(srv.requirepass.ptr, all, 256), 0);
+}
+END_TEST
+
+/* Values an attacker with CONFIG SET (or a careless operator's file) would
+ * try: line ends that would turn the rest into directives, quotes, escapes,
+ * comment and include starts, and lengths past any fixed buffer. */
+static const char *const hostile[] = {
+    "x\nloadmodule /tmp/evil.so",
+    "\r\nenable-debug-command yes\r\nenable-module-command yes\n",
+    "\"\nprotected-mode no\n\"",
+    "' \\\" \\x41 \\",
+    "# not a comment",
+    "include /etc/passwd",
+    "a b\tc\vd\fe",
+    "",
+};
+
+START_TEST(test_rewrite_hostile_every_directive) {
+    char long_value[9000];
+    for (size_t i = 0; i < sizeof(long_value); i++)
+        long_value[i] = i % 97 == 96 ? '\n' : (char)('a' + i % 26);
+    for (size_t h = 0; h <= K_ARRAY_LEN(hostile); h++) {
+        const char *v = h < K_ARRAY_LEN(hostile) ? hostile[h] : long_value;
+        size_t len = h < K_ARRAY_LEN(hostile) ? strlen(v) : sizeof(long_value);
+        const char *names[128];
+        size_t n = config_names(names, 128), accepted = 0;
+        for (size_t i = 0; i < n; i++) {
+            char *line = escaped_line(names[i], v, len), msg[512];
+            accepted += load(NULL, line, msg, sizeof(msg)) == 0;
+            km_free(line);
+        }
+        ck_assert_uint_gt(accepted, 0); /* at least the string directives took it */
+        rewrite_and_reload(v);
+        expect_get("enable-debug-command", "no");
+        expect_get("enable-module-command", "no");
+        expect_get("protected-mode", "yes");
+    }
+}
+END_TEST
+
+START_TEST(test_values_keep_every_byte) {
+    /* a 2,000-byte password with a NUL inside: CONFIG GET and the file keep
+     * it whole */
+    char pass[2000];
+    for (size_t i = 0; i < sizeof(pass); i++)
+        pass[i] = (char)('A' + i % 23);
+    pass[700] = '\0';
+    char *err = NULL;
+    ck_assert_int_eq(config_set_bytes("requirepass", pass, sizeof(pass), &err), 0);
+    size_t len;
+    char *v = config_get_value("requirepass", &len);
+    ck_assert_uint_eq(len, sizeof(pass));
+    ck_assert_int_eq(memcmp(v, pass, len), 0);
+    km_free(v);
+    rewrite_and_reload("2000-byte password");
+    ck_assert_uint_eq(srv.requirepass.len, sizeof(pass));
+    ck_assert_int_eq(memcmp(srv.requirepass.ptr, pass, sizeof(pass)), 0);
+}
+END_TEST
+
+START_TEST(test_nul_refused_outside_binary_values) {
+    char *err = NULL;
+    ck_assert_int_ne(config_set_bytes("maxmemory", "100\0mb", 6, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "NUL"));
+    km_free(err);
+    err = NULL;
+    ck_assert_int_ne(config_set_bytes("maxmemory-policy", "noeviction\0x", 12, &err), 0);
+    km_free(err);
+    expect_get("maxmemory", "0");
+    char msg[512];
+    ck_assert_int_ne(load(NULL, "port \"80\\x00junk\"\n", msg, sizeof(msg)), 0);
+    ck_assert_msg(strstr(msg, "NUL"), "error \"%s\"", msg);
+    ck_assert_int_ne(load(NULL, "pidfile \"/tmp/a\\x00b\"\n", msg, sizeof(msg)), 0);
+    ck_assert_int_eq(srv.port, 6379);
+    ck_assert_ptr_null(srv.pidfile);
+}
+END_TEST
+
+START_TEST(test_bounds_like_valkey) {
+    /* below 1mb every client would be refused or closed */
+    expect_set_err("proto-max-bulk-len", "0",
+                   "argument must be between 1048576 and 9223372036854775807 inclusive");
+    expect_set_err("proto-max-bulk-len", "1048575", "between 1048576");
+    expect_set_ok("proto-max-bulk-len", "1mb");
+    expect_set_err("client-query-buffer-limit", "0", "between 1048576");
+    expect_set_err("client-query-buffer-limit", "1000kb", "between 1048576");
+    expect_set_ok("client-query-buffer-limit", "1mb");
+    /* soft seconds beyond an int overflow the limit check */
+    expect_set_err("client-output-buffer-limit", "normal 0 1mb 9223372036854775807",
+                   "soft_seconds");
+    expect_set_err("client-output-buffer-limit", "normal 0 1mb 2147483648", "soft_seconds");
+    expect_set_err("client-output-buffer-limit", "normal 0 1mb 99999999999999999999",
+                   "soft_seconds");
+    expect_set_ok("client-output-buffer-limit", "normal 0 1mb 2147483647");
+    char msg[512];
+    ck_assert_int_ne(load(NULL, "proto-max-bulk-len 0\n", msg, sizeof(msg)), 0);
+    ck_assert_int_ne(load(NULL, "client-query-buffer-limit 10\n", msg, sizeof(msg)), 0);
+}
+END_TEST
+
+/* Protective directives Keel does not implement stop the start-up with the
+ * file, line and directive named; their harmless values are accepted. */
+START_TEST(test_refused_directives) {
+    static const char *const refused[] = {
+        "user default off",        "aclfile /etc/valkey/users.acl",
+        "replicaof 10.0.0.1 6379", "slaveof 10.0.0.1 6379",
+        "min-replicas-to-write 1", "cluster-enabled yes",
+        "tls-port 6380",           "maxmemory-clients 10%",
+        "unixsocketgroup valkey",  "sentinel monitor m 1.2.3.4 6379 2",
+    };
+    for (size_t i = 0; i < K_ARRAY_LEN(refused); i++) {
+        char text[128], msg[512], want[400];
+        snprintf(text, sizeof(text), "port 7001\n%s\n", refused[i]);
+        const char *p = write_file(0, "refused.conf", text);
+        ck_assert_msg(load(p, NULL, msg, sizeof(msg)) != 0, "'%s' was accepted", refused[i]);
+        char name[32];
+        sscanf(refused[i], "%31s", name);
+        snprintf(want, sizeof(want), "%s:2: '%s' is not supported: ", p, name);
+        ck_assert_msg(strncmp(msg, want, strlen(want)) == 0,
+                      "error \"%s\" does not start with \"%s\"", msg, want);
+    }
+    char msg[512];
+    ck_assert_msg(
+        load(NULL, "cluster-enabled no\ntls-port 0\nmin-replicas-to-write 0\nmaxmemory-clients 0\n",
+             msg, sizeof(msg)) == 0,
+        "harmless values refused: %s", msg);
+}
+END_TEST
+
+START_TEST(test_rename_command_lines) {
+    char msg[512];
+    ck_assert_int_eq(load(NULL, "rename-command FLUSHALL \"\"\nrename-command config k-config\n",
+                          msg, sizeof(msg)),
+                     0);
+    const config_rename_line *r = config_rename_lines();
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->from, "FLUSHALL");
+    ck_assert_str_eq(r->to, "");
+    ck_assert_int_eq(r->line, 1);
+    ck_assert_ptr_nonnull(r->next);
+    ck_assert_str_eq(r->next->to, "k-config");
+    ck_assert_ptr_null(r->next->next);
+    ck_assert_int_ne(load(NULL, "rename-command get\n", msg, sizeof(msg)), 0);
+    expect_set_err("rename-command", "get x", "immutable");
 }
 END_TEST
 
@@ -616,7 +855,19 @@ static Suite *config_suite(void) {
     tcase_add_test(files, test_load_stock_valkey_conf);
     tcase_add_test(files, test_load_overrides);
     tcase_add_test(files, test_loadmodule_lines);
+    tcase_add_test(files, test_refused_directives);
+    tcase_add_test(files, test_rename_command_lines);
     suite_add_tcase(s, files);
+
+    TCase *hostile_tc = tcase_create("hostile");
+    tcase_add_checked_fixture(hostile_tc, setup, teardown);
+    tcase_set_timeout(hostile_tc, 60);
+    tcase_add_test(hostile_tc, test_rewrite_every_byte);
+    tcase_add_test(hostile_tc, test_rewrite_hostile_every_directive);
+    tcase_add_test(hostile_tc, test_values_keep_every_byte);
+    tcase_add_test(hostile_tc, test_nul_refused_outside_binary_values);
+    tcase_add_test(hostile_tc, test_bounds_like_valkey);
+    suite_add_tcase(s, hostile_tc);
     return s;
 }
 

@@ -26,7 +26,8 @@ static const char *base_name(const char *path) {
 }
 
 /* Logs "file:line:arg0|arg1|...;" with each argument's bytes. */
-static int record(void *priv, const char *file, int line, int argc, char **argv, char **err) {
+static int record(void *priv, const char *file, int line, int argc, char **argv, const size_t *argl,
+                  char **err) {
     rec *r = priv;
     r->calls++;
     r->len +=

@@ -1,6 +1,8 @@
 /* check_db.c -- unit tests for core/keyspace/db.c: set/get/delete, lazy
  * expiry through the cached clock srv.mstime, PERSIST, KEEPTTL, the active
- * expire cycle, FLUSHDB/SWAPDB, keyspace hit/miss counters and access clocks.
+ * expire cycle, FLUSHDB/SWAPDB, RENAME/MOVE/COPY's moves, the change count
+ * (INFO rdb_changes_since_last_save), keyspace hit/miss counters and access
+ * clocks.
  *
  * Every test runs between a fresh config_set_defaults() + db_setup() and
  * db_teardown() + config_free(); time is simulated by setting srv.mstime. */
@@ -420,6 +422,76 @@ START_TEST(test_swap) {
 }
 END_TEST
 
+/* ---- change count (INFO rdb_changes_since_last_save) --------------------- */
+
+static kobj *str(const char *v) {
+    return obj_string(v, strlen(v));
+}
+
+/* Each operation counts what Valkey's command counts in server.dirty. */
+START_TEST(test_changes_counted) {
+    db *d0 = db_get(0), *d1 = db_get(1);
+    ck_assert_int_eq(db_changes(), 0);
+    db_entry *a = set_str(d0, "a", "1", 0);
+    db_set_expire(d0, a, T0 + 1000);
+    set_str(d0, "a", "2", 0); /* clearing the TTL is part of this change */
+    ck_assert_int_eq(db_changes(), 3);
+    ck_assert(get(d0, "a")->expire == -1);
+    ck_assert_int_eq(db_persist(d0, get(d0, "a")), 0);
+    ck_assert_int_eq(db_changes(), 3);
+
+    db_set_with_expire(d0, "b", 1, str("x"), T0 + 1000);
+    db_set_with_expire(d0, "b", 1, str("y"), T0 + 2000);
+    ck_assert_int_eq(db_changes(), 5);
+    ck_assert(raw_find_expires(d0, "b")->expire == T0 + 2000);
+
+    db_move(d0, get(d0, "b"), d0, "c", 1); /* RENAME b c */
+    ck_assert_ptr_null(raw_find(d0, "b"));
+    ck_assert(raw_find_expires(d0, "c")->expire == T0 + 2000);
+    db_put(d0, "c", 1, str("z"), -1); /* COPY x c REPLACE */
+    expect_val(raw_find(d0, "c"), "z");
+    ck_assert_ptr_null(raw_find_expires(d0, "c"));
+    db_move(d0, get(d0, "c"), d1, "c", 1); /* MOVE c 1 */
+    ck_assert_int_eq(db_changes(), 8);
+    ck_assert_int_eq(db_evict(d1, "c", 1), 1);
+    ck_assert_int_eq(db_delete(d0, "none", 4), 0);
+    ck_assert_int_eq(db_changes(), 8);
+
+    db_entry *e = set_str(d0, "e", "1", 0);
+    db_set_expire(d0, e, T0 + 10);
+    srv.mstime = T0 + 10;
+    ck_assert_ptr_null(get(d0, "e")); /* expired: no change */
+    ck_assert_int_eq(db_changes(), 10);
+
+    set_str(d0, "f", "1", 0);
+    set_str(d0, "g", "1", 0);
+    ck_assert_uint_eq(db_flush(d0), 3); /* a, f, g */
+    ck_assert_int_eq(db_changes(), 15);
+    db_swap(0, 1);
+    db_swap(1, 1);
+    ck_assert_int_eq(db_changes(), 17);
+}
+END_TEST
+
+/* RENAME onto an existing key replaces it, keeping the source's TTL and
+ * access clock. */
+START_TEST(test_move_replaces) {
+    db *d = db_get(0);
+    db_entry *src = set_str(d, "src", "S", 0);
+    db_set_expire(d, src, T0 + 5000);
+    src->lru = 1234;
+    db_entry *dst = set_str(d, "dst", "D", 0);
+    db_set_expire(d, dst, T0 + 9000);
+    db_entry *n = db_move(d, src, d, "dst", 3);
+    expect_val(n, "S");
+    ck_assert(n->expire == T0 + 5000);
+    ck_assert_uint_eq(n->lru, 1234);
+    ck_assert_uint_eq(db_size(d), 1);
+    ck_assert_uint_eq(db_expires_count(d), 1);
+    ck_assert_ptr_eq(raw_find_expires(d, "dst"), n);
+}
+END_TEST
+
 /* ---- counters and clocks -------------------------------------------------- */
 
 START_TEST(test_hits_misses) {
@@ -485,6 +557,22 @@ START_TEST(test_lfu_clock) {
 }
 END_TEST
 
+/* Keys that expire near LLONG_MAX ms: the average the cycle keeps (INFO
+ * avg_ttl) must not overflow summing their TTLs. */
+START_TEST(test_active_expire_far_ttls) {
+    db *d = db_get(0);
+    for (int i = 0; i < 50; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "far:%d", i);
+        db_set_with_expire(d, key, strlen(key), str("v"), INT64_MAX - i);
+    }
+    db_active_expire_cycle(1000000);
+    ck_assert_uint_eq(db_size(d), 50);
+    long long want = INT64_MAX - T0 - 50;
+    ck_assert_msg(d->avg_ttl > want / 100 * 99, "avg_ttl %lld, want about %lld", d->avg_ttl, want);
+}
+END_TEST
+
 static Suite *db_suite(void) {
     Suite *s = suite_create("db");
     TCase *tc = tcase_create("basic");
@@ -496,6 +584,8 @@ static Suite *db_suite(void) {
     tcase_add_test(tc, test_hits_misses);
     tcase_add_test(tc, test_flush);
     tcase_add_test(tc, test_swap);
+    tcase_add_test(tc, test_changes_counted);
+    tcase_add_test(tc, test_move_replaces);
     tcase_add_test(tc, test_lru_clock);
     tcase_add_test(tc, test_lfu_clock);
     suite_add_tcase(s, tc);
@@ -511,6 +601,7 @@ static Suite *db_suite(void) {
     tcase_add_test(ex, test_delete_with_ttl);
     tcase_add_test(ex, test_active_expire_cycle);
     tcase_add_test(ex, test_active_expire_repeats_while_stale);
+    tcase_add_test(ex, test_active_expire_far_ttls);
     suite_add_tcase(s, ex);
     return s;
 }
