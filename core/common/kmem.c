@@ -11,6 +11,11 @@
 size_t __sanitizer_get_current_allocated_bytes(void);
 size_t __sanitizer_get_heap_size(void);
 #endif
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +78,76 @@ static int km_large_unpurged;
 static _Atomic int km_large_allocated;
 static _Atomic int km_large_freed;
 
+/* Handing 200 MB of pages back takes the kernel about 25 ms: a thread of
+ * its own does it, so the main thread never stalls small requests for it.
+ * It runs at nice +10 (on a server pinned to one CPU it takes about a tenth
+ * of it while it works, in slices short enough not to show in request
+ * latency, and still finishes within a fraction of a second) and sleeps on
+ * a condition variable between requests. */
+#define KM_PURGER_NICE 10
+static pthread_t km_purger;
+static int km_purger_started;
+static pthread_mutex_t km_purge_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t km_purge_cond = PTHREAD_COND_INITIALIZER;
+static int km_purge_requested, km_purge_stop;
+
+static void km_large_purge_now(void) {
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", km_large_arena);
+    mallctl(name, NULL, NULL, NULL, 0);
+}
+
+static void *km_purger_main(void *arg) {
+    /* Raising one's own nice value needs no privilege and is never undone. */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    setpriority(PRIO_PROCESS, tid, getpriority(PRIO_PROCESS, tid) + KM_PURGER_NICE);
+    pthread_mutex_lock(&km_purge_lock);
+    while (!km_purge_stop) {
+        if (!km_purge_requested) {
+            pthread_cond_wait(&km_purge_cond, &km_purge_lock);
+            continue;
+        }
+        km_purge_requested = 0;
+        pthread_mutex_unlock(&km_purge_lock);
+        km_large_purge_now();
+        pthread_mutex_lock(&km_purge_lock);
+    }
+    pthread_mutex_unlock(&km_purge_lock);
+    return NULL;
+}
+
+/* The thread blocks every signal, which stay the main thread's. Without it
+ * (creation failed) purges run inline. */
+static void km_purger_start(void) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    km_purger_started = pthread_create(&km_purger, NULL, km_purger_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void km_large_purge(void) {
+    if (!km_purger_started) {
+        km_large_purge_now();
+        return;
+    }
+    pthread_mutex_lock(&km_purge_lock);
+    km_purge_requested = 1;
+    pthread_cond_signal(&km_purge_cond);
+    pthread_mutex_unlock(&km_purge_lock);
+}
+
+void km_teardown(void) {
+    if (!km_purger_started) return;
+    pthread_mutex_lock(&km_purge_lock);
+    km_purge_stop = 1;
+    pthread_cond_signal(&km_purge_cond);
+    pthread_mutex_unlock(&km_purge_lock);
+    pthread_join(km_purger, NULL);
+    km_purger_started = 0;
+    km_purge_stop = 0;
+}
+
 void km_setup(void) {
     unsigned idx;
     size_t sz = sizeof(idx);
@@ -85,6 +160,7 @@ void km_setup(void) {
     mallctl(name, NULL, NULL, &never, sizeof(never));
     km_large_arena = idx;
     km_large_ready = 1;
+    km_purger_start();
 }
 
 static int km_large_flags(void) {
@@ -126,13 +202,14 @@ void km_large_maintain(int64_t now_ms, int64_t quiet_ms) {
         km_large_alloc_ms = now_ms;
     if (atomic_exchange_explicit(&km_large_freed, 0, memory_order_relaxed)) km_large_unpurged = 1;
     if (!km_large_unpurged || now_ms - km_large_alloc_ms < quiet_ms) return;
-    char name[64];
-    snprintf(name, sizeof(name), "arena.%u.purge", km_large_arena);
-    mallctl(name, NULL, NULL, NULL, 0);
+    km_large_purge();
     km_large_unpurged = 0;
 }
 #else
 void km_setup(void) {
+}
+
+void km_teardown(void) {
 }
 
 void *km_alloc_large(size_t size) {

@@ -35,11 +35,14 @@ char *km_strndup(const char *s, size_t len);
 void *km_alloc_large(size_t size);
 void *km_realloc_large(void *ptr, size_t size);
 void km_free_large(void *ptr);
-/* Sets the large-buffer arena up; without jemalloc it is plain malloc. */
+/* Sets the large-buffer arena up, with the thread that gives its freed
+ * pages back; without jemalloc it is plain malloc. km_teardown stops that
+ * thread. Main thread. */
 void km_setup(void);
+void km_teardown(void);
 /* Called from the cron: if large buffers were freed since the last purge
- * and no large allocation happened for quiet_ms, gives the arena's free
- * pages back to the kernel. */
+ * and no large allocation happened for quiet_ms, has the arena's free
+ * pages given back to the kernel (by its own thread: never waits). */
 void km_large_maintain(int64_t now_ms, int64_t quiet_ms);
 
 /* Usable size of an allocation (jemalloc's malloc_usable_size). */

@@ -365,4 +365,5 @@ void server_teardown(void) {
     config_free();
     km_free(srv.configfile);
     km_free(srv.executable);
+    km_teardown();
 }
