@@ -167,8 +167,22 @@ void cmd_reset(client *c) {
     km_free(c->name);
     c->name = NULL;
     if (srv.requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
-    c->flags &= ~CLIENT_NO_EVICT;
+    c->flags &= ~(CLIENT_NO_EVICT | CLIENT_READONLY);
     reply_simple(c, "RESET");
+}
+
+/* READONLY and READWRITE set and clear a connection's cluster read-only
+ * mode. Outside cluster mode Valkey accepts both (clients and valkey-cli
+ * send READONLY unconditionally) and the flag changes nothing but CLIENT
+ * LIST's 'r'; so here, until cluster mode exists. */
+static void cmd_readonly(client *c) {
+    c->flags |= CLIENT_READONLY;
+    reply_ok(c);
+}
+
+static void cmd_readwrite(client *c) {
+    c->flags &= ~CLIENT_READONLY;
+    reply_ok(c);
 }
 
 /* ---- CLIENT ---- */
@@ -675,6 +689,8 @@ static void command_help(client *c) {
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "server", .summary = s, .since = v}
 #define CONN_CMD(n, p, a, f, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "connection", .summary = s, .since = v}
+#define CLUSTER_CMD(n, p, a, f, s, v) \
+    {.name = n, .proc = p, .arity = a, .flags = f, .group = "cluster", .summary = s, .since = v}
 #define SUB(n, p, a, f, s) {.name = n, .proc = p, .arity = a, .flags = f, .summary = s}
 #define SUB_END {.name = NULL}
 
@@ -738,6 +754,10 @@ static command server_table[] = {
      .summary = "A container for server configuration commands.", .subcommands = config_subcommands},
     {.name = "slowlog", .arity = -2, .group = "server", .since = "2.2.12",
      .summary = "A container for slow log commands.", .subcommands = slowlog_subcommands},
+    CLUSTER_CMD("readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+                "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).", "3.0.0"),
+    CLUSTER_CMD("readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+                "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).", "3.0.0"),
     SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
     SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),

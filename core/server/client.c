@@ -789,6 +789,7 @@ static void client_flags_str(client *c, char *buf) {
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
     if (c->flags & CLIENT_CLOSE_ASAP) *p++ = 'A';
     if (c->flags & CLIENT_NO_EVICT) *p++ = 'e';
+    if (c->flags & CLIENT_READONLY) *p++ = 'r';
     if (p == buf) *p++ = 'N';
     *p = '\0';
 }

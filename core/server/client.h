@@ -39,6 +39,7 @@
 #define CLIENT_PENDING_WRITE (1u << 6)
 #define CLIENT_PROTECTED (1u << 7) /* being executed: free later */
 #define CLIENT_NO_EVICT (1u << 8)
+#define CLIENT_READONLY (1u << 9) /* READONLY: cluster replica reads (no cluster yet) */
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)

@@ -129,6 +129,29 @@ START_TEST(test_reset) {
 }
 END_TEST
 
+/* Clients and valkey-cli send READONLY outside cluster mode too: Valkey
+ * answers OK and shows the flag, and so does Keel. */
+START_TEST(test_readonly_readwrite) {
+    redisReply *r = it_cmd(C, "CLIENT INFO");
+    ck_assert_ptr_nonnull(strstr(r->str, " flags=N "));
+    expect_ok(C, "READONLY");
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_msg(strstr(r->str, " flags=r ") != NULL, "%s", r->str);
+    expect_ok(C, "READWRITE");
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_ptr_nonnull(strstr(r->str, " flags=N "));
+    expect_ok(C, "readonly");
+    expect_status(C, "RESET", "RESET");
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_msg(strstr(r->str, " flags=N ") != NULL, "RESET kept READONLY: %s", r->str);
+    expect_error_prefix(C, "ERR wrong number of arguments for 'readonly' command", "READONLY x");
+    r = it_cmd(C, "COMMAND INFO readonly readwrite");
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_str_eq(it_sorted_join(r->element[0]->element[2]), "fast,loading,stale");
+    ck_assert_str_eq(it_sorted_join(r->element[1]->element[2]), "fast,loading,stale");
+}
+END_TEST
+
 START_TEST(test_shutdown) {
     it_raw *r = it_raw_connect(S);
     it_raw_cmd(r, "SHUTDOWN", "NOSAVE", NULL);
@@ -1070,6 +1093,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_time);
     tcase_add_test(tc, test_quit);
     tcase_add_test(tc, test_reset);
+    tcase_add_test(tc, test_readonly_readwrite);
     tcase_add_test(tc, test_shutdown);
 
     tc = it_tcase(s, "persistence");
