@@ -251,7 +251,8 @@ typedef struct kill_filter {
     const karg *addr;
     const karg *laddr;
     int skipme;
-    int type_none; /* a client type Keel never has: matches nobody */
+    int type_none;     /* a client type Keel never has: matches nobody */
+    long long max_age; /* seconds; 0: any age */
 } kill_filter;
 
 static int kill_addr_match(client *x, const karg *want, int remote) {
@@ -267,6 +268,7 @@ static int kill_matches(client *c, client *x, const kill_filter *f) {
     if (f->addr && !kill_addr_match(x, f->addr, 1)) return 0;
     if (f->laddr && !kill_addr_match(x, f->laddr, 0)) return 0;
     if (f->skipme && x == c) return 0;
+    if (f->max_age && (server_mstime() - x->ctime) / 1000 < f->max_age) return 0;
     return 1;
 }
 
@@ -278,6 +280,21 @@ static int kill_parse(client *c, kill_filter *f) {
         if (karg_eq(opt, "id")) {
             if (!str_to_ll(val->ptr, val->len, &f->id) || f->id <= 0) {
                 reply_error(c, "ERR client-id should be greater than 0");
+                return 0;
+            }
+        } else if (karg_eq(opt, "maxage")) {
+            if (!str_to_ll(val->ptr, val->len, &f->max_age)) {
+                reply_error(c, "ERR maxage is not an integer or out of range");
+                return 0;
+            }
+            if (f->max_age <= 0) {
+                reply_error(c, "ERR maxage should be greater than 0");
+                return 0;
+            }
+        } else if (karg_eq(opt, "user")) {
+            /* Every connection is the default user's (no ACL users yet). */
+            if (val->len != 7 || memcmp(val->ptr, "default", 7) != 0) {
+                reply_errorf(c, "ERR No such user '%.*s'", (int)(val->len > 128 ? 128 : val->len), val->ptr);
                 return 0;
             }
         } else if (karg_eq(opt, "addr")) {
@@ -332,7 +349,9 @@ static void client_help(client *c) {
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "INFO", "    Return information about the current client connection.",
-        "KILL <ip:port> | <option> <value> [<option> <value> [...]]", "    Kill connections.",
+        "KILL <ip:port> | <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options: ID <id>, ADDR <ip:port>, LADDR <ip:port>, TYPE <type>,",
+        "    USER <username>, SKIPME (YES|NO), MAXAGE <seconds>.",
         "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
@@ -363,11 +382,25 @@ static void client_info(client *c) {
     client_list_reply(c, c);
 }
 
+/* lib-name and lib-ver are shown in CLIENT LIST, which is split on spaces:
+ * as in Valkey, only printable ASCII without blanks is accepted. An empty
+ * value clears the field; RESET keeps both. */
 static void client_setinfo(client *c) {
-    if (!karg_eq(&c->argv[2], "lib-name") && !karg_eq(&c->argv[2], "lib-ver")) {
-        reply_errorf(c, "ERR Unrecognized option '%.*s'", (int)c->argv[2].len, c->argv[2].ptr);
+    const karg *attr = &c->argv[2], *val = &c->argv[3];
+    char **slot = karg_eq(attr, "lib-name") ? &c->lib_name : karg_eq(attr, "lib-ver") ? &c->lib_ver : NULL;
+    if (!slot) {
+        reply_errorf(c, "ERR Unrecognized option '%.*s'", (int)(attr->len > 128 ? 128 : attr->len), attr->ptr);
         return;
     }
+    for (size_t i = 0; i < val->len; i++) {
+        if (val->ptr[i] < '!' || val->ptr[i] > '~') {
+            reply_errorf(c, "ERR %.*s cannot contain spaces, newlines or special characters.",
+                         (int)attr->len, attr->ptr);
+            return;
+        }
+    }
+    km_free(*slot);
+    *slot = val->len ? km_strndup(val->ptr, val->len) : NULL;
     reply_ok(c);
 }
 

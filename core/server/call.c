@@ -116,6 +116,7 @@ void call(client *c) {
     cmd->usec += (long long)us;
     if (c->cmd_errors > errors_before) cmd->failed_calls++;
     srv.stat_numcommands++;
+    c->commands_processed++;
     if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
     if (observers.count) call_notify_observers(c, us, reply_before, errors_before);
 }

@@ -130,6 +130,8 @@ static void client_free_now(client *c) {
     km_free(c->qbuf);
     km_free(c->argv);
     km_free(c->name);
+    km_free(c->lib_name);
+    km_free(c->lib_ver);
     km_free(c);
 }
 
@@ -794,6 +796,15 @@ static void client_flags_str(client *c, char *buf) {
     *p = '\0';
 }
 
+/* CLIENT LIST's qbuf: the query buffer's bytes not yet run. The request
+ * being executed is still in the buffer until it returns; as in Valkey it
+ * does not count for the client running it (its own CLIENT INFO says 0). */
+static size_t client_unrun_input(const client *c) {
+    size_t held = c->qbuf_len - c->qbuf_pos;
+    size_t running = c == srv.current_client ? c->parser.consumed : 0;
+    return held > running ? held - running : 0;
+}
+
 /* Returns the length of the full line; it is complete in buf only when
  * that is less than len (snprintf's rule), so callers grow and retry. */
 size_t client_info_line(client *c, char *buf, size_t len) {
@@ -810,13 +821,16 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
         "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
         "multi-mem=%zu rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
-        "cmd=%s user=default redir=-1 resp=%d lib-name= lib-ver=\n",
+        "cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
+        "tot-net-out=%lld tot-cmds=%lld\n",
         (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
         c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, multi_watch_count(c),
-        c->qbuf_len - c->qbuf_pos, c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
+        client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
         c->reply_bytes, c->qbuf_cap + c->reply_bytes + c->mbytes + sizeof(client),
         (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
-        last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp);
+        last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp,
+        c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in, c->net_out,
+        c->commands_processed);
     return n < 0 ? 0 : (size_t)n;
 }

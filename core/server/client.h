@@ -90,6 +90,8 @@ typedef struct client {
     int resp;
     uint32_t flags;
     char *name;
+    char *lib_name; /* CLIENT SETINFO lib-name / lib-ver; NULL if unset */
+    char *lib_ver;
     int64_t ctime;            /* ms */
     int64_t last_interaction; /* ms */
     struct client *prev, *next;         /* server list */
@@ -123,6 +125,7 @@ typedef struct client {
     size_t reply_bytes; /* not yet sent */
     int64_t obuf_soft_limit_since;
     long long net_in, net_out;
+    long long commands_processed; /* CLIENT LIST tot-cmds */
 
     /* I/O job in flight (IO_JOB_READ/WRITE, 0 if none; main thread's view)
      * and the results of the last read or write step, written by whichever

@@ -715,6 +715,53 @@ START_TEST(test_client_info) {
 }
 END_TEST
 
+START_TEST(test_client_setinfo) {
+    expect_ok(C, "CLIENT SETINFO lib-name redis.py");
+    expect_ok(C, "CLIENT SETINFO LIB-VER 1.2.3");
+    redisReply *r = it_cmd(C, "CLIENT INFO");
+    ck_assert_str_eq(client_field(r->str, "lib-name"), "redis.py");
+    ck_assert_str_eq(client_field(r->str, "lib-ver"), "1.2.3");
+    /* CLIENT LIST is split on spaces: no blank, control or non-ASCII byte */
+    expect_error(C, "ERR lib-name cannot contain spaces, newlines or special characters.",
+                 "CLIENT SETINFO lib-name %s", "valkey py");
+    expect_error(C, "ERR lib-name cannot contain spaces, newlines or special characters.",
+                 "CLIENT SETINFO lib-name %s", "redis.py\n");
+    expect_error(C, "ERR lib-ver cannot contain spaces, newlines or special characters.",
+                 "CLIENT SETINFO lib-ver %b", "1\xc3\xa9", (size_t)3);
+    expect_error(C, "ERR Unrecognized option 'badger'", "CLIENT SETINFO badger hamster");
+    expect_error_prefix(C, "ERR wrong number of arguments", "CLIENT SETINFO lib-name");
+    expect_status(C, "RESET", "RESET"); /* RESET keeps them, as in Valkey */
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_str_eq(client_field(r->str, "lib-name"), "redis.py");
+    ck_assert_str_eq(client_field(r->str, "lib-ver"), "1.2.3");
+    expect_ok(C, "CLIENT SETINFO lib-name %s", "");
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_str_eq(client_field(r->str, "lib-name"), "");
+}
+END_TEST
+
+START_TEST(test_client_totals) {
+    /* tot-net-in, tot-net-out, tot-cmds as Valkey 8 counts them; qbuf
+     * leaves out the request being run */
+    redisReply *r = it_cmd(C, "CLIENT INFO");
+    ck_assert_str_eq(client_field(r->str, "qbuf"), "0");
+    long long in1 = atoll(client_field(r->str, "tot-net-in"));
+    long long out1 = atoll(client_field(r->str, "tot-net-out"));
+    long long cmds1 = atoll(client_field(r->str, "tot-cmds"));
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_int_eq(atoll(client_field(r->str, "tot-net-in")), in1 + 26); /* the request's bytes */
+    ck_assert_int_gt(atoll(client_field(r->str, "tot-net-out")), out1 + 300);
+    ck_assert_int_eq(atoll(client_field(r->str, "tot-cmds")), cmds1 + 1);
+    /* commands inside EXEC count one each, EXEC itself too */
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "PING");
+    expect_status(C, "QUEUED", "PING");
+    expect_reply(C, "[+PONG,+PONG]", "EXEC");
+    r = it_cmd(C, "CLIENT INFO");
+    ck_assert_int_eq(atoll(client_field(r->str, "tot-cmds")), cmds1 + 6);
+}
+END_TEST
+
 START_TEST(test_client_kill_addr) {
     redisContext *c2 = it_connect(S);
     char *line = client_line(C, client_id(c2));
@@ -743,6 +790,29 @@ START_TEST(test_client_kill_filters) {
     expect_error(C, "ERR client-id should be greater than 0", "CLIENT KILL ID abc");
     expect_error(C, "ERR syntax error", "CLIENT KILL ID 1 SKIPME");
     expect_error(C, "ERR syntax error", "CLIENT KILL ID 1 SKIPME maybe");
+    expect_status(C, "PONG", "PING");
+}
+END_TEST
+
+START_TEST(test_client_kill_user_maxage) {
+    redisContext *c2 = it_connect(S);
+    /* Every connection is the default user's; no other user exists. */
+    expect_error(C, "ERR No such user 'wrong_user'", "CLIENT KILL USER wrong_user");
+    expect_error(C, "ERR No such user 'DEFAULT'", "CLIENT KILL USER DEFAULT");
+    expect_error(C, "ERR maxage is not an integer or out of range", "CLIENT KILL MAXAGE str");
+    expect_error(C, "ERR maxage is not an integer or out of range", "CLIENT KILL MAXAGE 9999999999999999999");
+    expect_error(C, "ERR maxage should be greater than 0", "CLIENT KILL MAXAGE -1");
+    expect_error(C, "ERR maxage should be greater than 0", "CLIENT KILL MAXAGE 0");
+    /* connections younger than MAXAGE stay */
+    expect_int(C, 0, "CLIENT KILL MAXAGE 100");
+    expect_status(c2, "PONG", "PING");
+    it_sleep_ms(1100);
+    redisContext *young = it_connect(S);
+    expect_int(C, 1, "CLIENT KILL USER default MAXAGE 1");
+    ck_assert_ptr_null(it_try_cmd(c2, "PING"));
+    expect_status(young, "PONG", "PING");
+    expect_int(C, 1, "CLIENT KILL USER default");
+    ck_assert_ptr_null(it_try_cmd(young, "PING"));
     expect_status(C, "PONG", "PING");
 }
 END_TEST
@@ -1132,8 +1202,11 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_client_setname_getname);
     tcase_add_test(tc, test_client_list);
     tcase_add_test(tc, test_client_info);
+    tcase_add_test(tc, test_client_setinfo);
+    tcase_add_test(tc, test_client_totals);
     tcase_add_test(tc, test_client_kill_addr);
     tcase_add_test(tc, test_client_kill_filters);
+    tcase_add_test(tc, test_client_kill_user_maxage);
 
     tc = it_tcase(s, "command");
     tcase_add_test(tc, test_command_count_and_list);
