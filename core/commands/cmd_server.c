@@ -167,7 +167,7 @@ void cmd_reset(client *c) {
     km_free(c->name);
     c->name = NULL;
     if (srv.requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
-    c->flags &= ~(CLIENT_NO_EVICT | CLIENT_READONLY);
+    c->flags &= ~(CLIENT_NO_EVICT | CLIENT_READONLY | CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP_NEXT);
     reply_simple(c, "RESET");
 }
 
@@ -354,6 +354,7 @@ static void client_help(client *c) {
         "    USER <username>, SKIPME (YES|NO), MAXAGE <seconds>.",
         "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
+        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
         "HELP", "    Print this help.",
@@ -402,6 +403,21 @@ static void client_setinfo(client *c) {
     km_free(*slot);
     *slot = val->len ? km_strndup(val->ptr, val->len) : NULL;
     reply_ok(c);
+}
+
+/* CLIENT REPLY ON|OFF|SKIP: OFF and SKIP get no reply themselves. */
+static void client_reply(client *c) {
+    const karg *mode = &c->argv[2];
+    if (karg_eq(mode, "on")) {
+        c->flags &= ~(CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP | CLIENT_REPLY_SKIP_NEXT);
+        reply_ok(c);
+    } else if (karg_eq(mode, "off")) {
+        c->flags |= CLIENT_REPLY_OFF;
+    } else if (karg_eq(mode, "skip")) {
+        if (!(c->flags & CLIENT_REPLY_OFF)) c->flags |= CLIENT_REPLY_SKIP_NEXT;
+    } else {
+        reply_syntax_error(c);
+    }
 }
 
 static void client_no_evict(client *c) {
@@ -735,6 +751,7 @@ static command client_subcommands[] = {
     SUB("info", client_info, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns information about the connection."),
     SUB("kill", client_kill, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Terminates open connections."),
     SUB("setinfo", client_setinfo, 4, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets information specific to the client or connection."),
+    SUB("reply", client_reply, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Turns the replies to this connection on or off, or skips the next one."),
     SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
     SUB_END,

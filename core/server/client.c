@@ -569,6 +569,9 @@ void client_execute(client *c) {
         }
     }
     srv.current_client = NULL;
+    /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
+    c->flags &= ~CLIENT_REPLY_SKIP;
+    if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
 }
 
 /* ---- the write path ---- */

@@ -40,6 +40,11 @@
 #define CLIENT_PROTECTED (1u << 7) /* being executed: free later */
 #define CLIENT_NO_EVICT (1u << 8)
 #define CLIENT_READONLY (1u << 9) /* READONLY: cluster replica reads (no cluster yet) */
+/* CLIENT REPLY: OFF drops every reply; SKIP drops the next command's (the
+ * SKIP_NEXT flag becomes SKIP once CLIENT REPLY SKIP itself is done). */
+#define CLIENT_REPLY_OFF (1u << 10)
+#define CLIENT_REPLY_SKIP (1u << 11)
+#define CLIENT_REPLY_SKIP_NEXT (1u << 12)
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)

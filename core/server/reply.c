@@ -30,8 +30,11 @@ static void reply_schedule(client *c) {
     if (!(c->flags & CLIENT_PENDING_WRITE)) client_schedule_write(c);
 }
 
+/* Clients closing, or that asked for no replies (CLIENT REPLY), get none. */
+#define REPLY_DROPPED (CLIENT_CLOSE_ASAP | CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP)
+
 void reply_raw(client *c, const char *s, size_t len) {
-    if (c->flags & CLIENT_CLOSE_ASAP) return;
+    if (c->flags & REPLY_DROPPED) return;
     reply_schedule(c);
     c->reply_bytes += len;
     reply_block *b = c->reply_tail;
@@ -53,6 +56,7 @@ void reply_raw(client *c, const char *s, size_t len) {
 }
 
 static void reply_obj_ref(client *c, kobj *o) {
+    if (c->flags & REPLY_DROPPED) return;
     reply_schedule(c);
     reply_block *b = km_alloc(sizeof(reply_block));
     b->next = NULL;

@@ -794,6 +794,34 @@ START_TEST(test_client_kill_filters) {
 }
 END_TEST
 
+START_TEST(test_client_reply) {
+    it_raw *r = it_raw_connect(S);
+    /* OFF: nothing at all, not even for itself, until ON (which says OK) */
+    it_raw_cmd(r, "CLIENT", "REPLY", "OFF", NULL);
+    it_raw_cmd(r, "SET", "a", "1", NULL);
+    it_raw_cmd(r, "GET", "a", NULL);
+    it_raw_cmd(r, "NOSUCHCMD", NULL);
+    it_raw_cmd(r, "CLIENT", "REPLY", "SKIP", NULL); /* ignored while OFF */
+    it_raw_cmd(r, "CLIENT", "REPLY", "ON", NULL);
+    expect_raw(r, "+OK");
+    it_raw_cmd(r, "GET", "a", NULL);
+    expect_raw(r, "\"1\"");
+    /* SKIP: the next command's reply only */
+    it_raw_cmd(r, "CLIENT", "REPLY", "SKIP", NULL);
+    it_raw_cmd(r, "SET", "b", "2", NULL);
+    it_raw_cmd(r, "GET", "b", NULL);
+    expect_raw(r, "\"2\"");
+    it_raw_cmd(r, "CLIENT", "REPLY", "MAYBE", NULL);
+    expect_raw(r, "-ERR syntax error");
+    /* RESET turns replies back on */
+    it_raw_cmd(r, "CLIENT", "REPLY", "OFF", NULL);
+    it_raw_cmd(r, "RESET", NULL);
+    expect_raw(r, "+RESET");
+    it_raw_cmd(r, "PING", NULL);
+    expect_raw(r, "+PONG");
+}
+END_TEST
+
 START_TEST(test_client_kill_user_maxage) {
     redisContext *c2 = it_connect(S);
     /* Every connection is the default user's; no other user exists. */
@@ -1207,6 +1235,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_client_kill_addr);
     tcase_add_test(tc, test_client_kill_filters);
     tcase_add_test(tc, test_client_kill_user_maxage);
+    tcase_add_test(tc, test_client_reply);
 
     tc = it_tcase(s, "command");
     tcase_add_test(tc, test_command_count_and_list);
