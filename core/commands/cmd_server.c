@@ -167,7 +167,7 @@ void cmd_reset(client *c) {
     km_free(c->name);
     c->name = NULL;
     if (srv.requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
-    c->flags &= ~(CLIENT_NO_EVICT | CLIENT_READONLY | CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP_NEXT);
+    c->flags &= ~(CLIENT_NO_EVICT | CLIENT_NO_TOUCH | CLIENT_READONLY | CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP_NEXT);
     reply_simple(c, "RESET");
 }
 
@@ -354,6 +354,7 @@ static void client_help(client *c) {
         "    USER <username>, SKIPME (YES|NO), MAXAGE <seconds>.",
         "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
+        "NO-TOUCH (ON|OFF)", "    Leave the keys' access times alone (TOUCH still updates them).",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
@@ -420,14 +421,23 @@ static void client_reply(client *c) {
     }
 }
 
-static void client_no_evict(client *c) {
-    if (karg_eq(&c->argv[2], "on")) c->flags |= CLIENT_NO_EVICT;
-    else if (karg_eq(&c->argv[2], "off")) c->flags &= ~CLIENT_NO_EVICT;
+/* CLIENT NO-EVICT and NO-TOUCH: ON or OFF sets or clears one flag. */
+static void client_flag_switch(client *c, uint32_t flag) {
+    if (karg_eq(&c->argv[2], "on")) c->flags |= flag;
+    else if (karg_eq(&c->argv[2], "off")) c->flags &= ~flag;
     else {
         reply_syntax_error(c);
         return;
     }
     reply_ok(c);
+}
+
+static void client_no_evict(client *c) {
+    client_flag_switch(c, CLIENT_NO_EVICT);
+}
+
+static void client_no_touch(client *c) {
+    client_flag_switch(c, CLIENT_NO_TOUCH);
 }
 
 /* ---- COMMAND ---- */
@@ -751,6 +761,8 @@ static command client_subcommands[] = {
     SUB("info", client_info, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns information about the connection."),
     SUB("kill", client_kill, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Terminates open connections."),
     SUB("setinfo", client_setinfo, 4, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets information specific to the client or connection."),
+    SUB("no-touch", client_no_touch, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Keeps this connection's commands from changing the keys' last access times (TOUCH still does)."),
     SUB("reply", client_reply, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Turns the replies to this connection on or off, or skips the next one."),
     SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),

@@ -154,13 +154,23 @@ db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
     return e;
 }
 
+/* Whether lookups update the access clock (CLIENT NO-TOUCH turns it off
+ * for a command; see db_set_access_touch). */
+static int db_access_touches = 1;
+
+int db_set_access_touch(int on) {
+    int was = db_access_touches;
+    db_access_touches = on;
+    return was;
+}
+
 db_entry *db_lookup(db *d, const char *key, size_t len, int stats) {
     db_entry *e = db_lookup_quiet(d, key, len);
     if (stats) {
         if (e) srv.stat_keyspace_hits++;
         else srv.stat_keyspace_misses++;
     }
-    if (e) db_touch(e);
+    if (e && db_access_touches) db_touch(e);
     return e;
 }
 
@@ -248,7 +258,7 @@ kobj *db_value_writable(db *d, db_entry *e, size_t need) {
     /* The entry's own reference is handed to obj_make_writable, so an
      * unshared RAW value grows in place instead of being copied. */
     e->val = obj_make_writable(e->val, need);
-    db_touch(e);
+    if (db_access_touches) db_touch(e);
     db_signal_modified(d, e->key, e->keylen);
     return e->val;
 }

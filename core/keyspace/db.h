@@ -52,6 +52,11 @@ db *db_get(int id);
 db_entry *db_lookup(db *d, const char *key, size_t len, int stats);
 /* Lookup without touching clocks or counting (for TYPE, TTL, scans). */
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
+/* Whether the lookups that follow (db_lookup, db_value_writable) update
+ * the access clock: off while a CLIENT NO-TOUCH client's command runs. A
+ * value that is replaced still gets a fresh clock, as in Valkey. Returns
+ * the previous setting. */
+int db_set_access_touch(int on);
 
 /* Sets key to val (takes the caller's reference). Keeps the TTL with
  * DB_SET_KEEPTTL, otherwise clears it. Returns the entry. */

@@ -107,7 +107,13 @@ void call(client *c) {
     uint64_t start = event_now_us();
     srv.mstime = (int64_t)(start / 1000);
     c->redacted = 0;
+    /* CLIENT NO-TOUCH: the command's lookups leave access clocks alone,
+     * except TOUCH's, whose point they are (set per call: EXEC runs TOUCH
+     * through here too). */
+    int touch_was = -1;
+    if (K_UNLIKELY(c->flags & CLIENT_NO_TOUCH)) touch_was = db_set_access_touch(!strcmp(cmd->fullname, "touch"));
     cmd->proc(c);
+    if (touch_was >= 0) db_set_access_touch(touch_was);
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
     /* EXEC runs its commands through call(): count only the inner ones. */

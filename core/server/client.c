@@ -793,8 +793,9 @@ static void client_flags_str(client *c, char *buf) {
     if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
     if (c->flags & CLIENT_CLOSE_ASAP) *p++ = 'A';
+    if (c->flags & CLIENT_READONLY) *p++ = 'r'; /* Valkey's order */
     if (c->flags & CLIENT_NO_EVICT) *p++ = 'e';
-    if (c->flags & CLIENT_READONLY) *p++ = 'r';
+    if (c->flags & CLIENT_NO_TOUCH) *p++ = 'T';
     if (p == buf) *p++ = 'N';
     *p = '\0';
 }

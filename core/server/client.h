@@ -45,6 +45,7 @@
 #define CLIENT_REPLY_OFF (1u << 10)
 #define CLIENT_REPLY_SKIP (1u << 11)
 #define CLIENT_REPLY_SKIP_NEXT (1u << 12)
+#define CLIENT_NO_TOUCH (1u << 13) /* commands leave access clocks alone (but TOUCH) */
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)

@@ -822,6 +822,40 @@ START_TEST(test_client_reply) {
 }
 END_TEST
 
+/* With lfu-log-factor 0 every access raises OBJECT FREQ by one, so the
+ * count shows exactly which commands touched the key. */
+START_TEST(test_client_no_touch) {
+    expect_ok(C, "CONFIG SET maxmemory-policy allkeys-lfu");
+    expect_ok(C, "CONFIG SET lfu-log-factor 0");
+    expect_ok(C, "SET k v");
+    expect_int(C, 5, "OBJECT FREQ k");
+    expect_bulk(C, "v", "GET k");
+    expect_int(C, 6, "OBJECT FREQ k");
+    expect_ok(C, "CLIENT NO-TOUCH ON");
+    redisReply *r = it_cmd(C, "CLIENT INFO");
+    ck_assert_str_eq(client_field(r->str, "flags"), "T");
+    expect_bulk(C, "v", "GET k");
+    expect_int(C, 2, "APPEND k x");
+    expect_int(C, 1, "EXISTS k");
+    expect_int(C, 6, "OBJECT FREQ k");
+    expect_int(C, 1, "TOUCH k"); /* TOUCH still touches, inside EXEC too */
+    expect_int(C, 7, "OBJECT FREQ k");
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "GET k");
+    expect_status(C, "QUEUED", "TOUCH k");
+    expect_reply(C, "[\"vx\",:1]", "EXEC");
+    expect_int(C, 8, "OBJECT FREQ k");
+    expect_error(C, "ERR syntax error", "CLIENT NO-TOUCH maybe");
+    expect_ok(C, "CLIENT NO-TOUCH OFF");
+    expect_bulk(C, "vx", "GET k");
+    expect_int(C, 9, "OBJECT FREQ k");
+    expect_ok(C, "CLIENT NO-TOUCH ON");
+    expect_status(C, "RESET", "RESET"); /* RESET clears it */
+    expect_bulk(C, "vx", "GET k");
+    expect_int(C, 10, "OBJECT FREQ k");
+}
+END_TEST
+
 START_TEST(test_client_kill_user_maxage) {
     redisContext *c2 = it_connect(S);
     /* Every connection is the default user's; no other user exists. */
@@ -1236,6 +1270,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_client_kill_filters);
     tcase_add_test(tc, test_client_kill_user_maxage);
     tcase_add_test(tc, test_client_reply);
+    tcase_add_test(tc, test_client_no_touch);
 
     tc = it_tcase(s, "command");
     tcase_add_test(tc, test_command_count_and_list);
