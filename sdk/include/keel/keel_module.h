@@ -1,4 +1,4 @@
-/* keel_module.h -- the Keel module ABI, version 1.0.
+/* keel_module.h -- the Keel module ABI, version 1.1.
  *
  * This header is a contract between keel-server and every module built
  * against it. Rules that keep it stable:
