@@ -726,9 +726,11 @@ int config_load(const char *path, const char *overrides, char **err) {
 
 /* A special directive's value is words separated by spaces (Valkey splits
  * CONFIG SET values of multi-argument directives the same way). */
+/* Returns the word count, or -1 past max (a word is never dropped). */
 static int config_split_words(char *copy, char **argv, size_t *argl, int max) {
     int argc = 0;
-    for (char *tok = strtok(copy, " "); tok && argc < max; tok = strtok(NULL, " ")) {
+    for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+        if (argc == max) return -1;
         argl[argc] = strlen(tok);
         argv[argc++] = tok;
     }
@@ -761,6 +763,11 @@ int config_set_bytes(const char *name, const char *value, size_t len, char **err
     char *copy = km_strndup(value, len);
     if (d->kind == CFG_SPECIAL && !memchr(value, '\0', len))
         argc = config_split_words(copy, argv, argl, 64);
+    if (argc < 0) {
+        km_free(copy);
+        *err = km_strdup("too many arguments (max 64)");
+        return K_ERR;
+    }
     if (argc == 0) { /* one value; or an empty one, e.g. save "" */
         argv[0] = copy;
         argl[0] = len;

@@ -175,6 +175,8 @@ END_TEST
 START_TEST(test_rename_command_errors) {
     char *out = it_start_refused(NULL, "--rename-command", "no-such-cmd", "x", NULL);
     ck_assert_msg(strstr(out, "No such command in rename-command"), "log:\n%s", out);
+    out = it_start_refused(NULL, "--rename-command", "get", it_fmt("%070d", 0), NULL);
+    ck_assert_msg(strstr(out, "Target command name is too long"), "log:\n%s", out);
     out = it_start_refused("port 6379\nrename-command get set\n", NULL);
     ck_assert_msg(
         strstr(out, "keel.conf:2: rename-command get: Target command name already exists"),

@@ -778,6 +778,10 @@ START_TEST(test_bounds_like_valkey) {
     expect_set_err("client-output-buffer-limit", "normal 0 1mb 99999999999999999999",
                    "soft_seconds");
     expect_set_ok("client-output-buffer-limit", "normal 0 1mb 2147483647");
+    /* more words than CONFIG SET splits are refused, never cut */
+    char many[1024] = "";
+    for (int i = 0; i < 17; i++) strcat(many, "normal 0 1mb 60 ");
+    expect_set_err("client-output-buffer-limit", many, "too many arguments");
     char msg[512];
     ck_assert_int_ne(load(NULL, "proto-max-bulk-len 0\n", msg, sizeof(msg)), 0);
     ck_assert_int_ne(load(NULL, "client-query-buffer-limit 10\n", msg, sizeof(msg)), 0);
