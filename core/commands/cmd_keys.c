@@ -17,9 +17,10 @@
 
 #include "commands/commands.h"
 #include "common/common.h"
+#include "ds/glob.h"
 #include "common/kmem.h"
 #include "module/module.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <errno.h>
@@ -529,7 +530,7 @@ static void expire_generic(client *c, long long basetime, int seconds, const cha
     }
     /* A time already past deletes the key (without counting it as expired,
      * as in Valkey). */
-    if (when <= server_mstime())
+    if (when <= event_cached_ms())
         db_delete(c->db, key->ptr, key->len);
     else
         db_set_expire(c->db, e, when);
@@ -537,11 +538,11 @@ static void expire_generic(client *c, long long basetime, int seconds, const cha
 }
 
 static void cmd_expire(client *c) {
-    expire_generic(c, server_mstime(), 1, "expire");
+    expire_generic(c, event_cached_ms(), 1, "expire");
 }
 
 static void cmd_pexpire(client *c) {
-    expire_generic(c, server_mstime(), 0, "pexpire");
+    expire_generic(c, event_cached_ms(), 0, "pexpire");
 }
 
 static void cmd_expireat(client *c) {
@@ -571,7 +572,7 @@ static void ttl_generic(client *c, int output_ms, int output_abs) {
         reply_int(c, -1);
         return;
     }
-    long long ttl = output_abs ? e->expire : e->expire - server_mstime();
+    long long ttl = output_abs ? e->expire : e->expire - event_cached_ms();
     if (ttl < 0) ttl = 0;
     reply_int(c, output_ms ? ttl : ms_to_rounded_s(ttl));
 }

@@ -8,7 +8,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <string.h>

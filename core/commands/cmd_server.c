@@ -10,11 +10,11 @@
 #include "config/config.h"
 #include "io/io_threads.h"
 #include "commands/multi.h"
-#include "server/call.h"
+#include "session/call.h"
 #include "server/info.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
-#include "server/slowlog.h"
+#include "session/slowlog.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -268,7 +268,7 @@ static int kill_matches(client *c, client *x, const kill_filter *f) {
     if (f->addr && !kill_addr_match(x, f->addr, 1)) return 0;
     if (f->laddr && !kill_addr_match(x, f->laddr, 0)) return 0;
     if (f->skipme && x == c) return 0;
-    if (f->max_age && (server_mstime() - x->ctime) / 1000 < f->max_age) return 0;
+    if (f->max_age && (event_cached_ms() - x->ctime) / 1000 < f->max_age) return 0;
     return 1;
 }
 
@@ -659,13 +659,13 @@ static void cmd_shutdown(client *c) {
         return;
     }
     if ((flags & SHUTDOWN_SAVE) && !(flags & SHUTDOWN_FORCE)) {
-        server_log(LL_WARNING, "SHUTDOWN SAVE refused: persistence is not available, can't exit.");
+        log_write(LL_WARNING, "SHUTDOWN SAVE refused: persistence is not available, can't exit.");
         reply_error(c, ERR_SHUTDOWN_SAVE);
         return;
     }
     if (flags & SHUTDOWN_SAVE)
-        server_log(LL_WARNING, "Nothing can be saved (no persistence). Exit anyway.");
-    server_log(LL_WARNING, "User requested shutdown...");
+        log_write(LL_WARNING, "Nothing can be saved (no persistence). Exit anyway.");
+    log_write(LL_WARNING, "User requested shutdown...");
     srv.shutdown_asap = 1;
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }

@@ -5,7 +5,7 @@
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <limits.h>
@@ -67,8 +67,8 @@ static int parse_expire(client *c, const karg *a, int unit_ms, int absolute, con
     if (v <= 0 || (unit_ms == 1000 && v > LLONG_MAX / 1000)) goto invalid;
     v *= unit_ms;
     if (!absolute) {
-        if (v > LLONG_MAX - server_mstime()) goto invalid;
-        v += server_mstime();
+        if (v > LLONG_MAX - event_cached_ms()) goto invalid;
+        v += event_cached_ms();
     }
     *out = v;
     return 1;
@@ -115,7 +115,7 @@ static int string_set(client *c, const karg *key, const karg *val, const set_opt
     /* A time already past: as Valkey, the key is overwritten by nothing
      * (deleted, not counted as expired) rather than stored to expire on
      * the next access. */
-    if ((o->flags & SET_EXPIRE) && o->expire_at <= server_mstime()) {
+    if ((o->flags & SET_EXPIRE) && o->expire_at <= event_cached_ms()) {
         if (e) db_delete(c->db, key->ptr, key->len);
         return 1;
     }
@@ -193,7 +193,8 @@ static void cmd_getex(client *c) {
         return;
     }
     reply_bulk_obj(c, e->val);
-    if (expire && when <= server_mstime()) db_delete(c->db, e->key, e->keylen);
+    if (expire && when <= event_cached_ms())
+        db_delete(c->db, e->key, e->keylen);
     else if (expire) db_set_expire(c->db, e, when);
     else if (persist) db_persist(c->db, e);
 }

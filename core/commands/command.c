@@ -6,7 +6,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/hashtable.h"
-#include "server/reply.h"
+#include "session/reply.h"
 
 #include <ctype.h>
 #include <string.h>

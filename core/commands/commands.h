@@ -12,7 +12,7 @@
 #define KEEL_COMMANDS_H
 
 #include "commands/command.h"
-#include "server/client.h"
+#include "session/client.h"
 
 typedef struct command_family {
     command *table;
@@ -32,10 +32,6 @@ void cmd_discard(client *c);
 void cmd_watch(client *c);
 void cmd_quit(client *c);
 void cmd_reset(client *c);
-
-/* Glob-style pattern matching as in Valkey's KEYS/SCAN MATCH/CONFIG GET:
- * * ? [abc] [^a-z] and \ escapes. */
-int glob_match(const char *pat, size_t patlen, const char *s, size_t slen, int nocase);
 
 /* For commands an operator must enable (DEBUG, MODULE): setting is 0 (no),
  * 1 (yes) or 2 (local connections only). Replies Valkey's refusal and

@@ -10,8 +10,8 @@
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/call.h"
-#include "server/reply.h"
+#include "session/call.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
 #ifndef KEEL_MULTI_H
 #define KEEL_MULTI_H
 
-#include "server/client.h"
+#include "session/client.h"
 
 /* Queues the current command of c inside MULTI. */
 void multi_queue(client *c);

@@ -16,13 +16,14 @@
 
 #include "commands/commands.h"
 #include "common/common.h"
+#include "ds/glob.h"
 #include "common/kmem.h"
 #include "config/config_file.h"
 #include "io/io_threads.h"
 #include "module/module.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
-#include "server/slowlog.h"
+#include "session/slowlog.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -310,8 +311,9 @@ static const config_def config_table[] = {
     /* Below 1mb every ordinary client would be refused or closed. */
     M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", MB, LONG_MAX, NULL),
     M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", MB, LONG_MAX, NULL),
-    X("client-output-buffer-limit", 0, NULL, "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
-      set_obuf_limit, get_obuf_limit),
+    X("client-output-buffer-limit", 0, NULL,
+      "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60", set_obuf_limit,
+      get_obuf_limit),
     M("maxmemory", 0, maxmemory, "0", 0, LLONG_MAX, apply_maxmemory),
     E("maxmemory-policy", 0, maxmemory_policy, "noeviction", enum_policy),
     I("maxmemory-samples", 0, maxmemory_samples, "5", 1, 64, NULL),
@@ -319,8 +321,8 @@ static const config_def config_table[] = {
     I("lfu-decay-time", 0, lfu_decay_time, "1", 0, INT_MAX, NULL),
     L("slowlog-log-slower-than", 0, slowlog_log_slower_than, "10000", -1, LLONG_MAX),
     L("slowlog-max-len", 0, slowlog_max_len, "128", 0, LONG_MAX),
-    E("loglevel", 0, verbosity, "notice", enum_loglevel),
-    S("logfile", CFG_IMMUTABLE, logfile, ""),
+    E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
+    S("logfile", CFG_IMMUTABLE, log.logfile, ""),
     S("pidfile", CFG_IMMUTABLE, pidfile, ""),
     B("daemonize", CFG_IMMUTABLE, daemonize, "no"),
     I("io-threads", 0, io_threads_num, "1", 1, 256, NULL),
@@ -684,8 +686,8 @@ static int config_unimplemented_line(const char *file, int line, int argc, char 
         return -1;
     }
     if (r || config_valkey_known(argv[0])) {
-        server_log(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file,
-                   line, argv[0]);
+        log_write(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file,
+                  line, argv[0]);
         return 0;
     }
     *err = config_errf("Bad directive or wrong number of arguments: '%s'%s", argv[0], "");
@@ -1254,11 +1256,11 @@ void config_rewrite_command(client *c) {
     if (!srv.configfile) {
         reply_error(c, "ERR The server is running without a config file");
     } else if (config_rewrite_file(srv.configfile, &err) != K_OK) {
-        server_log(LL_WARNING, "CONFIG REWRITE failed: %s", err);
+        log_write(LL_WARNING, "CONFIG REWRITE failed: %s", err);
         reply_errorf(c, "ERR %s", err);
         km_free(err);
     } else {
-        server_log(LL_NOTICE, "CONFIG REWRITE executed with success.");
+        log_write(LL_NOTICE, "CONFIG REWRITE executed with success.");
         reply_ok(c);
     }
 }

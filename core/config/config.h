@@ -10,7 +10,7 @@
 #ifndef KEEL_CONFIG_H
 #define KEEL_CONFIG_H
 
-#include "server/client.h"
+#include "session/client.h"
 
 /* A `loadmodule` line, kept until the module system loads it. */
 typedef struct config_module_line {

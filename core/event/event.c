@@ -44,6 +44,8 @@ uint64_t event_mono_us(void) {
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+int64_t event_cached_ms_value;
+
 uint64_t event_now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

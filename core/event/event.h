@@ -51,6 +51,21 @@ int event_process(event_loop *el, int64_t wait_ms);
 
 uint64_t event_now_us(void);
 int64_t event_now_ms(void);
+
+/* The cached clock: unix ms, refreshed once per event-loop iteration and
+ * before each command (event_set_cached_ms), read by expiry, LRU and
+ * timeouts instead of a system call each time, as Valkey does. One clock per
+ * process. Threads: main thread only. */
+extern int64_t event_cached_ms_value;
+static inline int64_t event_cached_ms(void) {
+    return event_cached_ms_value;
+}
+static inline void event_set_cached_ms(int64_t ms) {
+    event_cached_ms_value = ms;
+}
+static inline void event_update_cached_time(void) {
+    event_cached_ms_value = event_now_ms();
+}
 uint64_t event_mono_us(void);
 
 #endif

@@ -78,7 +78,7 @@ db *db_get(int id) {
 /* ---- access clocks ---- */
 
 uint32_t db_lru_clock(void) {
-    return (uint32_t)((server_mstime() / 1000) & LRU_CLOCK_MAX);
+    return (uint32_t)((event_cached_ms() / 1000) & LRU_CLOCK_MAX);
 }
 
 static int db_lfu_mode(void) {
@@ -87,7 +87,7 @@ static int db_lfu_mode(void) {
 }
 
 static uint32_t lfu_minutes(void) {
-    return (uint32_t)((server_mstime() / 60000) & 0xffff);
+    return (uint32_t)((event_cached_ms() / 60000) & 0xffff);
 }
 
 static unsigned lfu_decay(const db_entry *e) {
@@ -131,7 +131,7 @@ unsigned db_lfu_freq(db_entry *e) {
 /* ---- lookup ---- */
 
 int db_is_expired(const db_entry *e) {
-    return e->expire != -1 && e->expire <= server_mstime();
+    return e->expire != -1 && e->expire <= event_cached_ms();
 }
 
 /* Why a key leaves: Valkey counts only deletions as changes, and WATCH
@@ -430,7 +430,7 @@ static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
             d->avg_ttl = 0;
             return 0;
         }
-        expire_scan s = {.d = d, .now = server_mstime()};
+        expire_scan s = {.d = d, .now = event_cached_ms()};
         while (s.sampled < per_loop) {
             d->expire_cursor = hashtable_scan(d->expires, d->expire_cursor, db_expire_scan_cb, &s);
             if (d->expire_cursor == 0) break;

@@ -65,7 +65,7 @@ void module_reg_error(keel_ctx *ctx, const char *fmt, ...) {
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     module *m = ctx->mod;
-    server_log(LL_WARNING, "<%s> %s", m->name, buf);
+    log_write(LL_WARNING, "<%s> %s", m->name, buf);
     if (ctx->phase != MODULE_PHASE_INIT) return;
     /* The first failure explains the refusal best; later ones often follow
      * from it. */
@@ -275,11 +275,11 @@ int module_load(const char *path, int argc, const char *const *argv, int ncfg,
         m = NULL;
     }
     if (!m) {
-        server_log(LL_WARNING, "%s", *err);
+        log_write(LL_WARNING, "%s", *err);
         return K_ERR;
     }
     module_link(m);
-    server_log(LL_NOTICE, "Module '%s' loaded from %s", m->name, m->path);
+    log_write(LL_NOTICE, "Module '%s' loaded from %s", m->name, m->path);
     return K_OK;
 }
 
@@ -329,12 +329,12 @@ int module_unload(const char *name, char **err) {
         return K_ERR;
     }
     if (module_unload_check(m, err) != K_OK) {
-        server_log(LL_WARNING, "%s", *err);
+        log_write(LL_WARNING, "%s", *err);
         return K_ERR;
     }
     module_unlink(m);
     module_release(m);
-    server_log(LL_NOTICE, "Module '%s' unloaded", m->name);
+    log_write(LL_NOTICE, "Module '%s' unloaded", m->name);
     module_destroy(m);
     return K_OK;
 }

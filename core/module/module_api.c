@@ -25,7 +25,7 @@ static void api_log(keel_ctx *ctx, int level, const char *fmt, ...) {
     va_end(ap);
     if (level < KEEL_LOG_DEBUG) level = KEEL_LOG_DEBUG;
     if (level > KEEL_LOG_WARNING) level = KEEL_LOG_WARNING;
-    server_log(level, "<%s> %s", ctx ? ctx->mod->name : "module", msg);
+    log_write(level, "<%s> %s", ctx ? ctx->mod->name : "module", msg);
 }
 
 static void api_set_error(keel_ctx *ctx, const char *msg) {
@@ -54,7 +54,7 @@ static void api_free(void *ptr) {
 
 static int64_t api_mstime(void) {
     MODULE_ASSERT_MAIN();
-    return server_mstime();
+    return event_cached_ms();
 }
 
 static int64_t api_ustime(void) {

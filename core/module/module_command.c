@@ -9,7 +9,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module_internal.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <ctype.h>

@@ -12,7 +12,7 @@
 #include "common/kmem.h"
 #include "module/module.h"
 #include "module/module_internal.h"
-#include "server/call.h"
+#include "session/call.h"
 #include "server/info.h"
 #include "server/server.h"
 

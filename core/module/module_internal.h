@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "keel/keel_module.h"
-#include "server/client.h"
+#include "session/client.h"
 
 typedef struct module module;
 

@@ -350,8 +350,7 @@ static int api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs
     }
     ml->next = listeners;
     listeners = ml;
-    server_log(LL_NOTICE, "<%s> transport '%s' listening on port %d", ctx->mod->name, t->name,
-               port);
+    log_write(LL_NOTICE, "<%s> transport '%s' listening on port %d", ctx->mod->name, t->name, port);
     return KEEL_OK;
 }
 

@@ -9,7 +9,7 @@
 #include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "module/module.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <stdarg.h>

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "server/client.h"
+#include "session/client.h"
 
 typedef struct info_buf {
     char *data;

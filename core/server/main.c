@@ -78,6 +78,7 @@ int main(int argc, char **argv) {
         first = 2;
     }
     config_set_defaults();
+    log_setup(&srv.log);
     srv.executable = absolute_path(argv[0]);
     if (path) srv.configfile = absolute_path(path);
     char *overrides = overrides_from_args(argc, argv, first);
@@ -90,7 +91,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (server_setup(&err) != K_OK) {
-        server_log(LL_WARNING, "Failed starting the server: %s", err);
+        log_write(LL_WARNING, "Failed starting the server: %s", err);
         km_free(err);
         return 1;
     }

@@ -9,12 +9,12 @@
 #include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
-#include "server/call.h"
-#include "server/client.h"
+#include "session/call.h"
+#include "session/client.h"
 #include "server/info.h"
 #include "module/module.h"
-#include "server/reply.h"
-#include "server/slowlog.h"
+#include "session/reply.h"
+#include "session/slowlog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,31 +35,6 @@ static volatile sig_atomic_t shutdown_signal;
  * refreshing its statistics costs microseconds, too much per command. */
 static size_t used_memory_cache;
 static int used_memory_fresh;
-
-void server_log(int level, const char *fmt, ...) {
-    if (level < srv.verbosity) return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    char ts[64];
-    struct tm tm;
-    localtime_r(&tv.tv_sec, &tm);
-    size_t off = strftime(ts, sizeof(ts), "%d %b %Y %H:%M:%S.", &tm);
-    snprintf(ts + off, sizeof(ts) - off, "%03d", (int)tv.tv_usec / 1000);
-    FILE *f = srv.logfile ? fopen(srv.logfile, "a") : stdout;
-    if (!f) return;
-    fprintf(f, "%d:M %s %c %s\n", (int)getpid(), ts, ".-*#"[level], msg);
-    fflush(f);
-    if (srv.logfile) fclose(f);
-}
-
-void server_update_time(void) {
-    srv.mstime = event_now_ms();
-}
 
 /* ---- memory limit ---- */
 
@@ -151,7 +126,7 @@ static int server_listen(char **err) {
 #define SERVER_LARGE_PURGE_QUIET_MS 1000
 
 static int64_t server_cron(event_loop *el, int64_t id, void *data) {
-    server_update_time();
+    event_update_cached_time();
     srv.cronloops++;
     info_track_instantaneous();
     size_t used = km_used_memory();
@@ -161,7 +136,7 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     db_cron();
     if (srv.maxmemory) server_check_maxmemory();
     module_cron();
-    km_large_maintain(server_mstime(), SERVER_LARGE_PURGE_QUIET_MS);
+    km_large_maintain(event_cached_ms(), SERVER_LARGE_PURGE_QUIET_MS);
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
 }
 
@@ -172,10 +147,10 @@ static void server_apply_io_threads(void) {
     if (io_threads_count() == want) return;
     int got = io_threads_resize(want);
     if (got != want) {
-        server_log(LL_WARNING, "Could not start %d I/O threads (running %d)", want, got);
+        log_write(LL_WARNING, "Could not start %d I/O threads (running %d)", want, got);
         srv.io_threads_num = got + 1;
     } else {
-        server_log(LL_NOTICE, "I/O threads: %d (io-threads %d)", got, srv.io_threads_num);
+        log_write(LL_NOTICE, "I/O threads: %d (io-threads %d)", got, srv.io_threads_num);
     }
 }
 
@@ -190,7 +165,8 @@ static void server_before_sleep(event_loop *el) {
     } while (io_threads_prepare_sleep());
     used_memory_fresh = 0;
     if (shutdown_signal && !srv.shutdown_asap) {
-        server_log(LL_WARNING, "Received %s scheduling shutdown...", shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
+        log_write(LL_WARNING, "Received %s scheduling shutdown...",
+                  shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
         srv.shutdown_asap = 1;
     }
     if (srv.shutdown_asap) event_loop_stop(el);
@@ -199,7 +175,7 @@ static void server_before_sleep(event_loop *el) {
 static void server_after_sleep(event_loop *el) {
     io_threads_awake();
     io_threads_adjust(event_fired(el), srv.events_per_io_thread);
-    server_update_time();
+    event_update_cached_time();
 }
 
 /* The last reference to a large value went away: an I/O thread frees the
@@ -239,7 +215,7 @@ static void server_write_pidfile(void) {
     if (!srv.pidfile) return;
     FILE *f = fopen(srv.pidfile, "w");
     if (!f) {
-        server_log(LL_WARNING, "Failed to write PID file: %s", strerror(errno));
+        log_write(LL_WARNING, "Failed to write PID file: %s", strerror(errno));
         return;
     }
     fprintf(f, "%d\n", (int)getpid());
@@ -273,9 +249,10 @@ void server_adjust_open_files(void) {
     ask = (struct rlimit){.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
     if (rl.rlim_max > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &ask) == 0) rl.rlim_cur = rl.rlim_max;
     int fit = rl.rlim_cur > SERVER_RESERVED_FDS ? (int)(rl.rlim_cur - SERVER_RESERVED_FDS) : 1;
-    server_log(LL_WARNING, "You requested maxclients of %d requiring at least %llu max file descriptors; "
-               "the limit is %llu, so maxclients is now %d.", srv.maxclients, (unsigned long long)want,
-               (unsigned long long)rl.rlim_cur, fit);
+    log_write(LL_WARNING,
+              "You requested maxclients of %d requiring at least %llu max file descriptors; "
+              "the limit is %llu, so maxclients is now %d.",
+              srv.maxclients, (unsigned long long)want, (unsigned long long)rl.rlim_cur, fit);
     srv.maxclients = fit;
 }
 
@@ -298,7 +275,7 @@ int server_init_core(char **err) {
     srv.pid = getpid();
     srv.start_us = event_mono_us();
     srv.lastsave = (long long)(event_now_us() / 1000000);
-    server_update_time();
+    event_update_cached_time();
     server_make_runid();
     srv.el = event_loop_create(srv.maxclients + 128);
     if (!srv.el) {
@@ -334,13 +311,13 @@ int server_setup(char **err) {
 }
 
 void server_run(void) {
-    server_log(LL_NOTICE, "Ready to accept connections tcp");
+    log_write(LL_NOTICE, "Ready to accept connections tcp");
     event_loop_run(srv.el);
 }
 
 /* Closes clients and frees everything so leak checkers see a clean exit. */
 void server_teardown(void) {
-    server_log(LL_WARNING, "Keel is now ready to exit, bye bye...");
+    log_write(LL_WARNING, "Keel is now ready to exit, bye bye...");
     io_threads_teardown();
     obj_free_large_hook = NULL;
     client_handle_pending_writes();
@@ -362,6 +339,7 @@ void server_teardown(void) {
     info_teardown();
     call_teardown();
     event_loop_release(srv.el);
+    log_teardown();
     config_free();
     km_free(srv.configfile);
     km_free(srv.executable);

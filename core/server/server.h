@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "common/log.h"
 #include "event/event.h"
 #include "net/conn.h"
 
@@ -24,11 +25,6 @@
 #define MAXMEMORY_VOLATILE_LFU 5
 #define MAXMEMORY_VOLATILE_RANDOM 6
 #define MAXMEMORY_VOLATILE_TTL 7
-
-#define LL_DEBUG 0
-#define LL_VERBOSE 1
-#define LL_NOTICE 2
-#define LL_WARNING 3
 
 typedef struct client client;
 
@@ -63,8 +59,7 @@ typedef struct server {
     int lfu_decay_time;
     long long slowlog_log_slower_than;
     unsigned long slowlog_max_len;
-    int verbosity;
-    char *logfile;
+    log_options log;
     char *pidfile;
     int daemonize;
     int io_threads_num;
@@ -85,7 +80,6 @@ typedef struct server {
     pid_t pid;
     uint64_t start_us;
     long long lastsave; /* unix s of the last save: start-up, as Keel never saves (LASTSAVE) */
-    int64_t mstime; /* cached at each event loop iteration */
     long long cronloops;
     int shutdown_asap;
     char runid[41];
@@ -122,15 +116,6 @@ typedef struct server {
 } server;
 
 extern server srv;
-
-void server_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Reads the cached clock (refreshed once per event-loop iteration and
- * before each command), as Valkey does to keep the hot path cheap. */
-static inline int64_t server_mstime(void) {
-    return srv.mstime;
-}
-void server_update_time(void);
 
 /* Start-up in two steps: the core alone (event loop, databases, command
  * table: what the fuzzer and embedded tests need), then listeners, modules,

@@ -49,7 +49,7 @@
 #include "fuzz_common.h"
 
 #include "commands/command.h"
-#include "server/client.h"
+#include "session/client.h"
 #include "server/server.h"
 
 #include <stdarg.h>

@@ -24,10 +24,10 @@
 #include "config/config.h"
 #include "ds/hashtable.h"
 #include "keyspace/db.h"
-#include "server/client.h"
-#include "server/reply.h"
+#include "session/client.h"
+#include "session/reply.h"
 #include "server/server.h"
-#include "server/slowlog.h"
+#include "session/slowlog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +54,7 @@ static void fuzz_configure(void) {
      * reset per run): deterministic, unlike the default 10 ms threshold
      * under a sanitizer's varying speed. */
     fuzz_set("slowlog-log-slower-than", "0");
-    /* server_log() writes to stdout: keep the noise down. */
+    /* log_write() writes to stdout: keep the noise down. */
     fuzz_set("loglevel", "warning");
     char buf[64];
     if (config_get("enable-debug-command", buf, sizeof(buf)) != K_OK || strcmp(buf, "no") != 0)

@@ -12,7 +12,7 @@
 #ifndef KEEL_FUZZ_COMMON_H
 #define KEEL_FUZZ_COMMON_H
 
-#include "server/client.h"
+#include "session/client.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
  * which fuzzes whole commands rather than bytes. */
 #include "fuzz_common.h"
 
-#include "server/client.h"
+#include "session/client.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -112,7 +112,7 @@ START_TEST(test_defaults) {
     ck_assert_int_eq(srv.maxclients, 10000);
     ck_assert_int_eq(srv.protected_mode, 1);
     ck_assert_int_eq(srv.tcp_keepalive, 300);
-    ck_assert_int_eq(srv.verbosity, LL_NOTICE);
+    ck_assert_int_eq(srv.log.verbosity, LL_NOTICE);
     ck_assert_int_eq(srv.active_expire_enabled, 1);
     ck_assert(srv.proto_max_bulk_len == 512LL * 1024 * 1024);
     ck_assert_ptr_null(srv.requirepass.ptr);
@@ -240,7 +240,7 @@ START_TEST(test_set_valid) {
     expect_set_ok("timeout", "300");
     ck_assert_int_eq(srv.maxidletime, 300);
     expect_set_ok("loglevel", "warning");
-    ck_assert_int_eq(srv.verbosity, LL_WARNING);
+    ck_assert_int_eq(srv.log.verbosity, LL_WARNING);
     expect_set_ok("save", "");
     expect_set_ok("appendonly", "no");
     expect_set_ok("proto-max-bulk-len", "1mb");
@@ -378,7 +378,7 @@ START_TEST(test_load_file_include) {
     ck_assert_int_eq(srv.hz, 30); /* the include is read in place, after "hz 20" */
     ck_assert(srv.maxmemory == 104857600ULL);
     ck_assert_str_eq(srv.requirepass.ptr, "pa ss\"word");
-    ck_assert_ptr_null(srv.logfile);
+    ck_assert_ptr_null(srv.log.logfile);
     ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LFU);
     ck_assert_int_eq(srv.protected_mode, 0);
     ck_assert_int_eq(srv.maxmemory_samples, 7);

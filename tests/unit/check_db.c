@@ -1,11 +1,11 @@
 /* check_db.c -- unit tests for core/keyspace/db.c: set/get/delete, lazy
- * expiry through the cached clock srv.mstime, PERSIST, KEEPTTL, the active
+ * expiry through the cached clock event_cached_ms(), PERSIST, KEEPTTL, the active
  * expire cycle, FLUSHDB/SWAPDB, RENAME/MOVE/COPY's moves, the change count
  * (INFO rdb_changes_since_last_save), keyspace hit/miss counters and access
  * clocks.
  *
  * Every test runs between a fresh config_set_defaults() + db_setup() and
- * db_teardown() + config_free(); time is simulated by setting srv.mstime. */
+ * db_teardown() + config_free(); time is simulated by setting event_cached_ms(). */
 #include "keyspace/db.h"
 
 #include "common/kmem.h"
@@ -28,7 +28,7 @@
 static void setup(void) {
     memset(&srv, 0, sizeof(srv));
     config_set_defaults();
-    srv.mstime = T0;
+    event_set_cached_ms(T0);
     db_setup();
 }
 
@@ -150,12 +150,12 @@ START_TEST(test_lazy_expiry) {
     ck_assert_uint_eq(db_expires_count(d), 1);
     ck_assert_ptr_eq(raw_find_expires(d, "k"), e);
 
-    srv.mstime = T0 + 999; /* one ms before */
+    event_set_cached_ms(T0 + 999); /* one ms before */
     ck_assert(!db_is_expired(e));
     ck_assert_ptr_eq(db_lookup(d, "k", 1, 1), e);
     ck_assert_int_eq(srv.stat_expiredkeys, 0);
 
-    srv.mstime = T0 + 1000; /* expire <= now: expired */
+    event_set_cached_ms(T0 + 1000); /* expire <= now: expired */
     ck_assert(db_is_expired(e));
     ck_assert_ptr_null(db_lookup(d, "k", 1, 1));
     ck_assert_int_eq(srv.stat_expiredkeys, 1);
@@ -210,9 +210,9 @@ START_TEST(test_set_expire_twice) {
     db_set_expire(d, e, T0 + 1000);
     db_set_expire(d, e, T0 + 5000); /* changing the TTL: still one entry */
     ck_assert_uint_eq(db_expires_count(d), 1);
-    srv.mstime = T0 + 2000;
+    event_set_cached_ms(T0 + 2000);
     ck_assert_ptr_eq(get(d, "k"), e);
-    srv.mstime = T0 + 5000;
+    event_set_cached_ms(T0 + 5000);
     ck_assert_ptr_null(get(d, "k"));
     ck_assert_uint_eq(db_expires_count(d), 0);
 }
@@ -228,7 +228,7 @@ START_TEST(test_persist) {
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
     ck_assert_int_eq(db_persist(d, e), 0);
-    srv.mstime = T0 + 100000;
+    event_set_cached_ms(T0 + 100000);
     ck_assert_ptr_eq(get(d, "k"), e);
     ck_assert_int_eq(srv.stat_expiredkeys, 0);
     /* the TTL can be set again after PERSIST */
@@ -252,7 +252,7 @@ START_TEST(test_keepttl) {
     ck_assert(e->expire == -1);
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
-    srv.mstime = T0 + 20000;
+    event_set_cached_ms(T0 + 20000);
     expect_val(get(d, "k"), "v3");
     ck_assert_int_eq(srv.stat_expiredkeys, 0);
 
@@ -271,7 +271,7 @@ START_TEST(test_delete_with_ttl) {
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
     /* the active cycle must not see a dangling entry (ASan would tell) */
-    srv.mstime = T0 + 5000;
+    event_set_cached_ms(T0 + 5000);
     ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
 }
 END_TEST
@@ -303,7 +303,7 @@ START_TEST(test_active_expire_cycle) {
     ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
     ck_assert_uint_eq(db_size(d), N);
 
-    srv.mstime = T0 + 2000;
+    event_set_cached_ms(T0 + 2000);
     size_t total = 0;
     int cycles = 0;
     while (total < 5050 && cycles < 200000) {
@@ -349,7 +349,7 @@ START_TEST(test_active_expire_repeats_while_stale) {
         db_entry *e = db_set(d, key, (size_t)n, obj_int(i), 0);
         db_set_expire(d, e, i % 10 == 0 ? T0 + 3600 * 1000 : T0 + 100);
     }
-    srv.mstime = T0 + 1000;
+    event_set_cached_ms(T0 + 1000);
     size_t n = db_active_expire_cycle(2000000);
     ck_assert_msg(n >= 4500, "one cycle expired only %zu of 9000 stale keys", n);
     ck_assert_uint_eq(db_size(d), 10000 - n);
@@ -410,7 +410,7 @@ START_TEST(test_swap) {
     ck_assert(bb->expire == T0 + 1000);
 
     /* expiry follows the key into its new database */
-    srv.mstime = T0 + 1000;
+    event_set_cached_ms(T0 + 1000);
     ck_assert_ptr_null(get(d1, "b"));
     ck_assert_uint_eq(db_expires_count(d1), 0);
     ck_assert_uint_eq(db_size(d1), 1);
@@ -459,7 +459,7 @@ START_TEST(test_changes_counted) {
 
     db_entry *e = set_str(d0, "e", "1", 0);
     db_set_expire(d0, e, T0 + 10);
-    srv.mstime = T0 + 10;
+    event_set_cached_ms(T0 + 10);
     ck_assert_ptr_null(get(d0, "e")); /* expired: no change */
     ck_assert_int_eq(db_changes(), 10);
 
@@ -518,7 +518,7 @@ START_TEST(test_lru_clock) {
     ck_assert_uint_eq(e->lru, db_lru_clock());
     ck_assert_uint_eq(db_idle_seconds(e), 0);
 
-    srv.mstime = T0 + 100 * 1000;
+    event_set_cached_ms(T0 + 100 * 1000);
     ck_assert_uint_eq(db_idle_seconds(e), 100);
     ck_assert_ptr_eq(db_lookup_quiet(d, "k", 1), e); /* quiet: no touch */
     ck_assert_uint_eq(db_idle_seconds(e), 100);
@@ -527,7 +527,7 @@ START_TEST(test_lru_clock) {
 
     /* the 24-bit clock wraps */
     e->lru = (1u << 24) - 1 - 5; /* 5 before the wrap */
-    srv.mstime = (int64_t)(1u << 24) * 1000 * 3 + 5 * 1000; /* clock = 5 */
+    event_set_cached_ms((int64_t)(1u << 24) * 1000 * 3 + 5 * 1000); /* clock = 5 */
     ck_assert_uint_eq(db_lru_clock(), 5);
     ck_assert_uint_eq(db_idle_seconds(e), 10);
 }
@@ -543,13 +543,13 @@ START_TEST(test_lfu_clock) {
     ck_assert_uint_eq(e->lru >> 8, minutes);
 
     e->lru = (minutes << 8) | 20;
-    srv.mstime = T0 + 3 * 60000; /* 3 periods of 1 minute */
+    event_set_cached_ms(T0 + 3 * 60000); /* 3 periods of 1 minute */
     ck_assert_uint_eq(db_lfu_freq(e), 17);
-    srv.mstime = T0 + 60 * 60000;
+    event_set_cached_ms(T0 + 60 * 60000);
     ck_assert_uint_eq(db_lfu_freq(e), 0); /* never below zero */
 
     /* accesses raise the counter (logarithmically) */
-    srv.mstime = T0;
+    event_set_cached_ms(T0);
     e->lru = (minutes << 8) | 0;
     for (int i = 0; i < 100; i++) db_touch(e);
     ck_assert_uint_gt(db_lfu_freq(e), 5);

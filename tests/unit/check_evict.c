@@ -2,7 +2,7 @@
  * (sorted, bounded, no duplicates, best popped first), scores for LRU, LFU
  * and volatile-ttl, and evict_free_memory under each kind of policy.
  *
- * Access clocks are set by hand (e->lru) and time by srv.mstime, so the
+ * Access clocks are set by hand (e->lru) and time by event_cached_ms(), so the
  * "idle" and "recent" keys are known exactly. Each test runs between
  * config_set_defaults() + db_setup() and evict_teardown() + db_teardown() +
  * config_free(). */
@@ -30,7 +30,7 @@
 static void setup(void) {
     memset(&srv, 0, sizeof(srv));
     config_set_defaults();
-    srv.mstime = T0;
+    event_set_cached_ms(T0);
     srand(12345);
     db_setup();
 }

@@ -1,11 +1,11 @@
-/* check_glob.c -- unit tests for commands/glob.c (Valkey's stringmatchlen
+/* check_glob.c -- unit tests for ds/glob.c (Valkey's stringmatchlen
  * rules, including its quirks, on non-NUL-terminated slices). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "commands/commands.h"
+#include "ds/glob.h"
 
 static int gm(const char *pat, const char *s) {
     return glob_match(pat, strlen(pat), s, strlen(s), 0);

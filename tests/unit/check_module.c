@@ -17,7 +17,7 @@
 #include "keyspace/db.h"
 #include "module/module.h"
 #include "module/module_internal.h"
-#include "server/client.h"
+#include "session/client.h"
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -394,7 +394,7 @@ END_TEST
 static int load_configured(const char *text, char **err) {
     config_free();
     config_set_defaults();
-    srv.verbosity = LL_WARNING;
+    srv.log.verbosity = LL_WARNING;
     srv.enable_module_cmd = 1; /* MODULE is off by default, as in Valkey */
     ck_assert_int_eq(config_load(NULL, text, err), K_OK);
     return module_load_configured(err);
@@ -429,7 +429,7 @@ START_TEST(test_loadmodule_at_startup) {
     km_free(err);
     config_free();
     config_set_defaults();
-    srv.verbosity = LL_WARNING;
+    srv.log.verbosity = LL_WARNING;
     srv.enable_module_cmd = 1; /* MODULE is off by default, as in Valkey */
 }
 END_TEST
@@ -573,7 +573,7 @@ static Suite *module_suite(void) {
 int main(void) {
     char *err = NULL;
     config_set_defaults();
-    srv.verbosity = LL_WARNING; /* refusals are logged at warning: keep them */
+    srv.log.verbosity = LL_WARNING; /* refusals are logged at warning: keep them */
     srv.enable_module_cmd = 1;  /* MODULE is off by default, as in Valkey */
     if (server_init_core(&err) != K_OK) {
         fprintf(stderr, "server_init_core: %s\n", err);

@@ -5,15 +5,15 @@
  * buffers and its connection (client_read_step, client_write_step: these
  * run inline or on an I/O thread) and a finish on the main thread
  * (client_read_done, client_write_done) that applies the result. */
-#include "server/client.h"
+#include "session/client.h"
 
 #include "commands/commands.h"
 #include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "io/io_threads.h"
-#include "server/call.h"
-#include "server/reply.h"
+#include "session/call.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <ctype.h>
@@ -75,7 +75,7 @@ client *client_create(conn *cn) {
     c->id = ++srv.next_client_id;
     c->conn = cn;
     c->resp = 2;
-    c->ctime = c->last_interaction = server_mstime();
+    c->ctime = c->last_interaction = event_cached_ms();
     client_set_db(c, 0);
     resp_parser_init(&c->parser);
     c->parser.max_bulk_len = srv.proto_max_bulk_len;
@@ -206,8 +206,8 @@ static void client_load_args(client *c) {
 
 static void client_proto_error(client *c) {
     reply_errorf(c, "ERR %s", c->parser.error);
-    server_log(LL_VERBOSE, "Protocol error (%s) from client id=%llu", c->parser.error,
-               (unsigned long long)c->id);
+    log_write(LL_VERBOSE, "Protocol error (%s) from client id=%llu", c->parser.error,
+              (unsigned long long)c->id);
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }
 
@@ -303,8 +303,8 @@ static size_t client_pending_input(const client *c) {
 
 static int client_qbuf_over_limit(client *c) {
     if ((long long)client_pending_input(c) <= srv.client_max_querybuf_len) return 0;
-    server_log(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
-               (unsigned long long)c->id);
+    log_write(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
+              (unsigned long long)c->id);
     srv.stat_client_qbuf_limit_disconnections++;
     return 1;
 }
@@ -335,7 +335,7 @@ static ssize_t client_read_some(client *c) {
 static void client_after_input(client *c, size_t n) {
     c->net_in += (long long)n;
     srv.stat_net_input_bytes += (long long)n;
-    c->last_interaction = server_mstime();
+    c->last_interaction = event_cached_ms();
     if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
     /* Asynchronous: the caller still holds c after this returns. */
     if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free_async(c);
@@ -736,24 +736,26 @@ static int client_obuf_over_limit(client *c) {
         c->obuf_soft_limit_since = 0;
         return 0;
     }
-    if (!c->obuf_soft_limit_since) c->obuf_soft_limit_since = server_mstime();
-    return server_mstime() - c->obuf_soft_limit_since >= l->soft_seconds * 1000;
+    if (!c->obuf_soft_limit_since) c->obuf_soft_limit_since = event_cached_ms();
+    return event_cached_ms() - c->obuf_soft_limit_since >= l->soft_seconds * 1000;
 }
 
 void client_cron(void) {
-    int64_t now = server_mstime();
+    int64_t now = event_cached_ms();
     for (client *c = srv.clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
         if (srv.maxidletime && c->conn &&
             now - c->last_interaction > (int64_t)srv.maxidletime * 1000) {
-            server_log(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
+            log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
             continue;
         }
         if ((srv.obuf_limit_normal.hard || srv.obuf_limit_normal.soft) && client_obuf_over_limit(c)) {
-            server_log(LL_WARNING, "Client id=%llu scheduled to be closed for overcoming of output buffer limits.",
-                       (unsigned long long)c->id);
+            log_write(
+                LL_WARNING,
+                "Client id=%llu scheduled to be closed for overcoming of output buffer limits.",
+                (unsigned long long)c->id);
             srv.stat_client_outbuf_limit_disconnections++;
             client_free_async(c);
         }
@@ -818,7 +820,7 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         conn_addr(c->conn, laddr, sizeof(laddr), 0);
     }
     client_flags_str(c, flags);
-    int64_t now = server_mstime();
+    int64_t now = event_cached_ms();
     const command *last = c->lastcmd;
     int n = snprintf(
         buf, len,

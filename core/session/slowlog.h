@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "server/client.h"
+#include "session/client.h"
 
 void slowlog_push(client *c, uint64_t us);
 /* SLOWLOG subcommands. */

@@ -1,11 +1,11 @@
 /* call.c -- command execution wrapper and the module hook lists. */
-#include "server/call.h"
+#include "session/call.h"
 
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
-#include "server/slowlog.h"
+#include "session/slowlog.h"
 
 #include <string.h>
 
@@ -105,7 +105,7 @@ void call(client *c) {
      * clock that expiry checks use, so a key never outlives its TTL by more
      * than the command that reads it. */
     uint64_t start = event_now_us();
-    srv.mstime = (int64_t)(start / 1000);
+    event_set_cached_ms((int64_t)(start / 1000));
     c->redacted = 0;
     /* CLIENT NO-TOUCH: the command's lookups leave access clocks alone,
      * except TOUCH's, whose point they are (set per call: EXEC runs TOUCH

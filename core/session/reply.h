@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "server/client.h"
+#include "session/client.h"
 
 void reply_raw(client *c, const char *s, size_t len);
 void reply_ok(client *c);

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "keel/keel_module.h"
-#include "server/client.h"
+#include "session/client.h"
 
 /* Observers get the SDK's keel_call_info, built once per command, and are
  * called directly: a module's observer is registered as it is, without a

@@ -1,10 +1,10 @@
 /* slowlog.c -- the slow log: the last slowlog-max-len commands that took
  * longer than slowlog-log-slower-than microseconds, newest first. */
-#include "server/slowlog.h"
+#include "session/slowlog.h"
 
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/reply.h"
+#include "session/reply.h"
 #include "server/server.h"
 
 #include <stdio.h>
@@ -75,7 +75,7 @@ static slowlog_entry *slowlog_entry_new(client *c, uint64_t us) {
     e->peer = km_strdup(peer);
     e->name = km_strdup(c->name ? c->name : "");
     e->id = slowlog_next_id++;
-    e->time = server_mstime() / 1000;
+    e->time = event_cached_ms() / 1000;
     e->duration = (long long)us;
     return e;
 }

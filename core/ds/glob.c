@@ -21,9 +21,7 @@
  * a longer match (that cannot help), which keeps patterns like "a*a*a*...b"
  * polynomial. Nesting is capped at 1000 stars, as in Valkey, so recursion
  * depth is bounded. */
-#include <stddef.h>
-
-#include "commands/commands.h"
+#include "ds/glob.h"
 
 #define GLOB_MAX_NESTING 1000
 

@@ -1,5 +1,5 @@
 /* reply.c -- RESP2/RESP3 reply construction (see reply.h). */
-#include "server/reply.h"
+#include "session/reply.h"
 
 #include "common/common.h"
 #include "common/kmem.h"
