@@ -19,9 +19,7 @@
 #include "common/common.h"
 #include "ds/glob.h"
 #include "common/kmem.h"
-#include "module/module.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -36,9 +34,9 @@
 static db_entry *lookup_notouch(db *d, const karg *key) {
     db_entry *e = db_lookup_quiet(d, key->ptr, key->len);
     if (e)
-        srv.stat_keyspace_hits++;
+        db_stats()->keyspace_hits++;
     else
-        srv.stat_keyspace_misses++;
+        db_stats()->keyspace_misses++;
     return e;
 }
 
@@ -77,12 +75,11 @@ static db *arg_to_db(client *c, const karg *a) {
 
 static const char *type_name(const db_entry *e) {
     if (!e) return "none";
-    return e->val->type == OBJ_STRING ? "string" : module_type_name(e->val);
+    return obj_type_name(e->val);
 }
 
 static int lfu_policy(void) {
-    return srv.maxmemory_policy == MAXMEMORY_ALLKEYS_LFU ||
-           srv.maxmemory_policy == MAXMEMORY_VOLATILE_LFU;
+    return db_policy_is_lfu(db_opts()->maxmemory_policy);
 }
 
 /* A growable list of entries, for replies whose length is known only after
@@ -213,15 +210,6 @@ static int copy_parse_options(client *c, db **dst, int *replace) {
     return 1;
 }
 
-/* A new object with the same value and encoding; module values are copied
- * by their type's callback (NULL if it has none). */
-static kobj *dup_value(const kobj *o) {
-    if (o->type == OBJ_MODULE) return module_copy_value(o);
-    if (o->encoding == OBJ_ENC_INT) return obj_int(o->v.ival);
-    if (o->encoding == OBJ_ENC_RAW) return obj_string_raw(o->v.ptr, o->len);
-    return obj_string(o->v.ptr, o->len); /* EMBSTR stays EMBSTR */
-}
-
 static void cmd_copy(client *c) {
     const karg *key = &c->argv[1], *newkey = &c->argv[2];
     db *dst = c->db;
@@ -241,7 +229,7 @@ static void cmd_copy(client *c) {
         reply_int(c, 0);
         return;
     }
-    kobj *copy = dup_value(e->val);
+    kobj *copy = obj_copy(e->val); /* NULL: a module type without copy */
     if (!copy) {
         reply_error(c, "ERR not supported for this module key");
         return;
@@ -713,20 +701,20 @@ static void memory_usage(client *c) {
 static void memory_stats(client *c) {
     size_t used = km_used_memory(), rss = km_resident_memory();
     size_t keys = 0, overhead = 0;
-    for (int i = 0; i < srv.databases; i++) {
+    for (int i = 0; i < db_num(); i++) {
         db *d = db_get(i);
         keys += db_size(d);
         overhead += hashtable_mem_usage(d->keys) + hashtable_mem_usage(d->expires);
     }
-    if (used > srv.stat_peak_memory) srv.stat_peak_memory = used;
+    size_t peak = km_peak_memory();
     size_t dataset = used > overhead ? used - overhead : 0;
     reply_map(c, 10);
     reply_bulk_cstr(c, "peak.allocated");
-    reply_int(c, (long long)srv.stat_peak_memory);
+    reply_int(c, (long long)peak);
     reply_bulk_cstr(c, "total.allocated");
     reply_int(c, (long long)used);
     reply_bulk_cstr(c, "clients.normal");
-    reply_int(c, (long long)srv.connected_clients);
+    reply_int(c, (long long)client_count());
     reply_bulk_cstr(c, "overhead.hashtable.main");
     reply_int(c, (long long)overhead);
     reply_bulk_cstr(c, "keys.count");
@@ -738,7 +726,7 @@ static void memory_stats(client *c) {
     reply_bulk_cstr(c, "dataset.percentage");
     reply_double(c, used ? 100.0 * (double)dataset / (double)used : 0.0);
     reply_bulk_cstr(c, "peak.percentage");
-    reply_double(c, srv.stat_peak_memory ? 100.0 * (double)used / (double)srv.stat_peak_memory : 0.0);
+    reply_double(c, peak ? 100.0 * (double)used / (double)peak : 0.0);
     reply_bulk_cstr(c, "fragmentation");
     reply_double(c, used ? (double)rss / (double)used : 0.0);
 }

@@ -7,13 +7,12 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
+#include "common/log.h"
 #include "config/config.h"
 #include "io/io_threads.h"
 #include "commands/multi.h"
 #include "session/call.h"
-#include "server/info.h"
 #include "session/reply.h"
-#include "server/server.h"
 #include "session/slowlog.h"
 
 #include <string.h>
@@ -43,11 +42,12 @@ static void cmd_time(client *c) {
 
 static int auth_check(client *c, const karg *user, const karg *pass) {
     if (user && !karg_eq(user, "default")) return 0;
-    if (!srv.requirepass.ptr) return user != NULL; /* default user has nopass */
+    if (!session_opts()->requirepass.ptr) return user != NULL; /* default user has nopass */
     /* Compare in time independent of where the first difference is. */
-    size_t n = srv.requirepass.len;
+    size_t n = session_opts()->requirepass.len;
     unsigned char diff = pass->len != n;
-    for (size_t i = 0; i < pass->len; i++) diff |= (unsigned char)(pass->ptr[i] ^ srv.requirepass.ptr[i % (n ? n : 1)]);
+    for (size_t i = 0; i < pass->len; i++)
+        diff |= (unsigned char)(pass->ptr[i] ^ session_opts()->requirepass.ptr[i % (n ? n : 1)]);
     return diff == 0;
 }
 
@@ -62,7 +62,7 @@ static void cmd_auth(client *c) {
         reply_syntax_error(c);
         return;
     }
-    if (c->argc == 2 && !srv.requirepass.ptr) {
+    if (c->argc == 2 && !session_opts()->requirepass.ptr) {
         reply_error(c, "ERR AUTH <password> called without any password configured for the default "
                        "user. Are you sure your configuration is correct?");
         return;
@@ -143,7 +143,7 @@ static void cmd_hello(client *c) {
         return;
     }
     if (user) auth_success(c);
-    if (srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED)) {
+    if (session_opts()->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED)) {
         reply_error(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
                        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
                        "select the RESP protocol version at the same time");
@@ -154,19 +154,19 @@ static void cmd_hello(client *c) {
     hello_reply(c);
 }
 
-void cmd_quit(client *c) {
+static void cmd_quit(client *c) {
     reply_ok(c);
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }
 
-void cmd_reset(client *c) {
+static void cmd_reset(client *c) {
     multi_discard_state(c);
     multi_unwatch_all(c);
     client_set_db(c, 0);
     c->resp = 2;
     km_free(c->name);
     c->name = NULL;
-    if (srv.requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
+    if (session_opts()->requirepass.ptr) c->flags &= ~CLIENT_AUTHENTICATED;
     c->flags &= ~(CLIENT_NO_EVICT | CLIENT_NO_TOUCH | CLIENT_READONLY | CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP_NEXT);
     reply_simple(c, "RESET");
 }
@@ -235,7 +235,7 @@ static void client_list_reply(client *c, client *only) {
     size_t cap = 4096, len = 0;
     char *buf = km_alloc(cap);
     io_threads_quiesce(); /* the lines read the query buffers of clients in flight */
-    for (client *x = only ? only : srv.clients_head; x && !type_none; x = only ? NULL : x->next) {
+    for (client *x = only ? only : client_list_head(); x && !type_none; x = only ? NULL : x->next) {
         if ((x->flags & CLIENT_CLOSE_ASAP) || !client_id_listed(x, ids, nids)) continue;
         size_t n;
         while ((n = client_info_line(x, buf + len, cap - len)) >= cap - len) buf = km_realloc(buf, cap *= 2);
@@ -332,7 +332,7 @@ static void client_kill(client *c) {
         return;
     }
     long long killed = 0;
-    for (client *x = srv.clients_head; x; x = x->next) {
+    for (client *x = client_list_head(); x; x = x->next) {
         if ((x->flags & CLIENT_CLOSE_ASAP) || !kill_matches(c, x, &f)) continue;
         if (x == c) c->flags |= CLIENT_CLOSE_AFTER_REPLY;
         else client_free_async(x);
@@ -666,7 +666,7 @@ static void cmd_shutdown(client *c) {
     if (flags & SHUTDOWN_SAVE)
         log_write(LL_WARNING, "Nothing can be saved (no persistence). Exit anyway.");
     log_write(LL_WARNING, "User requested shutdown...");
-    srv.shutdown_asap = 1;
+    commands_env_get()->shutdown();
     c->flags |= CLIENT_CLOSE_AFTER_REPLY;
 }
 
@@ -686,14 +686,14 @@ static void cmd_bgsave(client *c) {
 
 /* Valkey answers its start-up time until the first save; Keel never saves. */
 static void cmd_lastsave(client *c) {
-    reply_int(c, srv.lastsave);
+    reply_int(c, *commands_env_get()->lastsave);
 }
 
 /* ---- DEBUG ---- */
 
 int protected_command_allowed(client *c, int setting, const char *name) {
     if (setting == 1) return 1;
-    if (setting == 2 && c->conn && server_is_loopback(c->conn)) return 1;
+    if (setting == 2 && c->conn && conn_is_loopback(c->conn)) return 1;
     reply_errorf(c, "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", you can run "
                     "it from a local connection, otherwise you need to set this option in the configuration file, "
                     "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
@@ -701,7 +701,7 @@ int protected_command_allowed(client *c, int setting, const char *name) {
 }
 
 static void cmd_debug(client *c) {
-    if (!protected_command_allowed(c, srv.enable_debug_cmd, "DEBUG")) return;
+    if (!protected_command_allowed(c, *commands_env_get()->enable_debug_cmd, "DEBUG")) return;
     const karg *sub = &c->argv[1];
     if (karg_eq(sub, "sleep") && c->argc == 3) {
         long double secs;
@@ -712,7 +712,7 @@ static void cmd_debug(client *c) {
         usleep((useconds_t)(secs * 1000000));
         reply_ok(c);
     } else if (karg_eq(sub, "set-active-expire") && c->argc == 3) {
-        srv.active_expire_enabled = karg_eq(&c->argv[2], "1");
+        *commands_env_get()->active_expire_enabled = karg_eq(&c->argv[2], "1");
         reply_ok(c);
     } else if (karg_eq(sub, "help")) {
         reply_array(c, 3);
@@ -723,10 +723,6 @@ static void cmd_debug(client *c) {
         reply_errorf(c, "ERR unknown subcommand '%.*s'. Try DEBUG HELP.", (int)(sub->len > 128 ? 128 : sub->len),
                      sub->ptr);
     }
-}
-
-static void cmd_info(client *c) {
-    info_command(c);
 }
 
 static void command_help(client *c) {
@@ -779,15 +775,6 @@ static command command_subcommands[] = {
     SUB_END,
 };
 
-static command config_subcommands[] = {
-    SUB("get", config_get_command, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Returns the effective values of configuration parameters."),
-    SUB("set", config_set_command, -4, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets configuration parameters in-flight."),
-    SUB("resetstat", config_resetstat_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Resets the server's statistics."),
-    SUB("rewrite", config_rewrite_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Persists the effective configuration to file."),
-    SUB("help", config_help_command, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
-    SUB_END,
-};
-
 static command slowlog_subcommands[] = {
     SUB("get", slowlog_get_command, -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the slow log's entries."),
     SUB("len", slowlog_len_command, 2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the number of entries in the slow log."),
@@ -799,34 +786,58 @@ static command slowlog_subcommands[] = {
 static command server_table[] = {
     CONN_CMD("ping", cmd_ping, -1, CMD_FAST, "Returns the server's liveliness response.", "1.0.0"),
     CONN_CMD("echo", cmd_echo, 2, CMD_FAST, "Returns the given string.", "1.0.0"),
-    CONN_CMD("hello", cmd_hello, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("hello", cmd_hello, -1,
+             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Handshakes with the server.", "6.0.0"),
-    CONN_CMD("auth", cmd_auth, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("auth", cmd_auth, -2,
+             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Authenticates the connection.", "1.0.0"),
-    CONN_CMD("quit", cmd_quit, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("quit", cmd_quit, -1,
+             CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH |
+                 CMD_ALLOW_BUSY,
              "Closes the connection.", "1.0.0"),
-    CONN_CMD("reset", cmd_reset, 1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("reset", cmd_reset, 1,
+             CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH |
+                 CMD_ALLOW_BUSY,
              "Resets the connection.", "6.2.0"),
-    {.name = "client", .arity = -2, .group = "connection", .since = "2.4.0",
-     .summary = "A container for client connection commands.", .subcommands = client_subcommands},
-    {.name = "command", .proc = cmd_command, .arity = -1, .flags = CMD_LOADING | CMD_STALE, .group = "server",
-     .since = "2.8.13", .summary = "Returns detailed information about all commands.", .subcommands = command_subcommands},
-    SRV_CMD("info", cmd_info, -1, CMD_LOADING | CMD_STALE, "Returns information and statistics about the server.", "1.0.0"),
-    {.name = "config", .arity = -2, .group = "server", .since = "2.0.0",
-     .summary = "A container for server configuration commands.", .subcommands = config_subcommands},
-    {.name = "slowlog", .arity = -2, .group = "server", .since = "2.2.12",
-     .summary = "A container for slow log commands.", .subcommands = slowlog_subcommands},
-    CLUSTER_CMD("readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-                "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).", "3.0.0"),
-    CLUSTER_CMD("readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-                "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).", "3.0.0"),
-    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
-    SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
+    {.name = "client",
+     .arity = -2,
+     .group = "connection",
+     .since = "2.4.0",
+     .summary = "A container for client connection commands.",
+     .subcommands = client_subcommands},
+    {.name = "command",
+     .proc = cmd_command,
+     .arity = -1,
+     .flags = CMD_LOADING | CMD_STALE,
+     .group = "server",
+     .since = "2.8.13",
+     .summary = "Returns detailed information about all commands.",
+     .subcommands = command_subcommands},
+    {.name = "slowlog",
+     .arity = -2,
+     .group = "server",
+     .since = "2.2.12",
+     .summary = "A container for slow log commands.",
+     .subcommands = slowlog_subcommands},
+    CLUSTER_CMD(
+        "readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+        "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).",
+        "3.0.0"),
+    CLUSTER_CMD(
+        "readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+        "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).",
+        "3.0.0"),
+    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.",
+            "2.6.0"),
+    SRV_CMD("shutdown", cmd_shutdown, -1,
+            CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),
     SRV_CMD("save", cmd_save, 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI,
             "Saves the dataset to disk and waits (refused: Keel has no persistence).", "1.0.0"),
     SRV_CMD("bgsave", cmd_bgsave, -1, CMD_ADMIN | CMD_NOSCRIPT,
-            "Saves the dataset to disk in the background (refused: Keel has no persistence).", "1.0.0"),
+            "Saves the dataset to disk in the background (refused: Keel has no persistence).",
+            "1.0.0"),
     SRV_CMD("lastsave", cmd_lastsave, 1, CMD_LOADING | CMD_STALE | CMD_FAST,
             "The Unix time of the last save (Keel never saves: its start time).", "1.0.0"),
     SRV_CMD("debug", cmd_debug, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,

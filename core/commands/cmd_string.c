@@ -6,7 +6,6 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <limits.h>
 #include <math.h>
@@ -259,7 +258,7 @@ static void cmd_msetnx(client *c) {
 /* ---- in-place modification ---- */
 
 static int string_check_len(client *c, long long len) {
-    if (len <= srv.proto_max_bulk_len) return 1;
+    if (len <= session_opts()->proto_max_bulk_len) return 1;
     reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     return 0;
 }
@@ -304,7 +303,7 @@ static void cmd_setrange(client *c) {
         return;
     }
     /* Written as a subtraction so a huge offset cannot overflow. */
-    if (offset > srv.proto_max_bulk_len - (long long)v->len) {
+    if (offset > session_opts()->proto_max_bulk_len - (long long)v->len) {
         reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return;
     }

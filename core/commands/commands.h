@@ -11,7 +11,7 @@
 #ifndef KEEL_COMMANDS_H
 #define KEEL_COMMANDS_H
 
-#include "commands/command.h"
+#include "session/command.h"
 #include "session/client.h"
 
 typedef struct command_family {
@@ -23,15 +23,26 @@ extern const command_family commands_string;
 extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
-extern const command_family commands_module;
+extern const command_family commands_config;
 
-/* Procedures other files refer to (dispatch treats these specially). */
-void cmd_multi(client *c);
-void cmd_exec(client *c);
-void cmd_discard(client *c);
-void cmd_watch(client *c);
-void cmd_quit(client *c);
-void cmd_reset(client *c);
+/* What the commands need from the server that composes them, handed in at
+ * setup so no command reaches up into the server: its settings (read live)
+ * and its few actions. Borrowed until commands_teardown. */
+typedef struct commands_env {
+    const int *enable_debug_cmd;  /* 0 no, 1 yes, 2 local connections only */
+    const int *enable_module_cmd; /* the same for MODULE */
+    int *active_expire_enabled;   /* DEBUG SET-ACTIVE-EXPIRE */
+    const long long *lastsave;    /* LASTSAVE: unix seconds */
+    char *const *configfile;      /* CONFIG REWRITE; NULL: started without a file */
+    void (*shutdown)(void);       /* SHUTDOWN: stop after this event-loop iteration */
+    void (*reset_stats)(void);    /* CONFIG RESETSTAT */
+} commands_env;
+
+/* Registers the built-in families (after command_setup and db_setup) and
+ * the transaction code's hooks; teardown removes the hooks. */
+void commands_setup(const commands_env *env);
+void commands_teardown(void);
+const commands_env *commands_env_get(void);
 
 /* For commands an operator must enable (DEBUG, MODULE): setting is 0 (no),
  * 1 (yes) or 2 (local connections only). Replies Valkey's refusal and

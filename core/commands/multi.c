@@ -1,10 +1,15 @@
 /* multi.c -- MULTI/EXEC/DISCARD transactions and optimistic locking with
  * WATCH/UNWATCH.
  *
- * Each database keeps a table from watched key to the clients watching it;
- * every write to a key (db_signal_modified) looks the key up there only when
- * the table is non-empty, so WATCH costs nothing to clients that don't use
- * it. A touched watcher gets CLIENT_DIRTY_CAS and its EXEC returns a null. */
+ * The transaction code keeps, per database, a table from watched key to the
+ * clients watching it, and hears of changes through the keyspace's change
+ * hook: a change looks the key up only when that database's table is
+ * non-empty, so WATCH costs nothing to clients that don't use it. A touched
+ * watcher gets CLIENT_DIRTY_CAS and its EXEC returns a null.
+ *
+ * The dispatcher knows none of this: it queues through the operations set
+ * with client_set_txn_ops, and a closing client's state goes in the
+ * client-event hook. */
 #include "commands/multi.h"
 
 #include "commands/commands.h"
@@ -12,7 +17,6 @@
 #include "common/kmem.h"
 #include "session/call.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <string.h>
 
@@ -38,17 +42,28 @@ struct watched_key {
     int expired;
 };
 
-const void *multi_watched_key(const void *entry, size_t *len) {
+static const void *watch_entry_key(const void *entry, size_t *len) {
     const watch_entry *we = entry;
     *len = we->keylen;
     return we->key;
 }
 
-void multi_watched_free(void *entry) {
+static void watch_entry_free(void *entry) {
     watch_entry *we = entry;
     km_free(we->key);
     km_free(we->watchers);
     km_free(we);
+}
+
+static const hashtable_type watch_table_type = {.entry_key = watch_entry_key,
+                                                .entry_free = watch_entry_free};
+
+/* watched[i]: database i's watched keys; created at setup. */
+static hashtable **watched;
+static int watched_count;
+
+static hashtable *watch_table(const db *d) {
+    return watched[d->id];
 }
 
 static void watch_entry_add(watch_entry *we, watched_key *wk) {
@@ -60,12 +75,12 @@ static void watch_entry_add(watch_entry *we, watched_key *wk) {
 }
 
 static watch_entry *watch_entry_get(db *d, const karg *key) {
-    watch_entry *we = hashtable_find(d->watched, key->ptr, key->len);
+    watch_entry *we = hashtable_find(watch_table(d), key->ptr, key->len);
     if (we) return we;
     we = km_calloc(1, sizeof(*we));
     we->key = km_strndup(key->ptr, key->len);
     we->keylen = key->len;
-    hashtable_add(d->watched, we, NULL);
+    hashtable_add(watch_table(d), we, NULL);
     return we;
 }
 
@@ -84,7 +99,7 @@ static void multi_watch_key(client *c, const karg *key) {
     watch_entry_add(wk->we, wk);
 }
 
-int multi_watch_count(const client *c) {
+static int multi_watch_count(const client *c) {
     int n = 0;
     for (const watched_key *wk = c->watched; wk; wk = wk->next) n++;
     return n;
@@ -92,8 +107,10 @@ int multi_watch_count(const client *c) {
 
 void multi_watch_stats(long long *clients, long long *keys) {
     *clients = *keys = 0;
-    for (client *c = srv.clients_head; c; c = c->next) *clients += c->watched != NULL;
-    for (int i = 0; i < srv.databases; i++) *keys += (long long)hashtable_size(db_get(i)->watched);
+    for (client *c = client_list_head(); c; c = c->next)
+        *clients += c->watched != NULL;
+    for (int i = 0; i < watched_count; i++)
+        *keys += (long long)hashtable_size(watched[i]);
 }
 
 void multi_unwatch_all(client *c) {
@@ -107,23 +124,25 @@ void multi_unwatch_all(client *c) {
                 break;
             }
         }
-        if (we->count == 0) hashtable_delete(wk->db->watched, we->key, we->keylen, NULL);
+        if (we->count == 0) hashtable_delete(watch_table(wk->db), we->key, we->keylen, NULL);
         km_free(wk);
     }
     c->flags &= ~CLIENT_DIRTY_CAS;
 }
 
-void multi_touch_key(db *d, const char *key, size_t len, int by_expiry) {
-    watch_entry *we = hashtable_find(d->watched, key, len);
+static void multi_touch_key(db *d, const char *key, size_t len, int by_expiry) {
+    watch_entry *we = hashtable_find(watch_table(d), key, len);
     if (!we) return;
     for (int i = 0; i < we->count; i++)
         if (!(by_expiry && we->watchers[i]->expired)) we->watchers[i]->c->flags |= CLIENT_DIRTY_CAS;
 }
 
-void multi_touch_db(db *d, db *other) {
+/* Marks the watchers of keys that exist in d or in other (a flush passes
+ * NULL; a swap passes the database swapped in). */
+static void multi_touch_db(db *d, db *other) {
     hashtable_iter it;
     void *entry;
-    hashtable_iter_init(&it, d->watched, 1);
+    hashtable_iter_init(&it, watch_table(d), 1);
     while (hashtable_iter_next(&it, &entry)) {
         watch_entry *we = entry;
         /* As in Valkey, only a key that exists (here or in the swapped-in
@@ -153,7 +172,7 @@ static int multi_watched_key_expired(client *c) {
 
 /* ---- queueing ---- */
 
-void multi_queue(client *c) {
+static void multi_queue(client *c) {
     if (c->mcount == c->mcap) {
         c->mcap = c->mcap ? c->mcap * 2 : 8;
         c->mcmds = km_realloc(c->mcmds, sizeof(multi_cmd) * (size_t)c->mcap);
@@ -179,16 +198,75 @@ void multi_discard_state(client *c) {
     c->flags &= ~(CLIENT_MULTI | CLIENT_DIRTY_EXEC);
 }
 
+static void multi_abort(client *c) {
+    multi_discard_state(c);
+    multi_unwatch_all(c);
+}
+
+/* ---- the seams: keyspace changes, dispatch, client close ---- */
+
+static void multi_on_change(const db_change *ch, void *priv) {
+    K_UNUSED(priv);
+    db *d = ch->d;
+    switch (ch->event) {
+    case DB_EV_FLUSHED:
+        if (hashtable_size(watch_table(d))) multi_touch_db(d, NULL);
+        break;
+    case DB_EV_SWAPPED:
+        /* A database swapped with itself changes nothing a watcher sees. */
+        if (d == ch->other) break;
+        if (hashtable_size(watch_table(d))) multi_touch_db(d, ch->other);
+        if (hashtable_size(watch_table(ch->other))) multi_touch_db(ch->other, d);
+        break;
+    default:
+        if (hashtable_size(watch_table(d)))
+            multi_touch_key(d, ch->key, ch->len, ch->event == DB_EV_EXPIRED);
+        break;
+    }
+}
+
+static void multi_on_client_event(client *c, int event, void *priv) {
+    K_UNUSED(priv);
+    if (event == CALL_EVENT_CLOSE) multi_abort(c);
+}
+
+static const client_txn_ops multi_txn_ops = {
+    .queue = multi_queue,
+    .abort = multi_abort,
+    .watch_count = multi_watch_count,
+};
+
+void multi_setup(void) {
+    watched_count = db_num();
+    watched = km_calloc((size_t)watched_count, sizeof(*watched));
+    for (int i = 0; i < watched_count; i++)
+        watched[i] = hashtable_create(&watch_table_type);
+    db_add_hook(multi_on_change, NULL);
+    call_add_client_event(multi_on_client_event, NULL, NULL);
+    client_set_txn_ops(&multi_txn_ops);
+}
+
+/* After the clients are gone (their close hook unwatched them). */
+void multi_teardown(void) {
+    client_set_txn_ops(NULL);
+    db_remove_hook(multi_on_change, NULL);
+    for (int i = 0; i < watched_count; i++)
+        hashtable_release(watched[i]);
+    km_free(watched);
+    watched = NULL;
+    watched_count = 0;
+}
+
 /* ---- commands ---- */
 
 /* MULTI and WATCH carry CMD_NO_MULTI: dispatch refuses them inside a
  * transaction ("Command not allowed inside a transaction"), as Valkey does. */
-void cmd_multi(client *c) {
+static void cmd_multi(client *c) {
     c->flags |= CLIENT_MULTI;
     reply_ok(c);
 }
 
-void cmd_discard(client *c) {
+static void cmd_discard(client *c) {
     if (!(c->flags & CLIENT_MULTI)) {
         reply_error(c, "ERR DISCARD without MULTI");
         return;
@@ -219,7 +297,7 @@ static void multi_exec_queued(client *c) {
     c->parser.consumed = saved_consumed;
 }
 
-void cmd_exec(client *c) {
+static void cmd_exec(client *c) {
     if (!(c->flags & CLIENT_MULTI)) {
         reply_error(c, "ERR EXEC without MULTI");
         return;
@@ -237,7 +315,7 @@ void cmd_exec(client *c) {
     multi_unwatch_all(c);
 }
 
-void cmd_watch(client *c) {
+static void cmd_watch(client *c) {
     for (int i = 1; i < c->argc; i++) multi_watch_key(c, &c->argv[i]);
     reply_ok(c);
 }
@@ -248,22 +326,47 @@ static void cmd_unwatch(client *c) {
 }
 
 static command multi_table[] = {
-    {.name = "multi", .proc = cmd_multi, .arity = 1,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI | CMD_ALLOW_BUSY,
-     .group = "transactions", .summary = "Starts a transaction.", .since = "1.2.0"},
-    {.name = "exec", .proc = cmd_exec, .arity = 1,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_SKIP_SLOWLOG,
-     .group = "transactions", .summary = "Executes all commands in a transaction.", .since = "1.2.0"},
-    {.name = "discard", .proc = cmd_discard, .arity = 1,
+    {.name = "multi",
+     .proc = cmd_multi,
+     .arity = 1,
+     .flags = CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI |
+              CMD_ALLOW_BUSY,
+     .group = "transactions",
+     .summary = "Starts a transaction.",
+     .since = "1.2.0"},
+    {.name = "exec",
+     .proc = cmd_exec,
+     .arity = 1,
+     .flags =
+         CMD_TXN_CONTROL | CMD_TXN_EXEC | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_SKIP_SLOWLOG,
+     .group = "transactions",
+     .summary = "Executes all commands in a transaction.",
+     .since = "1.2.0"},
+    {.name = "discard",
+     .proc = cmd_discard,
+     .arity = 1,
+     .flags = CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
+     .group = "transactions",
+     .summary = "Discards a transaction.",
+     .since = "2.0.0"},
+    {.name = "watch",
+     .proc = cmd_watch,
+     .arity = -2,
+     .flags = CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI |
+              CMD_ALLOW_BUSY,
+     .first_key = 1,
+     .last_key = -1,
+     .key_step = 1,
+     .group = "transactions",
+     .summary = "Monitors changes to keys to determine the execution of a transaction.",
+     .since = "2.2.0"},
+    {.name = "unwatch",
+     .proc = cmd_unwatch,
+     .arity = 1,
      .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
-     .group = "transactions", .summary = "Discards a transaction.", .since = "2.0.0"},
-    {.name = "watch", .proc = cmd_watch, .arity = -2,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_MULTI | CMD_ALLOW_BUSY,
-     .first_key = 1, .last_key = -1, .key_step = 1,
-     .group = "transactions", .summary = "Monitors changes to keys to determine the execution of a transaction.", .since = "2.2.0"},
-    {.name = "unwatch", .proc = cmd_unwatch, .arity = 1,
-     .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_ALLOW_BUSY,
-     .group = "transactions", .summary = "Forgets about watched keys of a transaction.", .since = "2.2.0"},
+     .group = "transactions",
+     .summary = "Forgets about watched keys of a transaction.",
+     .since = "2.2.0"},
 };
 
 const command_family commands_multi = {multi_table, K_ARRAY_LEN(multi_table)};

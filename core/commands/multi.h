@@ -4,20 +4,16 @@
 
 #include "session/client.h"
 
-/* Queues the current command of c inside MULTI. */
-void multi_queue(client *c);
-/* Drops queued commands and the MULTI state. */
+/* Connects the transaction code to the keyspace's change hook, the
+ * dispatcher (client_set_txn_ops) and the client-close event; after
+ * db_setup. Teardown after the last client is freed. */
+void multi_setup(void);
+void multi_teardown(void);
+
+/* Drops queued commands and the MULTI state (RESET, DISCARD, EXEC). */
 void multi_discard_state(client *c);
 void multi_unwatch_all(client *c);
 /* Clients watching keys, and distinct watched keys (INFO clients). */
 void multi_watch_stats(long long *clients, long long *keys);
-/* Number of keys c watches (CLIENT LIST). */
-int multi_watch_count(const client *c);
-/* Marks the clients watching key in d as dirty; a deletion by expiry
- * (by_expiry) spares those that watched the key already expired. */
-void multi_touch_key(db *d, const char *key, size_t len, int by_expiry);
-/* Marks the watchers of keys that exist in d or in other (FLUSHDB passes
- * NULL; SWAPDB passes the database swapped in). */
-void multi_touch_db(db *d, db *other);
 
 #endif

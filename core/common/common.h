@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The versions HELLO, INFO and `--version` report for compatibility. */
+#define KEEL_REDIS_COMPAT_VERSION "7.2.4"
+#define KEEL_VALKEY_COMPAT_VERSION "8.0.1"
+
 #define K_OK 0
 #define K_ERR -1
 #define K_EAGAIN -2

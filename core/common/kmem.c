@@ -262,3 +262,17 @@ size_t km_resident_memory(void) {
     return __sanitizer_get_heap_size();
 }
 #endif
+
+/* The peak of used memory as last sampled (the cron and MEMORY STATS sample
+ * it; INFO used_memory_peak). Main thread. */
+static size_t peak_memory;
+
+size_t km_peak_memory(void) {
+    size_t used = km_used_memory();
+    if (used > peak_memory) peak_memory = used;
+    return peak_memory;
+}
+
+void km_reset_peak_memory(void) {
+    peak_memory = 0;
+}

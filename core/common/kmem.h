@@ -56,5 +56,9 @@ size_t km_used_memory(void);
 
 /* Resident memory jemalloc holds ("stats.resident"). */
 size_t km_resident_memory(void);
+/* Samples used memory and returns the peak seen so far (main thread);
+ * CONFIG RESETSTAT starts it again. */
+size_t km_peak_memory(void);
+void km_reset_peak_memory(void);
 
 #endif

@@ -1,4 +1,8 @@
-/* config.c -- the directive table and CONFIG GET/SET/RESETSTAT/REWRITE.
+/* config.c -- the configuration engine: the directive tables its owners
+ * register, the config file and overrides, setting, formatting and CONFIG
+ * REWRITE. It knows no subsystem: each owner declares its directives as a
+ * table pointing into its own options (the server composes them), and the
+ * module system registers its dotted parameter namespace.
  *
  * Values are bytes, not C strings: a binary-safe directive (requirepass)
  * keeps every byte it was given, NUL included; every other directive refuses
@@ -14,16 +18,10 @@
  * never copied. */
 #include "config/config.h"
 
-#include "commands/commands.h"
 #include "common/common.h"
-#include "ds/glob.h"
 #include "common/kmem.h"
+#include "common/log.h"
 #include "config/config_file.h"
-#include "io/io_threads.h"
-#include "module/module.h"
-#include "session/reply.h"
-#include "server/server.h"
-#include "session/slowlog.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -35,54 +33,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-typedef enum config_kind {
-    CFG_BOOL,
-    CFG_INT,
-    CFG_LL,
-    CFG_MEMORY,
-    CFG_ENUM,
-    CFG_STRING, /* a C string (paths): NUL bytes are refused */
-    CFG_BYTES,  /* binary-safe (kbytes): secrets may hold any byte */
-    CFG_SPECIAL,
-} config_kind;
-
-/* A growable output buffer for formatted values; always NUL-terminated. */
-typedef struct cfg_out {
-    char *ptr;
-    size_t len, cap;
-} cfg_out;
-
-#define CFG_IMMUTABLE (1 << 0) /* start-up only */
-#define CFG_OUT_OF_RANGE (-3)  /* parse result: a number outside min..max */
-
-typedef struct config_enum {
-    const char *name;
-    int value;
-} config_enum;
-
-typedef struct config_def config_def;
-struct config_def {
-    const char *name;
-    const char *alias;
-    config_kind kind;
-    int flags;
-    void *value;
-    const char *dflt;
-    long long min, max;
-    /* Numbers: out-of-range values up to max are accepted and clamped to
-     * this range (Valkey treats hz as a hint this way); 0,0 for none. */
-    long long clamp_min, clamp_max;
-    const config_enum *enums;
-    /* CFG_SPECIAL: parse and format by hand. */
-    int (*set)(const config_def *d, int argc, char **argv, const char **err);
-    void (*get)(const config_def *d, cfg_out *o);
-    /* Runs after a successful run-time change. */
-    void (*apply)(void);
-};
+#define CFG_OUT_OF_RANGE (-3) /* parse result: a number outside min..max */
 
 /* ---- output buffers ---- */
 
-static void out_put(cfg_out *o, const char *p, size_t n) {
+void config_out_put(config_out *o, const char *p, size_t n) {
     if (o->cap - o->len < n + 1) {
         size_t cap = o->cap ? o->cap : 64;
         while (cap - o->len < n + 1)
@@ -95,110 +50,30 @@ static void out_put(cfg_out *o, const char *p, size_t n) {
     o->ptr[o->len] = '\0';
 }
 
-__attribute__((format(printf, 2, 3))) static void out_printf(cfg_out *o, const char *fmt, ...) {
+void config_out_printf(config_out *o, const char *fmt, ...) {
     char buf[128];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof(buf)) {
-        out_put(o, buf, (size_t)n);
+        config_out_put(o, buf, (size_t)n);
         return;
     }
     char *big = km_alloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    out_put(o, big, (size_t)n);
+    config_out_put(o, big, (size_t)n);
     km_free(big);
 }
 
-static void out_cstr(cfg_out *o, const char *s) {
-    out_put(o, s, strlen(s));
+void config_out_cstr(config_out *o, const char *s) {
+    config_out_put(o, s, strlen(s));
 }
 
-/* ---- enums ---- */
-
-static const config_enum enum_loglevel[] = {
-    {"debug", LL_DEBUG}, {"verbose", LL_VERBOSE}, {"notice", LL_NOTICE}, {"warning", LL_WARNING}, {NULL, 0}};
-static const config_enum enum_policy[] = {
-    {"volatile-lru", MAXMEMORY_VOLATILE_LRU},   {"volatile-lfu", MAXMEMORY_VOLATILE_LFU},
-    {"volatile-random", MAXMEMORY_VOLATILE_RANDOM}, {"volatile-ttl", MAXMEMORY_VOLATILE_TTL},
-    {"allkeys-lru", MAXMEMORY_ALLKEYS_LRU},     {"allkeys-lfu", MAXMEMORY_ALLKEYS_LFU},
-    {"allkeys-random", MAXMEMORY_ALLKEYS_RANDOM}, {"noeviction", MAXMEMORY_NOEVICTION}, {NULL, 0}};
-static const config_enum enum_debug_cmd[] = {{"no", 0}, {"yes", 1}, {"local", 2}, {NULL, 0}};
-
-/* ---- special directives ---- */
-
-static int set_bind(const config_def *d, int argc, char **argv, const char **err) {
-    if (argc > CONN_MAX_BINDS) {
-        *err = "Too many bind addresses specified.";
-        return K_ERR;
-    }
-    for (int i = 0; i < srv.bindaddr_count; i++) km_free(srv.bindaddr[i]);
-    for (int i = 0; i < argc; i++) srv.bindaddr[i] = km_strdup(argv[i]);
-    srv.bindaddr_count = argc;
-    return K_OK;
-}
-
-static void get_bind(const config_def *d, cfg_out *o) {
-    for (int i = 0; i < srv.bindaddr_count; i++) {
-        if (i) out_put(o, " ", 1);
-        out_cstr(o, srv.bindaddr[i]);
-    }
-}
-
-static int set_octal(const config_def *d, int argc, char **argv, const char **err) {
-    char *end;
-    errno = 0;
-    long v = strtol(argv[0], &end, 8);
-    if (argc != 1 || *end || errno || v < 0 || v > 0777) {
-        *err = "Invalid socket file permissions";
-        return K_ERR;
-    }
-    *(unsigned int *)d->value = (unsigned int)v;
-    return K_OK;
-}
-
-static void get_octal(const config_def *d, cfg_out *o) {
-    out_printf(o, "%o", *(unsigned int *)d->value);
-}
-
-/* "class hard soft seconds" groups; all are validated before any applies. */
-static int set_obuf_limit(const config_def *d, int argc, char **argv, const char **err) {
-    client_buffer_limit normal = srv.obuf_limit_normal;
-    if (argc % 4 != 0) {
-        *err = "Wrong number of arguments in buffer limit configuration.";
-        return K_ERR;
-    }
-    for (int i = 0; i < argc; i += 4) {
-        unsigned long long hard, soft;
-        char *end;
-        errno = 0;
-        long long secs = strtoll(argv[i + 3], &end, 10);
-        /* Valkey keeps soft seconds in an int; a bigger value would overflow
-         * the millisecond arithmetic of the limit check. */
-        if (config_parse_memory(argv[i + 1], &hard) != K_OK ||
-            config_parse_memory(argv[i + 2], &soft) != K_OK || *end || end == argv[i + 3] ||
-            errno || secs < 0 || secs > INT_MAX) {
-            *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
-            return K_ERR;
-        }
-        if (strcasecmp(argv[i], "normal") == 0)
-            normal = (client_buffer_limit){hard, soft, secs};
-        else if (strcasecmp(argv[i], "replica") && strcasecmp(argv[i], "slave") && strcasecmp(argv[i], "pubsub")) {
-            *err = "Invalid client class specified in buffer limit configuration.";
-            return K_ERR;
-        }
-    }
-    srv.obuf_limit_normal = normal;
-    return K_OK;
-}
-
-static void get_obuf_limit(const config_def *d, cfg_out *o) {
-    const client_buffer_limit *l = &srv.obuf_limit_normal;
-    out_printf(o, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
-               l->hard, l->soft, l->soft_seconds);
+void config_get_empty(const config_def *d, config_out *o) {
+    config_out_put(o, "", 0);
 }
 
 static config_module_line *module_lines;
@@ -206,7 +81,7 @@ static config_module_line **module_lines_tail = &module_lines;
 static const char *current_file;
 static int current_line;
 
-static int set_loadmodule(const config_def *d, int argc, char **argv, const char **err) {
+int config_set_loadmodule(const config_def *d, int argc, char **argv, const char **err) {
     config_module_line *m = km_calloc(1, sizeof(*m));
     m->path = km_strdup(argv[0]);
     m->argc = argc - 1;
@@ -224,7 +99,7 @@ static int set_loadmodule(const config_def *d, int argc, char **argv, const char
 static config_rename_line *rename_lines;
 static config_rename_line **rename_lines_tail = &rename_lines;
 
-static int set_rename(const config_def *d, int argc, char **argv, const char **err) {
+int config_set_rename(const config_def *d, int argc, char **argv, const char **err) {
     if (argc != 2) {
         *err = "wrong number of arguments";
         return K_ERR;
@@ -238,106 +113,6 @@ static int set_rename(const config_def *d, int argc, char **argv, const char **e
     rename_lines_tail = &r->next;
     return K_OK;
 }
-
-/* Keel keeps no persistence: `save ""` and `appendonly no` are the only
- * values it can honour; anything else is refused rather than ignored, so
- * an operator never believes data is being written to disk. */
-static int set_save(const config_def *d, int argc, char **argv, const char **err) {
-    if (argc == 1 && argv[0][0] == '\0') return K_OK;
-    *err = "Keel has no persistence: only save \"\" is supported";
-    return K_ERR;
-}
-
-static int set_appendonly(const config_def *d, int argc, char **argv, const char **err) {
-    if (argc == 1 && !strcasecmp(argv[0], "no")) return K_OK;
-    *err = "Keel has no persistence: only appendonly no is supported";
-    return K_ERR;
-}
-
-static void get_no(const config_def *d, cfg_out *o) {
-    out_cstr(o, "no");
-}
-
-static void get_empty(const config_def *d, cfg_out *o) {
-    out_put(o, "", 0);
-}
-
-/* ---- apply hooks ---- */
-
-static void apply_maxclients(void) {
-    if (srv.el) server_adjust_open_files();
-    int want = srv.maxclients + 128;
-    if (srv.el && want > event_loop_setsize(srv.el)) event_loop_resize(srv.el, want);
-}
-
-static void apply_maxmemory(void) {
-    if (srv.maxmemory) server_check_maxmemory();
-}
-
-
-/* ---- the table ---- */
-
-#define B(n, f, field, d) {.name = n, .kind = CFG_BOOL, .flags = f, .value = &srv.field, .dflt = d}
-#define I(n, f, field, d, lo, hi, ap) \
-    {.name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, .apply = ap}
-#define L(n, f, field, d, lo, hi) \
-    {.name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi}
-#define M(n, f, field, d, lo, hi, ap) \
-    {.name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, .apply = ap}
-/* An int accepted in lo..hi and clamped to clo..chi. */
-#define IC(n, f, field, d, lo, hi, clo, chi) \
-    {.name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi, \
-     .clamp_min = clo, .clamp_max = chi}
-#define E(n, f, field, d, tbl) {.name = n, .kind = CFG_ENUM, .flags = f, .value = &srv.field, .dflt = d, .enums = tbl}
-#define S(n, f, field, d) {.name = n, .kind = CFG_STRING, .flags = f, .value = &srv.field, .dflt = d}
-#define BY(n, f, field, d) {.name = n, .kind = CFG_BYTES, .flags = f, .value = &srv.field, .dflt = d}
-#define MB (1024LL * 1024)
-#define X(n, f, field, d, s, g) \
-    {.name = n, .kind = CFG_SPECIAL, .flags = f, .value = field, .dflt = d, .set = s, .get = g}
-
-static const config_def config_table[] = {
-    X("bind", CFG_IMMUTABLE, NULL, "* -::*", set_bind, get_bind),
-    I("port", CFG_IMMUTABLE, port, "6379", 0, 65535, NULL),
-    S("unixsocket", CFG_IMMUTABLE, unixsocket, ""),
-    X("unixsocketperm", CFG_IMMUTABLE, &srv.unixsocketperm, "0", set_octal, get_octal),
-    I("tcp-backlog", CFG_IMMUTABLE, tcp_backlog, "511", 0, INT_MAX, NULL),
-    I("maxclients", 0, maxclients, "10000", 1, INT_MAX - 256, apply_maxclients),
-    I("timeout", 0, maxidletime, "0", 0, INT_MAX, NULL),
-    I("tcp-keepalive", 0, tcp_keepalive, "300", 0, INT_MAX, NULL),
-    B("protected-mode", 0, protected_mode, "yes"),
-    BY("requirepass", 0, requirepass, ""),
-    I("databases", CFG_IMMUTABLE, databases, "16", 1, INT_MAX, NULL),
-    IC("hz", 0, hz, "10", 0, INT_MAX, 1, 500),
-    /* Below 1mb every ordinary client would be refused or closed. */
-    M("proto-max-bulk-len", 0, proto_max_bulk_len, "512mb", MB, LONG_MAX, NULL),
-    M("client-query-buffer-limit", 0, client_max_querybuf_len, "1gb", MB, LONG_MAX, NULL),
-    X("client-output-buffer-limit", 0, NULL,
-      "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60", set_obuf_limit,
-      get_obuf_limit),
-    M("maxmemory", 0, maxmemory, "0", 0, LLONG_MAX, apply_maxmemory),
-    E("maxmemory-policy", 0, maxmemory_policy, "noeviction", enum_policy),
-    I("maxmemory-samples", 0, maxmemory_samples, "5", 1, 64, NULL),
-    I("lfu-log-factor", 0, lfu_log_factor, "10", 0, INT_MAX, NULL),
-    I("lfu-decay-time", 0, lfu_decay_time, "1", 0, INT_MAX, NULL),
-    L("slowlog-log-slower-than", 0, slowlog_log_slower_than, "10000", -1, LLONG_MAX),
-    L("slowlog-max-len", 0, slowlog_max_len, "128", 0, LONG_MAX),
-    E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
-    S("logfile", CFG_IMMUTABLE, log.logfile, ""),
-    S("pidfile", CFG_IMMUTABLE, pidfile, ""),
-    B("daemonize", CFG_IMMUTABLE, daemonize, "no"),
-    I("io-threads", 0, io_threads_num, "1", 1, 256, NULL),
-    I("events-per-io-thread", 0, events_per_io_thread, "2", 0, INT_MAX, NULL),
-    B("io-threads-do-reads", 0, io_threads_do_reads, "no"),
-    I("active-expire-effort", 0, active_expire_effort, "1", 1, 10, NULL),
-    B("lazyfree-lazy-user-del", 0, lazyfree_lazy_user_del, "no"),
-    B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
-    E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
-    E("enable-module-command", CFG_IMMUTABLE, enable_module_cmd, "no", enum_debug_cmd),
-    X("loadmodule", CFG_IMMUTABLE, NULL, NULL, set_loadmodule, get_empty),
-    X("rename-command", CFG_IMMUTABLE, NULL, NULL, set_rename, get_empty),
-    X("save", 0, NULL, "", set_save, get_empty),
-    X("appendonly", 0, NULL, "no", set_appendonly, get_no),
-};
 
 /* Valkey directives Keel accepts but does not implement (a file using them
  * starts with a warning naming each). */
@@ -428,6 +203,27 @@ static const config_refused config_refused_table[] = {
     {"sentinel", NULL, "Keel does not run as a Sentinel"},
 };
 
+/* ---- registered tables ---- */
+
+#define CONFIG_DEFS_MAX 512
+
+/* Every registered directive, in registration order (CONFIG GET and
+ * REWRITE list them so). */
+static const config_def *defs[CONFIG_DEFS_MAX];
+static size_t defs_count;
+static const config_namespace *ns;
+
+int config_register(const config_def *table, size_t n) {
+    if (defs_count + n > CONFIG_DEFS_MAX) return K_ERR;
+    for (size_t i = 0; i < n; i++)
+        defs[defs_count++] = &table[i];
+    return K_OK;
+}
+
+void config_set_namespace(const config_namespace *n) {
+    ns = n;
+}
+
 static const config_refused *config_refused_find(const char *name) {
     for (size_t i = 0; i < K_ARRAY_LEN(config_refused_table); i++)
         if (!strcasecmp(config_refused_table[i].name, name)) return &config_refused_table[i];
@@ -435,8 +231,8 @@ static const config_refused *config_refused_find(const char *name) {
 }
 
 static const config_def *config_find(const char *name) {
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
-        const config_def *d = &config_table[i];
+    for (size_t i = 0; i < defs_count; i++) {
+        const config_def *d = defs[i];
         if (!strcasecmp(d->name, name) || (d->alias && !strcasecmp(d->alias, name))) return d;
     }
     return NULL;
@@ -596,38 +392,38 @@ static int config_apply_args(const config_def *d, int argc, char **argv, const s
 }
 
 /* Appends d's current value to o. */
-static void config_format(const config_def *d, cfg_out *o) {
+static void config_format(const config_def *d, config_out *o) {
     switch (d->kind) {
     case CFG_BOOL:
-        out_cstr(o, *(int *)d->value ? "yes" : "no");
+        config_out_cstr(o, *(int *)d->value ? "yes" : "no");
         break;
     case CFG_INT:
-        out_printf(o, "%d", *(int *)d->value);
+        config_out_printf(o, "%d", *(int *)d->value);
         break;
     case CFG_LL:
-        out_printf(o, "%lld", *(long long *)d->value);
+        config_out_printf(o, "%lld", *(long long *)d->value);
         break;
     case CFG_MEMORY:
-        out_printf(o, "%llu", *(unsigned long long *)d->value);
+        config_out_printf(o, "%llu", *(unsigned long long *)d->value);
         break;
     case CFG_ENUM:
         for (const config_enum *e = d->enums; e->name; e++)
             if (e->value == *(int *)d->value) {
-                out_cstr(o, e->name);
+                config_out_cstr(o, e->name);
                 break;
             }
         break;
     case CFG_STRING:
-        out_cstr(o, *(char **)d->value ? *(char **)d->value : "");
+        config_out_cstr(o, *(char **)d->value ? *(char **)d->value : "");
         break;
     case CFG_BYTES:
-        out_put(o, ((kbytes *)d->value)->ptr, ((kbytes *)d->value)->len);
+        config_out_put(o, ((kbytes *)d->value)->ptr, ((kbytes *)d->value)->len);
         break;
     case CFG_SPECIAL:
         d->get(d, o);
         break;
     }
-    if (!o->ptr) out_put(o, "", 0);
+    if (!o->ptr) config_out_put(o, "", 0);
 }
 
 /* ---- defaults and loading ---- */
@@ -645,9 +441,8 @@ static void config_apply_default(const config_def *d) {
 }
 
 void config_set_defaults(void) {
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
-        if (config_table[i].dflt) config_apply_default(&config_table[i]);
-    srv.active_expire_enabled = 1;
+    for (size_t i = 0; i < defs_count; i++)
+        if (defs[i]->dflt) config_apply_default(defs[i]);
 }
 
 static char *config_errf(const char *fmt, const char *a, const char *b) {
@@ -670,7 +465,11 @@ static int config_module_param_line(const char *file, int line, int argc, char *
         *err = config_errf("'%s': %s", argv[0], "argument must not contain NUL bytes");
         return -1;
     }
-    if (module_config_file_value(argv[0], argv[1], file, line, &reason) == K_OK) return 0;
+    if (!ns) {
+        *err = config_errf("Bad directive or wrong number of arguments: '%s'%s", argv[0], "");
+        return -1;
+    }
+    if (ns->file_value(argv[0], argv[1], file, line, &reason) == K_OK) return 0;
     *err = config_errf("'%s': %s", argv[0], reason);
     km_free(reason);
     return -1;
@@ -746,14 +545,14 @@ static int config_set_module(const char *name, const char *value, size_t len, ch
         return K_ERR;
     }
     char *copy = km_strndup(value, len);
-    int rv = module_config_set(name, copy, err);
+    int rv = ns->set(name, copy, err);
     km_free(copy);
     return rv;
 }
 
 int config_set_bytes(const char *name, const char *value, size_t len, char **err) {
     const config_def *d = config_find(name);
-    if (!d && strchr(name, '.')) return config_set_module(name, value, len, err);
+    if (!d && ns && strchr(name, '.')) return config_set_module(name, value, len, err);
     if (!d || (d->flags & CFG_IMMUTABLE)) {
         *err = d ? km_strdup("can't set immutable config") : config_errf("Unknown option '%s'%s", name, "");
         return K_ERR;
@@ -792,11 +591,11 @@ int config_set(const char *name, const char *value, char **err) {
 char *config_get_value(const char *name, size_t *len) {
     const config_def *d = config_find(name);
     if (!d) {
-        char *v = module_config_value(name);
+        char *v = ns && strchr(name, '.') ? ns->value(name) : NULL;
         if (v) *len = strlen(v);
         return v;
     }
-    cfg_out o = {0};
+    config_out o = {0};
     config_format(d, &o);
     *len = o.len;
     return o.ptr;
@@ -817,8 +616,8 @@ config_module_line *config_module_lines(void) {
 
 size_t config_names(const char **out, size_t max) {
     size_t n = 0;
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++)
-        if (config_table[i].get != get_empty && n < max) out[n++] = config_table[i].name;
+    for (size_t i = 0; i < defs_count; i++)
+        if (defs[i]->get != config_get_empty && n < max) out[n++] = defs[i]->name;
     return n;
 }
 
@@ -850,8 +649,9 @@ static void config_free_lines(void) {
 
 void config_free(void) {
     config_free_lines();
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
-        const config_def *d = &config_table[i];
+    for (size_t i = 0; i < defs_count; i++) {
+        const config_def *d = defs[i];
+        if (d->free) d->free(d);
         if (d->kind == CFG_STRING) {
             km_free(*(char **)d->value);
             *(char **)d->value = NULL;
@@ -859,145 +659,8 @@ void config_free(void) {
             config_set_bytes_value(d, NULL, 0);
         }
     }
-    for (int i = 0; i < srv.bindaddr_count; i++) km_free(srv.bindaddr[i]);
-    srv.bindaddr_count = 0;
-}
-
-/* ---- CONFIG command ---- */
-
-/* Module parameters matching CONFIG GET's patterns: counted first (the map
- * length comes first), then emitted. */
-typedef struct config_get_modules {
-    client *c;
-    int count;
-    int emit;
-} config_get_modules;
-
-static void config_get_module_param(const char *name, const char *value, int is_default, void *priv) {
-    config_get_modules *g = priv;
-    for (int a = 2; a < g->c->argc; a++) {
-        if (!glob_match(g->c->argv[a].ptr, g->c->argv[a].len, name, strlen(name), 1)) continue;
-        g->count++;
-        if (g->emit) {
-            reply_bulk_cstr(g->c, name);
-            reply_bulk_cstr(g->c, value);
-        }
-        return;
-    }
-}
-
-void config_get_command(client *c) {
-    const config_def *hits[K_ARRAY_LEN(config_table)];
-    int n = 0;
-    config_get_modules mods = {.c = c};
-    module_config_foreach(config_get_module_param, &mods);
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
-        const config_def *d = &config_table[i];
-        for (int a = 2; a < c->argc; a++) {
-            if (glob_match(c->argv[a].ptr, c->argv[a].len, d->name, strlen(d->name), 1)) {
-                hits[n++] = d;
-                break;
-            }
-        }
-    }
-    reply_map(c, n + mods.count);
-    for (int i = 0; i < n; i++) {
-        cfg_out o = {0};
-        config_format(hits[i], &o);
-        reply_bulk_cstr(c, hits[i]->name);
-        reply_bulk(c, o.ptr, o.len);
-        km_free(o.ptr);
-    }
-    mods.emit = 1;
-    module_config_foreach(config_get_module_param, &mods);
-}
-
-/* The name CONFIG SET reports and restores: a directive's own name (not an
- * alias), or a module parameter's; NULL if neither exists. */
-static char *config_canonical_name(const char *name) {
-    const config_def *d = config_find(name);
-    if (d) return km_strdup(d->name);
-    char *value = strchr(name, '.') ? module_config_value(name) : NULL;
-    if (!value) return NULL;
-    km_free(value);
-    char *lower = km_strdup(name);
-    for (char *p = lower; *p; p++) *p = (char)tolower((unsigned char)*p);
-    return lower;
-}
-
-/* Directives whose values are secrets, hidden from the slow log. */
-static int defs_redact(const char *name) {
-    return !strcasecmp(name, "requirepass") || !strcasecmp(name, "masterauth");
-}
-
-/* Applies name/value pairs all or nothing: on a failure the values set so
- * far are put back. */
-void config_set_command(client *c) {
-    int pairs = (c->argc - 2) / 2;
-    if ((c->argc - 2) % 2) { /* a name without its value */
-        reply_syntax_error(c);
-        return;
-    }
-    kbytes *old = km_calloc((size_t)pairs, sizeof(kbytes));
-    char **names = km_calloc((size_t)pairs, sizeof(char *));
-    int done = 0;
-    char *err = NULL;
-    const char *failed = NULL;
-    for (int i = 0; i < pairs && !failed; i++) {
-        char name[128];
-        const karg *n = &c->argv[2 + 2 * i], *v = &c->argv[3 + 2 * i];
-        snprintf(name, sizeof(name), "%.*s", (int)n->len, n->ptr);
-        if (defs_redact(name)) client_redact_arg(c, 3 + 2 * i);
-        /* a name cut by the buffer or by a NUL byte names nothing */
-        names[i] = strlen(name) == n->len ? config_canonical_name(name) : NULL;
-        if (!names[i]) {
-            reply_errorf(c, "ERR Unknown option or number of arguments for CONFIG SET - '%s'", name);
-            break;
-        }
-        for (int j = 0; j < i && !err; j++)
-            if (!strcmp(names[j], names[i])) err = km_strdup("duplicate parameter");
-        if (!err) {
-            old[i].ptr = config_get_value(names[i], &old[i].len);
-            if (config_set_bytes(names[i], v->ptr, v->len, &err) == K_OK) done++;
-        }
-        if (err) failed = names[i];
-    }
-    if (failed) {
-        reply_errorf(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", failed, err);
-    } else if (done == pairs) {
-        reply_ok(c);
-    }
-    if (done < pairs) {
-        for (int i = 0; i < done; i++) {
-            char *ignore = NULL;
-            config_set_bytes(names[i], old[i].ptr, old[i].len, &ignore);
-            km_free(ignore);
-        }
-    }
-    for (int i = 0; i < pairs; i++) {
-        km_free(old[i].ptr);
-        km_free(names[i]);
-    }
-    km_free(old);
-    km_free(names);
-    km_free(err);
-}
-
-void config_resetstat_command(client *c) {
-    long long *zero[] = {
-        &srv.stat_numcommands, &srv.stat_numconnections, &srv.stat_rejected_conn, &srv.stat_expiredkeys,
-        &srv.stat_evictedkeys, &srv.stat_keyspace_hits, &srv.stat_keyspace_misses, &srv.stat_net_input_bytes,
-        &srv.stat_net_output_bytes, &srv.stat_total_error_replies, &srv.stat_unexpected_error_replies,
-        &srv.stat_client_qbuf_limit_disconnections,
-        &srv.stat_client_outbuf_limit_disconnections, &srv.stat_expired_time_cap_reached_count,
-        &srv.stat_evictedclients,
-    };
-    for (size_t i = 0; i < K_ARRAY_LEN(zero); i++) *zero[i] = 0;
-    srv.stat_peak_memory = 0;
-    io_stats = (io_threads_stats){0};
-    command_reset_stats();
-    reply_errorstats_reset();
-    reply_ok(c);
+    defs_count = 0;
+    ns = NULL;
 }
 
 /* ---- CONFIG REWRITE ---- */
@@ -1050,7 +713,7 @@ static void config_write_word(FILE *f, const char *p, size_t len) {
 
 /* Memory values are written back in the largest exact unit ("5mb"), as
  * Valkey's CONFIG REWRITE does. */
-static void config_format_memory_human(const config_def *d, cfg_out *o) {
+static void config_format_memory_human(const config_def *d, config_out *o) {
     unsigned long long v = *(unsigned long long *)d->value;
     static const struct {
         const char *unit;
@@ -1058,15 +721,15 @@ static void config_format_memory_human(const config_def *d, cfg_out *o) {
     } units[] = {{"gb", 1024ULL * 1024 * 1024}, {"mb", 1024 * 1024}, {"kb", 1024}};
     for (size_t i = 0; i < K_ARRAY_LEN(units); i++) {
         if (v && v % units[i].mul == 0) {
-            out_printf(o, "%llu%s", v / units[i].mul, units[i].unit);
+            config_out_printf(o, "%llu%s", v / units[i].mul, units[i].unit);
             return;
         }
     }
-    out_printf(o, "%llu", v);
+    config_out_printf(o, "%llu", v);
 }
 
 static void config_write_directive(FILE *f, const config_def *d) {
-    cfg_out o = {0};
+    config_out o = {0};
     if (d->kind == CFG_MEMORY)
         config_format_memory_human(d, &o);
     else
@@ -1115,7 +778,7 @@ static int config_rewrite_module_seen(const config_rewrite_modules *r, const cha
 /* A file line naming a loaded module's parameter gets its current value
  * (first occurrence; later ones are dropped). Returns 0 for other lines. */
 static int config_rewrite_module_line(config_rewrite_modules *r, const char *name) {
-    char *value = strchr(name, '.') ? module_config_value(name) : NULL;
+    char *value = ns && strchr(name, '.') ? ns->value(name) : NULL;
     if (!value) return 0;
     if (!config_rewrite_module_seen(r, name)) {
         r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));
@@ -1134,8 +797,7 @@ static void config_rewrite_module_rest(const char *name, const char *value, int 
 
 /* One `loadmodule path args...` line per loaded module, as Valkey writes
  * them: the file's own loadmodule lines are never copied. */
-static void config_rewrite_loadmodule(const char *name, uint32_t version, const char *path,
-                                      int argc, char *const *argv, void *priv) {
+static void config_rewrite_loadmodule(const char *path, int argc, char *const *argv, void *priv) {
     FILE *f = priv;
     fputs("loadmodule ", f);
     config_write_quoted(f, path, strlen(path));
@@ -1147,7 +809,7 @@ static void config_rewrite_loadmodule(const char *name, uint32_t version, const 
 }
 
 static int config_is_default(const config_def *d) {
-    cfg_out o = {0};
+    config_out o = {0};
     config_format(d, &o);
     int same;
     if (d->kind == CFG_MEMORY || d->kind == CFG_INT || d->kind == CFG_LL) {
@@ -1159,6 +821,13 @@ static int config_is_default(const config_def *d) {
     }
     km_free(o.ptr);
     return same;
+}
+
+static size_t config_def_index(const config_def *d) {
+    size_t i = 0;
+    while (defs[i] != d)
+        i++;
+    return i;
 }
 
 /* The directive a file line starts with (lowercase not needed: lookups are
@@ -1174,7 +843,7 @@ static void config_line_name(const char *line, char *name, size_t size) {
 
 typedef struct config_rewrite_state {
     FILE *out;
-    char seen[K_ARRAY_LEN(config_table)];
+    char seen[CONFIG_DEFS_MAX];
     int modules_written;
     config_rewrite_modules mods;
 } config_rewrite_state;
@@ -1188,29 +857,31 @@ static void config_rewrite_line(config_rewrite_state *st, const char *line, size
     char name[128];
     config_line_name(line, name, sizeof(name));
     if (!strcasecmp(name, "loadmodule")) {
-        if (!st->modules_written++) module_foreach(config_rewrite_loadmodule, st->out);
+        if (!st->modules_written++ && ns) ns->foreach_loaded(config_rewrite_loadmodule, st->out);
         return;
     }
     const config_def *d = name[0] ? config_find(name) : NULL;
     if (!d && name[0] && config_rewrite_module_line(&st->mods, name)) return;
-    if (!d || d->get == get_empty) {
+    if (!d || d->get == config_get_empty) {
         fwrite(line, 1, len, st->out);
         if (line[len - 1] != '\n') fputc('\n', st->out); /* a last line without its end */
         return;
     }
-    size_t idx = (size_t)(d - config_table);
+    size_t idx = config_def_index(d);
     if (!st->seen[idx]) config_write_directive(st->out, d);
     st->seen[idx] = 1;
 }
 
 static void config_rewrite_rest(config_rewrite_state *st) {
-    for (size_t i = 0; i < K_ARRAY_LEN(config_table); i++) {
-        const config_def *d = &config_table[i];
-        if (!st->seen[i] && d->get != get_empty && !config_is_default(d))
+    for (size_t i = 0; i < defs_count; i++) {
+        const config_def *d = defs[i];
+        if (!st->seen[i] && d->get != config_get_empty && !config_is_default(d))
             config_write_directive(st->out, d);
     }
-    if (!st->modules_written) module_foreach(config_rewrite_loadmodule, st->out);
-    module_config_foreach(config_rewrite_module_rest, &st->mods);
+    if (ns) {
+        if (!st->modules_written) ns->foreach_loaded(config_rewrite_loadmodule, st->out);
+        ns->foreach (config_rewrite_module_rest, &st->mods);
+    }
     for (int i = 0; i < st->mods.count; i++)
         km_free(st->mods.names[i]);
     km_free(st->mods.names);
@@ -1251,30 +922,46 @@ int config_rewrite_file(const char *path, char **err) {
     return K_OK;
 }
 
-void config_rewrite_command(client *c) {
-    char *err = NULL;
-    if (!srv.configfile) {
-        reply_error(c, "ERR The server is running without a config file");
-    } else if (config_rewrite_file(srv.configfile, &err) != K_OK) {
-        log_write(LL_WARNING, "CONFIG REWRITE failed: %s", err);
-        reply_errorf(c, "ERR %s", err);
-        km_free(err);
-    } else {
-        log_write(LL_NOTICE, "CONFIG REWRITE executed with success.");
-        reply_ok(c);
+/* ---- for the CONFIG command ---- */
+
+char *config_canonical_name(const char *name) {
+    const config_def *d = config_find(name);
+    if (d) return km_strdup(d->name);
+    char *value = ns && strchr(name, '.') ? ns->value(name) : NULL;
+    if (!value) return NULL;
+    km_free(value);
+    char *lower = km_strdup(name);
+    for (char *p = lower; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return lower;
+}
+
+int config_is_secret(const char *name) {
+    const config_def *d = config_find(name);
+    return d && (d->flags & CFG_SECRET);
+}
+
+typedef struct config_each_param {
+    config_value_fn fn;
+    void *priv;
+} config_each_param;
+
+static void config_each_param_cb(const char *name, const char *value, int is_default, void *priv) {
+    config_each_param *e = priv;
+    e->fn(name, value, strlen(value), e->priv);
+}
+
+void config_foreach_value(config_value_fn fn, void *priv) {
+    for (size_t i = 0; i < defs_count; i++) {
+        const config_def *d = defs[i];
+        /* Lines kept for their owner have no value to show (as in Valkey,
+         * CONFIG GET lists neither loadmodule nor rename-command). */
+        if (d->set == config_set_loadmodule || d->set == config_set_rename) continue;
+        config_out o = {0};
+        config_format(d, &o);
+        fn(d->name, o.ptr, o.len, priv);
+        km_free(o.ptr);
     }
+    config_each_param e = {fn, priv};
+    if (ns) ns->foreach (config_each_param_cb, &e);
 }
-
-void config_help_command(client *c) {
-    static const char *help[] = {
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-        "RESETSTAT", "    Reset statistics reported by the INFO command.",
-        "REWRITE", "    Rewrite the configuration file.",
-        "HELP", "    Print this help.",
-    };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
-}
-

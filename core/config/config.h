@@ -1,16 +1,98 @@
-/* config.h -- configuration directives: defaults, the config file and
- * command-line overrides, CONFIG GET/SET/RESETSTAT/REWRITE.
+/* config.h -- the configuration engine: directive tables, defaults, the
+ * config file and command-line overrides, CONFIG SET/GET values, REWRITE.
  *
- * Every directive Keel implements is one row of the table in config.c: name,
- * type, where the value lives, default, bounds, and whether CONFIG SET may
- * change it at run time. Valkey directives that Keel does not implement are
- * accepted from files with a warning, so a stock valkey.conf starts.
+ * Each owner of options declares its directives as one table (name, type,
+ * where the value lives, default, bounds, whether CONFIG SET may change it)
+ * and registers it; the server composes the tables (server_config.c). The
+ * module system registers the dotted `<module>.<name>` namespace. Valkey
+ * directives that Keel does not implement are accepted from files with a
+ * warning, so a stock valkey.conf starts; those that protect the server are
+ * refused.
  *
  * Threads: main thread. */
 #ifndef KEEL_CONFIG_H
 #define KEEL_CONFIG_H
 
-#include "session/client.h"
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum config_kind {
+    CFG_BOOL,
+    CFG_INT,
+    CFG_LL,
+    CFG_MEMORY,
+    CFG_ENUM,
+    CFG_STRING, /* a C string (paths): NUL bytes are refused */
+    CFG_BYTES,  /* binary-safe (kbytes): secrets may hold any byte */
+    CFG_SPECIAL,
+} config_kind;
+
+/* A growable output buffer for formatted values; always NUL-terminated. */
+typedef struct config_out {
+    char *ptr;
+    size_t len, cap;
+} config_out;
+
+#define CFG_IMMUTABLE (1 << 0) /* start-up only */
+#define CFG_SECRET (1 << 1)    /* hidden from the slow log when set (requirepass) */
+
+typedef struct config_enum {
+    const char *name;
+    int value;
+} config_enum;
+
+typedef struct config_def config_def;
+struct config_def {
+    const char *name;
+    const char *alias;
+    config_kind kind;
+    int flags;
+    void *value;
+    const char *dflt;
+    long long min, max;
+    /* Numbers: out-of-range values up to max are accepted and clamped to
+     * this range (Valkey treats hz as a hint this way); 0,0 for none. */
+    long long clamp_min, clamp_max;
+    const config_enum *enums;
+    /* CFG_SPECIAL: parse and format by hand. */
+    int (*set)(const config_def *d, int argc, char **argv, const char **err);
+    void (*get)(const config_def *d, config_out *o);
+    /* Runs after a successful run-time change. */
+    void (*apply)(void);
+    /* CFG_SPECIAL: frees what set allocated (config_free). */
+    void (*free)(const config_def *d);
+};
+
+void config_out_put(config_out *o, const char *p, size_t n);
+void config_out_cstr(config_out *o, const char *s);
+void config_out_printf(config_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Adds a table of n directives (borrowed for the process's life). Returns
+ * K_ERR past the engine's capacity. */
+int config_register(const config_def *table, size_t n);
+
+/* The dotted parameters of another layer (modules), looked up by name. */
+typedef void (*config_param_fn)(const char *name, const char *value, int is_default, void *priv);
+typedef void (*config_loaded_fn)(const char *path, int argc, char *const *argv, void *priv);
+typedef struct config_namespace {
+    /* A `name value` file line: kept until the parameter exists. */
+    int (*file_value)(const char *name, const char *value, const char *file, int line,
+                      char **reason);
+    int (*set)(const char *name, const char *value, char **err);
+    char *(*value)(const char *name); /* km_alloc'ed copy, NULL if unknown */
+    void (*foreach)(config_param_fn fn, void *priv);
+    /* CONFIG REWRITE: what replaces the file's loadmodule lines. */
+    void (*foreach_loaded)(config_loaded_fn fn, void *priv);
+} config_namespace;
+/* Borrows ns until config_free. */
+void config_set_namespace(const config_namespace *ns);
+
+/* Setters for directives kept as lines for their owner to apply later
+ * (loadmodule, rename-command), and the getter of directives that have no
+ * value to show. */
+int config_set_loadmodule(const config_def *d, int argc, char **argv, const char **err);
+int config_set_rename(const config_def *d, int argc, char **argv, const char **err);
+void config_get_empty(const config_def *d, config_out *o);
 
 /* A `loadmodule` line, kept until the module system loads it. */
 typedef struct config_module_line {
@@ -32,7 +114,7 @@ typedef struct config_rename_line {
     struct config_rename_line *next;
 } config_rename_line;
 
-/* Sets every directive to its default. */
+/* Sets every registered directive to its default. */
 void config_set_defaults(void);
 /* Loads path (may be NULL) and then the "--name value" overrides. Returns
  * 0, or -1 with *err set (km_free it). */
@@ -60,12 +142,15 @@ config_module_line *config_module_lines(void);
 config_rename_line *config_rename_lines(void);
 void config_free(void);
 
-/* CONFIG subcommands. */
-void config_get_command(client *c);
-void config_set_command(client *c);
-void config_resetstat_command(client *c);
-void config_rewrite_command(client *c);
-void config_help_command(client *c);
+/* The name CONFIG SET reports: a directive's own (not an alias) or a
+ * parameter's, km_alloc'ed; NULL if neither exists. */
+char *config_canonical_name(const char *name);
+/* 1 for directives whose values are secrets (hidden from the slow log). */
+int config_is_secret(const char *name);
+/* Every directive that has a value, then every namespace parameter, with
+ * its current value (len bytes, valid during the call). */
+typedef void (*config_value_fn)(const char *name, const char *value, size_t len, void *priv);
+void config_foreach_value(config_value_fn fn, void *priv);
 
 /* Valkey's "1gb", "100mb", "10k" memory values. */
 int config_parse_memory(const char *s, unsigned long long *out);

@@ -1,10 +1,10 @@
-/* db.c -- databases, keys, lazy and active expiry, access clocks. */
+/* db.c -- databases, keys, lazy and active expiry, access clocks, and the
+ * change hooks through which the rest of the server hears of every change. */
 #include "keyspace/db.h"
 
-#include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/server.h"
+#include "event/event.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -12,11 +12,24 @@
 
 #define LRU_CLOCK_MAX ((1u << 24) - 1)
 #define LFU_INIT_VAL 5
+#define DB_HOOKS_MAX 16
+
+METRICS_DESCS(db_metric_descs, db_metrics, DB_METRICS);
 
 static db *dbs;
 static int db_count;
-/* Changes to keys since start-up (db_changes()); see db_announce(). */
-static long long changes;
+static const db_options *opts;
+static db_metrics *stats;
+
+typedef struct db_hook {
+    db_hook_fn fn;
+    void *priv;
+} db_hook;
+
+/* A fixed array: hooks are few and registered at setup, and announcing
+ * walks it on every write. */
+static db_hook hooks[DB_HOOKS_MAX];
+static int hook_count;
 
 static const void *db_entry_key(const void *entry, size_t *len) {
     const db_entry *e = entry;
@@ -33,30 +46,15 @@ static void db_entry_free(void *entry) {
 const hashtable_type db_keys_type = {.entry_key = db_entry_key, .entry_free = db_entry_free};
 const hashtable_type db_expires_type = {.entry_key = db_entry_key, .entry_free = NULL};
 
-static const void *watched_key_of(const void *entry, size_t *len);
-static void watched_free(void *entry);
-static const hashtable_type db_watched_type = {.entry_key = watched_key_of, .entry_free = watched_free};
-
-/* The watched table's entries are owned by multi.c; db.c only needs their
- * key, which multi.c lays out as a db_entry-like header. */
-extern const void *multi_watched_key(const void *entry, size_t *len);
-extern void multi_watched_free(void *entry);
-static const void *watched_key_of(const void *entry, size_t *len) {
-    return multi_watched_key(entry, len);
-}
-static void watched_free(void *entry) {
-    multi_watched_free(entry);
-}
-
-void db_setup(void) {
-    changes = 0;
-    db_count = srv.databases;
+void db_setup(const db_options *o, db_metrics *m) {
+    opts = o;
+    stats = m;
+    db_count = o->databases;
     dbs = km_calloc((size_t)db_count, sizeof(db));
     for (int i = 0; i < db_count; i++) {
         dbs[i].id = i;
         dbs[i].keys = hashtable_create(&db_keys_type);
         dbs[i].expires = hashtable_create(&db_expires_type);
-        dbs[i].watched = hashtable_create(&db_watched_type);
     }
 }
 
@@ -64,11 +62,45 @@ void db_teardown(void) {
     for (int i = 0; i < db_count; i++) {
         hashtable_release(dbs[i].expires);
         hashtable_release(dbs[i].keys);
-        hashtable_release(dbs[i].watched);
     }
     km_free(dbs);
     dbs = NULL;
     db_count = 0;
+    hook_count = 0;
+    opts = NULL;
+    stats = NULL;
+}
+
+int db_num(void) {
+    return db_count;
+}
+
+const db_options *db_opts(void) {
+    return opts;
+}
+
+db_metrics *db_stats(void) {
+    return stats;
+}
+
+int db_add_hook(db_hook_fn fn, void *priv) {
+    if (hook_count == DB_HOOKS_MAX) return K_ERR;
+    for (int i = 0; i < hook_count; i++)
+        if (hooks[i].fn == fn && hooks[i].priv == priv) return K_ERR;
+    hooks[hook_count++] = (db_hook){fn, priv};
+    return K_OK;
+}
+
+void db_remove_hook(db_hook_fn fn, void *priv) {
+    int j = 0;
+    for (int i = 0; i < hook_count; i++)
+        if (hooks[i].fn != fn || hooks[i].priv != priv) hooks[j++] = hooks[i];
+    hook_count = j;
+}
+
+static void db_announce_change(const db_change *ch) {
+    for (int i = 0; i < hook_count; i++)
+        hooks[i].fn(ch, hooks[i].priv);
 }
 
 db *db_get(int id) {
@@ -82,8 +114,7 @@ uint32_t db_lru_clock(void) {
 }
 
 static int db_lfu_mode(void) {
-    return srv.maxmemory_policy == MAXMEMORY_ALLKEYS_LFU ||
-           srv.maxmemory_policy == MAXMEMORY_VOLATILE_LFU;
+    return db_policy_is_lfu(opts->maxmemory_policy);
 }
 
 static uint32_t lfu_minutes(void) {
@@ -94,8 +125,8 @@ static unsigned lfu_decay(const db_entry *e) {
     uint32_t then = e->lru >> 8, now = lfu_minutes();
     uint32_t elapsed = now >= then ? now - then : 0xffff - then + now;
     unsigned counter = e->lru & 0xff;
-    if (srv.lfu_decay_time <= 0) return counter;
-    uint32_t periods = elapsed / (uint32_t)srv.lfu_decay_time;
+    if (opts->lfu_decay_time <= 0) return counter;
+    uint32_t periods = elapsed / (uint32_t)opts->lfu_decay_time;
     return periods > counter ? 0 : counter - periods;
 }
 
@@ -105,7 +136,7 @@ static unsigned lfu_incr(unsigned counter) {
     if (counter == 255) return 255;
     double r = (double)rand() / RAND_MAX;
     double base = counter > LFU_INIT_VAL ? counter - LFU_INIT_VAL : 0;
-    double p = 1.0 / (base * srv.lfu_log_factor + 1);
+    double p = 1.0 / (base * opts->lfu_log_factor + 1);
     return r < p ? counter + 1 : counter;
 }
 
@@ -136,13 +167,11 @@ int db_is_expired(const db_entry *e) {
 
 /* Why a key leaves: Valkey counts only deletions as changes, and WATCH
  * ignores the expiry of a key that was already expired when watched. */
-typedef enum db_removal { DB_DELETED, DB_EXPIRED, DB_EVICTED } db_removal;
-
-static int db_remove(db *d, const char *key, size_t len, db_removal why);
+static int db_remove(db *d, const char *key, size_t len, db_event why);
 
 static void db_expire_entry(db *d, db_entry *e) {
-    srv.stat_expiredkeys++;
-    db_remove(d, e->key, e->keylen, DB_EXPIRED);
+    stats->expired_keys++;
+    db_remove(d, e->key, e->keylen, DB_EV_EXPIRED);
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
@@ -164,11 +193,13 @@ int db_set_access_touch(int on) {
     return was;
 }
 
-db_entry *db_lookup(db *d, const char *key, size_t len, int stats) {
+db_entry *db_lookup(db *d, const char *key, size_t len, int count) {
     db_entry *e = db_lookup_quiet(d, key, len);
-    if (stats) {
-        if (e) srv.stat_keyspace_hits++;
-        else srv.stat_keyspace_misses++;
+    if (count) {
+        if (e)
+            stats->keyspace_hits++;
+        else
+            stats->keyspace_misses++;
     }
     if (e && db_access_touches) db_touch(e);
     return e;
@@ -176,23 +207,18 @@ db_entry *db_lookup(db *d, const char *key, size_t len, int stats) {
 
 /* ---- change announcements ---- */
 
-/* Every change to a key passes through here: the key's watchers are
- * touched (WATCH/EXEC) and `count` changes are added to the tally INFO
- * reports as rdb_changes_since_last_save, Valkey's server.dirty. The
- * operations below announce each key they touch but count as Valkey's
- * commands do: once for a compound change (SET with a TTL, RENAME, MOVE,
- * COPY), nothing for a key that expired or was evicted. */
-static void db_announce(db *d, const char *key, size_t len, int count, int by_expiry) {
-    changes += count;
-    if (hashtable_size(d->watched)) multi_touch_key(d, key, len, by_expiry);
+/* Every change to a key passes through here. The operations below announce
+ * each key they touch but count as Valkey's commands do: once for a
+ * compound change (SET with a TTL, RENAME, MOVE, COPY), nothing for a key
+ * that expired or was evicted. */
+static void db_announce(db *d, const char *key, size_t len, db_event ev, long long count) {
+    if (!hook_count) return;
+    db_change ch = {.event = ev, .d = d, .key = key, .len = len, .changes = count};
+    db_announce_change(&ch);
 }
 
 void db_signal_modified(db *d, const char *key, size_t len) {
-    db_announce(d, key, len, 1, 0);
-}
-
-long long db_changes(void) {
-    return changes;
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
 }
 
 /* ---- modification ---- */
@@ -250,7 +276,7 @@ static int db_persist_quiet(db *d, db_entry *e) {
 
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
     db_entry *e = db_insert(d, key, len, val);
-    if (e) db_announce(d, key, len, 1, 0);
+    if (e) db_announce(d, key, len, DB_EV_MODIFIED, 1);
     return e;
 }
 
@@ -286,7 +312,7 @@ db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int6
         db_persist_quiet(d, e);
     else
         db_expire_quiet(d, e, when_ms);
-    db_announce(d, key, len, 1, 0);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
     return e;
 }
 
@@ -294,7 +320,7 @@ db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms)
     db_entry *old = db_pop(d, key, len);
     db_entry *e = db_insert(d, key, len, val);
     if (when_ms != -1) db_expire_quiet(d, e, when_ms);
-    db_announce(d, key, len, 1, 0);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
     if (old) db_entry_free(old);
     return e;
 }
@@ -304,7 +330,7 @@ db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len) {
     int64_t expire = e->expire;
     uint32_t lru = e->lru;
     db_pop(from, e->key, e->keylen);
-    db_announce(from, e->key, e->keylen, 0, 0); /* counted once, with the new key */
+    db_announce(from, e->key, e->keylen, DB_EV_DELETED, 0); /* counted once, with the new key */
     db_entry_free(e);
     db_entry *n = db_put(to, key, len, val, expire);
     /* The value keeps its LRU/LFU history, as Valkey's object does. */
@@ -312,21 +338,21 @@ db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len) {
     return n;
 }
 
-static int db_remove(db *d, const char *key, size_t len, db_removal why) {
+static int db_remove(db *d, const char *key, size_t len, db_event why) {
     db_entry *e = db_pop(d, key, len);
     if (!e) return 0;
     /* Announced before the free: key may be the entry's own bytes. */
-    db_announce(d, key, len, why == DB_DELETED, why == DB_EXPIRED);
+    db_announce(d, key, len, why, why == DB_EV_DELETED);
     db_entry_free(e);
     return 1;
 }
 
 int db_delete(db *d, const char *key, size_t len) {
-    return db_remove(d, key, len, DB_DELETED);
+    return db_remove(d, key, len, DB_EV_DELETED);
 }
 
 int db_evict(db *d, const char *key, size_t len) {
-    return db_remove(d, key, len, DB_EVICTED);
+    return db_remove(d, key, len, DB_EV_EVICTED);
 }
 
 void db_set_expire(db *d, db_entry *e, int64_t when_ms) {
@@ -350,8 +376,10 @@ size_t db_expires_count(const db *d) {
 
 size_t db_flush(db *d) {
     size_t n = hashtable_size(d->keys);
-    changes += (long long)n; /* one change per key removed, as Valkey */
-    multi_touch_db(d, NULL);
+    /* One change per key removed, as Valkey; announced while the keys are
+     * still there, so WATCH can tell which watched keys existed. */
+    db_change ch = {.event = DB_EV_FLUSHED, .d = d, .changes = (long long)n};
+    db_announce_change(&ch);
     hashtable_empty(d->expires);
     hashtable_empty(d->keys);
     d->avg_ttl = 0;
@@ -368,11 +396,10 @@ size_t db_flush_all(void) {
 void db_swap(int a, int b) {
     /* One change, as Valkey counts SWAPDB, even of a database with itself
      * (which touches no watcher). */
-    changes++;
-    if (a == b) return;
     db *x = &dbs[a], *y = &dbs[b];
-    multi_touch_db(x, y);
-    multi_touch_db(y, x);
+    db_change ch = {.event = DB_EV_SWAPPED, .d = x, .other = y, .changes = 1};
+    db_announce_change(&ch);
+    if (a == b) return;
     hashtable *keys = x->keys, *expires = x->expires;
     long long avg = x->avg_ttl;
     x->keys = y->keys;
@@ -424,7 +451,7 @@ static void db_update_avg_ttl(db *d, double mean) {
 /* One database: scan buckets until the sample is mostly live or the time
  * budget is spent. Returns 1 if the budget ran out. */
 static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
-    size_t per_loop = (size_t)EXPIRE_KEYS_PER_LOOP * (size_t)(1 + srv.active_expire_effort / 4);
+    size_t per_loop = (size_t)EXPIRE_KEYS_PER_LOOP * (size_t)(1 + opts->active_expire_effort / 4);
     for (int iter = 0;; iter++) {
         if (!hashtable_size(d->expires)) {
             d->avg_ttl = 0;
@@ -450,7 +477,7 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
         db *d = &dbs[next_db];
         next_db = (next_db + 1) % db_count;
         if (db_expire_db(d, deadline, &expired)) {
-            srv.stat_expired_time_cap_reached_count++;
+            stats->expired_time_cap_reached_count++;
             break;
         }
     }

@@ -8,11 +8,17 @@
  * Lookups for reading and writing apply lazy expiry: an expired key is
  * deleted on access and never returned.
  *
- * Every modification announces itself once per key it touches (watchers of
- * the key are signalled) and counts the changes Valkey counts in
- * server.dirty: one per key set, deleted or given or stripped of a TTL,
- * one for a compound change (SET with a TTL, RENAME, MOVE, COPY, SWAPDB),
- * one per key a flush removes, none for keys that expire or are evicted.
+ * The keyspace knows no client: every modification is announced to the
+ * hooks registered with db_add_hook (WATCH, the change counter, and later
+ * keyspace notifications, client tracking, blocked-client wake-ups and
+ * module keyspace events), once per key it touches. Each announcement
+ * carries the changes Valkey counts in server.dirty: one per key set,
+ * deleted or given or stripped of a TTL, one for a compound change (SET
+ * with a TTL, RENAME, MOVE, COPY, SWAPDB), one per key a flush removes,
+ * none for keys that expire or are evicted.
+ *
+ * Options and counters are the caller's (db_setup): the keyspace reads
+ * them live, so CONFIG SET takes effect on the next operation.
  *
  * Threads: main thread only. */
 #ifndef KEEL_DB_H
@@ -21,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/metrics.h"
 #include "ds/hashtable.h"
 #include "keyspace/object.h"
 
@@ -36,20 +43,94 @@ typedef struct db {
     int id;
     hashtable *keys;
     hashtable *expires;
-    hashtable *watched; /* key -> clients watching it (see multi.c) */
-    long long avg_ttl;  /* estimate, from the active expire cycle */
+    long long avg_ttl; /* estimate, from the active expire cycle */
     size_t expire_cursor;
 } db;
 
 #define DB_SET_KEEPTTL (1 << 0)
 
-void db_setup(void);
+#define MAXMEMORY_NOEVICTION 0
+#define MAXMEMORY_ALLKEYS_LRU 1
+#define MAXMEMORY_ALLKEYS_LFU 2
+#define MAXMEMORY_ALLKEYS_RANDOM 3
+#define MAXMEMORY_VOLATILE_LRU 4
+#define MAXMEMORY_VOLATILE_LFU 5
+#define MAXMEMORY_VOLATILE_RANDOM 6
+#define MAXMEMORY_VOLATILE_TTL 7
+
+/* The keyspace's options (db.c and evict.c): config directives point into
+ * this struct. */
+typedef struct db_options {
+    int databases;                /* start-up only */
+    unsigned long long maxmemory; /* 0: no limit */
+    int maxmemory_policy;         /* MAXMEMORY_* */
+    int maxmemory_samples;
+    int lfu_log_factor;
+    int lfu_decay_time;       /* minutes */
+    int active_expire_effort; /* 1..10 */
+    /* Bytes the allocator still counts that another thread is about to
+     * free (the I/O threads' large buffers): the memory check subtracts
+     * them. NULL: none. */
+    size_t (*pending_free)(void);
+} db_options;
+
+/* 1 when maxmemory-policy is an LFU one. */
+static inline int db_policy_is_lfu(int policy) {
+    return policy == MAXMEMORY_ALLKEYS_LFU || policy == MAXMEMORY_VOLATILE_LFU;
+}
+
+/* The keyspace's counters, each an INFO stats field of the same name:
+ * declared once here, the struct and its descriptor table are built from
+ * the list (see common/metrics.h). */
+#define DB_METRICS(X, T)                                                                           \
+    X(T, expired_keys)                                                                             \
+    X(T, expired_time_cap_reached_count)                                                           \
+    X(T, evicted_keys)                                                                             \
+    X(T, keyspace_hits)                                                                            \
+    X(T, keyspace_misses)
+METRICS_STRUCT(db_metrics, DB_METRICS);
+extern const metric_desc db_metric_descs[];
+extern const size_t db_metric_descs_count;
+
+/* What a hook hears. For a key event, key/len name the key (valid during
+ * the call only); FLUSHED is announced before the keys go, SWAPPED before
+ * d and other trade contents. `changes` is the count for server.dirty. */
+typedef enum db_event {
+    DB_EV_MODIFIED, /* set, overwritten, changed in place, TTL given or removed */
+    DB_EV_DELETED,
+    DB_EV_EXPIRED,
+    DB_EV_EVICTED,
+    DB_EV_FLUSHED,
+    DB_EV_SWAPPED,
+} db_event;
+
+typedef struct db_change {
+    db_event event;
+    db *d;
+    const char *key;
+    size_t len;
+    db *other; /* DB_EV_SWAPPED: the database swapped with d */
+    long long changes;
+} db_change;
+
+typedef void (*db_hook_fn)(const db_change *ch, void *priv);
+
+/* Borrows opts and metrics until db_teardown. */
+void db_setup(const db_options *opts, db_metrics *metrics);
 void db_teardown(void);
 db *db_get(int id);
+int db_num(void);
+const db_options *db_opts(void);
+db_metrics *db_stats(void);
+
+/* Hooks run in the order added; a hook must not modify the keyspace.
+ * Returns K_OK, or K_ERR for a hook already added with the same priv. */
+int db_add_hook(db_hook_fn fn, void *priv);
+void db_remove_hook(db_hook_fn fn, void *priv);
 
 /* Lookup applying lazy expiry; updates the access clock unless `notouch`.
- * Counts hits and misses when `stats` is set. */
-db_entry *db_lookup(db *d, const char *key, size_t len, int stats);
+ * Counts hits and misses when `count` is set. */
+db_entry *db_lookup(db *d, const char *key, size_t len, int count);
 /* Lookup without touching clocks or counting (for TYPE, TTL, scans). */
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
 /* Whether the lookups that follow (db_lookup, db_value_writable) update
@@ -95,12 +176,8 @@ size_t db_flush(db *d);
 size_t db_flush_all(void);
 void db_swap(int a, int b);
 
-/* Announces one change to key made in place by the caller (WATCH/EXEC
- * signal, change count). */
+/* Announces one change to key made in place by the caller. */
 void db_signal_modified(db *d, const char *key, size_t len);
-/* Changes to keys since start-up (INFO rdb_changes_since_last_save: Keel
- * never saves). */
-long long db_changes(void);
 
 /* Active expiry: runs for at most budget_us. Returns keys expired. */
 size_t db_active_expire_cycle(uint64_t budget_us);

@@ -3,12 +3,17 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/server.h"
+#include "common/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static evict_pool pool;
+/* Used memory read from the allocator at most once per event-loop
+ * iteration: refreshing its statistics costs microseconds, too much per
+ * command. */
+static size_t used_memory_cache;
+static int used_memory_fresh;
 
 static int evict_volatile(int policy) {
     return policy == MAXMEMORY_VOLATILE_LRU || policy == MAXMEMORY_VOLATILE_LFU ||
@@ -64,8 +69,8 @@ static size_t evict_entry_size(const db_entry *e) {
 
 static void evict_fill_pool(int policy) {
     void *sample[64];
-    size_t want = srv.maxmemory_samples > 64 ? 64 : (size_t)srv.maxmemory_samples;
-    for (int i = 0; i < srv.databases; i++) {
+    size_t want = db_opts()->maxmemory_samples > 64 ? 64 : (size_t)db_opts()->maxmemory_samples;
+    for (int i = 0; i < db_num(); i++) {
         db *d = db_get(i);
         hashtable *t = evict_volatile(policy) ? d->expires : d->keys;
         size_t n = hashtable_sample(t, sample, want);
@@ -81,9 +86,9 @@ static size_t evict_one(int policy) {
     if (policy == MAXMEMORY_ALLKEYS_RANDOM || policy == MAXMEMORY_VOLATILE_RANDOM) {
         /* Visit every database once, starting at a random one, so a key
          * anywhere is found whenever one exists. */
-        int start = rand() % srv.databases;
-        for (int n = 0; n < srv.databases; n++) {
-            db *d = db_get((start + n) % srv.databases);
+        int start = rand() % db_num();
+        for (int n = 0; n < db_num(); n++) {
+            db *d = db_get((start + n) % db_num());
             db_entry *e = hashtable_random(policy == MAXMEMORY_ALLKEYS_RANDOM ? d->keys : d->expires);
             if (!e) continue;
             size_t sz = evict_entry_size(e);
@@ -111,10 +116,32 @@ static size_t evict_one(int policy) {
 size_t evict_free_memory(size_t need) {
     size_t freed = 0;
     while (freed < need) {
-        size_t n = evict_one(srv.maxmemory_policy);
+        size_t n = evict_one(db_opts()->maxmemory_policy);
         if (n == 0) break;
         freed += n;
-        srv.stat_evictedkeys++;
+        db_stats()->evicted_keys++;
     }
     return freed;
+}
+
+int evict_check_maxmemory(void) {
+    const db_options *o = db_opts();
+    if (!o->maxmemory) return K_OK;
+    if (!used_memory_fresh) {
+        /* Large buffers an I/O thread is about to free still count in the
+         * allocator's total: evicting for them again would evict too much. */
+        size_t used = km_used_memory(), pending = o->pending_free ? o->pending_free() : 0;
+        used_memory_cache = used > pending ? used - pending : 0;
+        used_memory_fresh = 1;
+    }
+    if (used_memory_cache <= o->maxmemory) return K_OK;
+    if (o->maxmemory_policy == MAXMEMORY_NOEVICTION) return K_ERR;
+    size_t need = used_memory_cache - o->maxmemory;
+    size_t freed = evict_free_memory(need);
+    used_memory_cache = freed > used_memory_cache ? 0 : used_memory_cache - freed;
+    return freed >= need ? K_OK : K_ERR;
+}
+
+void evict_invalidate_used_memory(void) {
+    used_memory_fresh = 0;
 }

@@ -42,6 +42,14 @@ void evict_pool_clear(evict_pool *pool);
  * estimate) or 0 when nothing could be evicted. */
 size_t evict_free_memory(size_t need);
 
+/* Runs the memory limit (maxmemory, maxmemory-policy); returns K_OK if a
+ * write may proceed. */
+int evict_check_maxmemory(void);
+/* Makes the next evict_check_maxmemory read the allocator again, as
+ * before-sleep does once per event-loop iteration; for callers without an
+ * event loop (the fuzz targets, between two reads). */
+void evict_invalidate_used_memory(void);
+
 void evict_teardown(void);
 
 #endif

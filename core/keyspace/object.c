@@ -13,9 +13,7 @@
 #include <string.h>
 
 /* Module values are freed through their type; the module layer sets this. */
-void (*obj_module_free_hook)(kobj *o);
 void (*obj_free_large_hook)(void *buf);
-size_t (*obj_module_usage_hook)(const kobj *o);
 
 int str_to_ll(const char *s, size_t len, long long *out) {
     if (len == 0 || len > 20) return 0;
@@ -156,18 +154,68 @@ kobj *obj_string(const char *s, size_t len) {
     return obj_string_raw(s, len);
 }
 
+/* ---- the string type ---- */
+
+static const char *string_type_name(const kobj *o) {
+    K_UNUSED(o);
+    return "string";
+}
+
+static const char *string_encoding_name(const kobj *o) {
+    switch (o->encoding) {
+    case OBJ_ENC_INT:
+        return "int";
+    case OBJ_ENC_EMBSTR:
+        return "embstr";
+    default:
+        return "raw";
+    }
+}
+
+static void string_free_value(kobj *o) {
+    if (o->encoding != OBJ_ENC_RAW) return;
+    if (o->cap < KM_LARGE)
+        km_free(o->v.ptr);
+    else if (obj_free_large_hook)
+        obj_free_large_hook(o->v.ptr);
+    else
+        km_free_large(o->v.ptr);
+}
+
+static size_t string_mem_usage(const kobj *o) {
+    return o->encoding == OBJ_ENC_RAW ? km_usable(o->v.ptr) : 0;
+}
+
+/* Keeps the encoding: an INT stays an INT, a RAW string stays RAW (it may
+ * be growing). */
+static kobj *string_copy(const kobj *o) {
+    if (o->encoding == OBJ_ENC_INT) return obj_int(o->v.ival);
+    if (o->encoding == OBJ_ENC_RAW) return obj_string_raw(o->v.ptr, o->len);
+    return obj_string(o->v.ptr, o->len);
+}
+
+static const obj_type string_type = {
+    .type_name = string_type_name,
+    .encoding_name = string_encoding_name,
+    .free_value = string_free_value,
+    .mem_usage = string_mem_usage,
+    .copy = string_copy,
+};
+
+static const obj_type *types[OBJ_TYPE_MAX] = {[OBJ_STRING] = &string_type};
+
+void obj_set_type(int id, const obj_type *t) {
+    if (id >= 0 && id < OBJ_TYPE_MAX) types[id] = t;
+}
+
+const obj_type *obj_type_of(const kobj *o) {
+    return types[o->type];
+}
+
 void obj_decref(kobj *o) {
     if (--o->refcount > 0) return;
-    if (o->type == OBJ_MODULE) {
-        if (obj_module_free_hook) obj_module_free_hook(o);
-    } else if (o->encoding == OBJ_ENC_RAW) {
-        if (o->cap < KM_LARGE)
-            km_free(o->v.ptr);
-        else if (obj_free_large_hook)
-            obj_free_large_hook(o->v.ptr);
-        else
-            km_free_large(o->v.ptr);
-    }
+    const obj_type *t = types[o->type];
+    if (t) t->free_value(o);
     km_free(o);
 }
 
@@ -219,17 +267,21 @@ kobj *obj_make_writable(kobj *o, size_t need) {
 }
 
 size_t obj_mem_usage(const kobj *o) {
-    size_t n = km_usable(o);
-    if (o->type == OBJ_MODULE) return n + (obj_module_usage_hook ? obj_module_usage_hook(o) : 0);
-    if (o->encoding == OBJ_ENC_RAW) n += km_usable(o->v.ptr);
-    return n;
+    const obj_type *t = types[o->type];
+    return km_usable(o) + (t ? t->mem_usage(o) : 0);
 }
 
 const char *obj_encoding_name(const kobj *o) {
-    if (o->type == OBJ_MODULE) return "raw";
-    switch (o->encoding) {
-    case OBJ_ENC_INT: return "int";
-    case OBJ_ENC_EMBSTR: return "embstr";
-    default: return "raw";
-    }
+    const obj_type *t = types[o->type];
+    return t ? t->encoding_name(o) : "raw";
+}
+
+const char *obj_type_name(const kobj *o) {
+    const obj_type *t = types[o->type];
+    return t ? t->type_name(o) : "none";
+}
+
+kobj *obj_copy(const kobj *o) {
+    const obj_type *t = types[o->type];
+    return t && t->copy ? t->copy(o) : NULL;
 }

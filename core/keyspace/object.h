@@ -43,6 +43,37 @@ typedef struct kobj {
     const void *mod_type; /* MODULE: its type */
 } kobj;
 
+/* The operations of one value type: every place that treats values by type
+ * (TYPE, OBJECT ENCODING, freeing, MEMORY USAGE, COPY) goes through this
+ * table, so a new type (hashes, lists, a module's type) is one table and no
+ * `if (type == ...)` chain grows outside the types. The places persistence,
+ * DUMP/RESTORE, DEBUG DIGEST and defragmentation will call are reserved at
+ * the end, NULL until those exist. */
+typedef struct obj_type {
+    /* TYPE's answer (a module value's name is its registered type's). */
+    const char *(*type_name)(const kobj *o);
+    /* OBJECT ENCODING's answer. */
+    const char *(*encoding_name)(const kobj *o);
+    /* Frees what the value owns beyond the kobj header. */
+    void (*free_value)(kobj *o);
+    /* Bytes the value owns beyond the header (MEMORY USAGE, eviction). */
+    size_t (*mem_usage)(const kobj *o);
+    /* A new object with the same value (COPY); NULL when it cannot. */
+    kobj *(*copy)(const kobj *o);
+    /* Reserved. */
+    void (*rdb_save)(void);
+    void (*rdb_load)(void);
+    void (*digest)(void);
+    void (*defrag)(void);
+} obj_type;
+
+#define OBJ_TYPE_MAX 8
+
+/* Sets the operations of type id (OBJ_*); strings are built in, the module
+ * system sets OBJ_MODULE's. t is borrowed. */
+void obj_set_type(int id, const obj_type *t);
+const obj_type *obj_type_of(const kobj *o);
+
 /* A string object holding a copy of s[0..len): INT, EMBSTR or RAW. */
 kobj *obj_string(const char *s, size_t len);
 /* A RAW string without integer detection (values that will grow). */
@@ -80,6 +111,10 @@ kobj *obj_make_writable(kobj *o, size_t need);
 size_t obj_mem_usage(const kobj *o);
 
 const char *obj_encoding_name(const kobj *o);
+/* TYPE's name of the value ("none" for a type without operations). */
+const char *obj_type_name(const kobj *o);
+/* A new object with the same value (COPY), or NULL if the type cannot. */
+kobj *obj_copy(const kobj *o);
 
 /* Strict decimal parsing (no spaces, no '+', no leading zeros but "0"); the
  * test used to decide the INT encoding and for command arguments. */

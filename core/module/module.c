@@ -13,10 +13,10 @@
 #include "module/module.h"
 
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "config/config.h"
 #include "module/module_internal.h"
-#include "server/server.h"
 
 #include <assert.h>
 #include <dlfcn.h>
@@ -340,6 +340,18 @@ int module_unload(const char *name, char **err) {
 }
 
 /* Newest first, so a module goes before any module loaded earlier. */
+static const module_env *env;
+
+void module_setup(const module_env *e) {
+    env = e;
+    module_transport_setup();
+    module_cmd_setup();
+}
+
+const module_env *module_env_get(void) {
+    return env;
+}
+
 void module_teardown(void) {
     while (modules_head) {
         module *m = modules_head;

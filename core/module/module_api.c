@@ -6,11 +6,11 @@
  * each group's size tells a module built against a newer minor which
  * functions this server has (KEEL_API_HAS). */
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "config/config.h"
+#include "module/module.h"
 #include "module/module_internal.h"
-#include "server/info.h"
-#include "server/server.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,7 +76,7 @@ static int api_config_get(const char *name, char *buf, size_t len) {
 static int api_stat_get(const char *name, long long *value) {
     MODULE_ASSERT_MAIN();
     if (!name || !value) return KEEL_ERR;
-    return info_stat_get(name, value) == K_OK ? KEEL_OK : KEEL_ERR;
+    return module_env_get()->info_stat_get(name, value) == K_OK ? KEEL_OK : KEEL_ERR;
 }
 
 const keel_api_core module_api_core = {

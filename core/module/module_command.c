@@ -5,12 +5,11 @@
  * INFO/COUNT/DOCS, key extraction and the hooks see it like a built-in)
  * embedded in a module_command that remembers the module's function. The
  * table calls one trampoline for all of them, which builds the context. */
-#include "commands/command.h"
+#include "session/command.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module_internal.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -199,7 +198,7 @@ static command module_gone_cmd = {
  * (CLIENT LIST) and commands queued in MULTI, which must not run once the
  * code is gone (the transaction fails with EXECABORT instead). */
 static void module_forget_commands(module *m) {
-    for (client *c = srv.clients_head; c; c = c->next) {
+    for (client *c = client_list_head(); c; c = c->next) {
         if (c->lastcmd && c->lastcmd->module == m) c->lastcmd = NULL;
         for (int i = 0; i < c->mcount; i++) {
             if (c->mcmds[i].cmd->module != m) continue;

@@ -392,3 +392,35 @@ void module_config_teardown(void) {
         pending_free(v);
     }
 }
+
+/* ---- the namespace the config engine asks for dotted names ---- */
+
+typedef struct module_loaded_ctx {
+    config_loaded_fn fn;
+    void *priv;
+} module_loaded_ctx;
+
+static void module_loaded_cb(const char *name, uint32_t version, const char *path, int argc,
+                             char *const *argv, void *priv) {
+    K_UNUSED(name);
+    K_UNUSED(version);
+    module_loaded_ctx *l = priv;
+    l->fn(path, argc, argv, l->priv);
+}
+
+static void module_foreach_loaded(config_loaded_fn fn, void *priv) {
+    module_loaded_ctx l = {fn, priv};
+    module_foreach(module_loaded_cb, &l);
+}
+
+static const config_namespace module_config_ns = {
+    .file_value = module_config_file_value,
+    .set = module_config_set,
+    .value = module_config_value,
+    .foreach = module_config_foreach,
+    .foreach_loaded = module_foreach_loaded,
+};
+
+void module_config_setup(void) {
+    config_set_namespace(&module_config_ns);
+}

@@ -7,14 +7,12 @@
  * trampolines that turn core structs into the SDK's, whose records live
  * here, one per registration, and go when the module does. Timers are event-loop
  * timers; cron hooks run from the server cron (module_cron). */
-#include "commands/command.h"
+#include "session/command.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module.h"
 #include "module/module_internal.h"
 #include "session/call.h"
-#include "server/info.h"
-#include "server/server.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,7 +58,7 @@ typedef struct module_cron_hook {
 } module_cron_hook;
 
 struct keel_info {
-    info_buf *b;
+    sbuf *b;
 };
 
 static module_hook *hooks;
@@ -152,7 +150,7 @@ static int64_t module_timer_tramp(event_loop *el, int64_t id, void *data) {
 
 static keel_timer *api_timer_add(keel_ctx *ctx, int64_t ms, keel_timer_fn fn, void *priv) {
     MODULE_ASSERT_MAIN();
-    if (!fn || ms < 0 || !srv.el) {
+    if (!fn || ms < 0 || !module_env_get()->el) {
         module_reg_error(ctx, "timer_add: %s",
                          !fn      ? "no function"
                          : ms < 0 ? "negative delay"
@@ -161,14 +159,14 @@ static keel_timer *api_timer_add(keel_ctx *ctx, int64_t ms, keel_timer_fn fn, vo
     }
     keel_timer *t = km_calloc(1, sizeof(*t));
     *t = (keel_timer){.mod = ctx->mod, .fn = fn, .priv = priv, .next = timers};
-    t->id = event_timer_add(srv.el, ms, module_timer_tramp, t);
+    t->id = event_timer_add(module_env_get()->el, ms, module_timer_tramp, t);
     timers = t;
     return t;
 }
 
 static void module_timer_free(keel_timer *t) {
     module_timer_unlink(t);
-    event_timer_del(srv.el, t->id);
+    event_timer_del(module_env_get()->el, t->id);
     km_free(t);
 }
 
@@ -224,7 +222,7 @@ void module_cron(void) {
 
 /* ---- INFO sections ---- */
 
-static void module_info_tramp(info_buf *b, void *priv) {
+static void module_info_tramp(sbuf *b, void *priv) {
     module_hook *h = priv;
     keel_info info = {.b = b};
     h->fn.info(&info, h->priv);
@@ -250,7 +248,8 @@ static int api_add_section(keel_ctx *ctx, const char *name, keel_info_fn fn, voi
     }
     module_hook *h = module_hook_new(ctx, priv);
     h->fn.info = fn;
-    if (info_add_section(name, module_info_tramp, h, ctx->mod) == K_OK) return KEEL_OK;
+    if (module_env_get()->info_add_section(name, module_info_tramp, h, ctx->mod) == K_OK)
+        return KEEL_OK;
     module_reg_error(ctx, "add_section: INFO section '%s' already exists", name);
     return KEEL_ERR;
 }
@@ -269,7 +268,7 @@ static void api_info_field(keel_info *info, const char *fmt, ...) {
     va_end(ap);
     for (char *p = line; *p; p++)
         if (*p == '\r' || *p == '\n') *p = ' ';
-    info_appendf(info->b, "%s\r\n", line);
+    sbuf_appendf(info->b, "%s\r\n", line);
     km_free(line);
 }
 
@@ -277,7 +276,7 @@ static void api_info_field(keel_info *info, const char *fmt, ...) {
 
 void module_hooks_release(module *m) {
     call_remove_owner(m);
-    info_remove_owner(m);
+    module_env_get()->info_remove_owner(m);
     for (module_hook **pp = &hooks; *pp;) {
         module_hook *h = *pp;
         if (h->mod != m) {

@@ -11,7 +11,6 @@
 #include "keyspace/db.h"
 #include "module/module.h"
 #include "module/module_internal.h"
-#include "server/server.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -22,8 +21,6 @@
     (offsetof(keel_type_def, reserved) + sizeof(((keel_type_def *)0)->reserved))
 
 /* object.c's hooks for OBJ_MODULE values. */
-extern void (*obj_module_free_hook)(kobj *o);
-extern size_t (*obj_module_usage_hook)(const kobj *o);
 
 struct keel_key {
     module *mod;
@@ -145,16 +142,31 @@ static kobj *module_value_new(keel_type *t, void *value) {
     return o;
 }
 
-const char *module_type_name(const kobj *o) {
-    return o->type == OBJ_MODULE ? ((const keel_type *)o->mod_type)->name : "none";
+/* ---- OBJ_MODULE's operations: each value dispatches on its keel_type ---- */
+
+static const char *module_type_name(const kobj *o) {
+    return ((const keel_type *)o->mod_type)->name;
 }
 
-kobj *module_copy_value(const kobj *o) {
+static const char *module_encoding_name(const kobj *o) {
+    K_UNUSED(o);
+    return "raw";
+}
+
+static kobj *module_copy_value(const kobj *o) {
     keel_type *t = (keel_type *)o->mod_type;
-    if (o->type != OBJ_MODULE || !t->copy) return NULL;
+    if (!t->copy) return NULL;
     void *copy = t->copy(o->v.mod);
     return copy ? module_value_new(t, copy) : NULL;
 }
+
+static const obj_type module_obj_type = {
+    .type_name = module_type_name,
+    .encoding_name = module_encoding_name,
+    .free_value = module_value_free,
+    .mem_usage = module_value_usage,
+    .copy = module_copy_value,
+};
 
 static int api_module_set(keel_key *k, keel_type *t, void *value) {
     MODULE_ASSERT_MAIN();
@@ -219,8 +231,7 @@ static keel_type *api_type_register(keel_ctx *ctx, const keel_type_def *def) {
     t->copy = d.copy;
     t->next = types;
     types = t;
-    obj_module_free_hook = module_value_free;
-    obj_module_usage_hook = module_value_usage;
+    obj_set_type(OBJ_MODULE, &module_obj_type);
     return t;
 }
 

@@ -11,11 +11,12 @@
  * the accept continuation, and a guard so a connection closed from inside
  * one of its own handlers is freed only once the handler returns. */
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "io/io_threads.h"
+#include "module/module.h"
 #include "module/module_internal.h"
 #include "net/conn.h"
-#include "server/server.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -248,7 +249,7 @@ static void mt_on_accept(conn *cn, void *priv) {
     t->conns = mc;
     t->nconns++;
     cn->type_data = mc;
-    server_on_accept(cn, NULL);
+    module_env_get()->on_accept(cn, NULL);
 }
 
 /* Listening and addresses are TCP's: the transport layers on TCP sockets. */
@@ -329,21 +330,22 @@ static int api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs
     MODULE_ASSERT_MAIN();
     char err[256];
     if (!t || t->mod != ctx->mod || !addrs || naddrs < 1 || naddrs > CONN_MAX_BINDS || port < 1 ||
-        port > 65535 || !srv.el) {
+        port > 65535 || !module_env_get()->el) {
         module_reg_error(ctx, "listen: invalid transport, addresses or port");
         return KEEL_ERR;
     }
     module_listener *ml = km_calloc(1, sizeof(*ml));
     ml->t = t;
-    ml->l = (conn_listener){.type = &t->ct,
-                            .port = port,
-                            .backlog = srv.tcp_backlog ? srv.tcp_backlog : 511,
-                            .on_accept = mt_on_accept};
+    ml->l = (conn_listener){
+        .type = &t->ct,
+        .port = port,
+        .backlog = *module_env_get()->tcp_backlog ? *module_env_get()->tcp_backlog : 511,
+        .on_accept = mt_on_accept};
     for (int i = 0; i < naddrs; i++)
         ml->l.bindaddr[i] = km_strdup(addrs[i] ? addrs[i] : "*");
     ml->l.bindaddr_count = naddrs;
-    if (t->ct.listen(&ml->l, srv.el, err, sizeof(err)) != K_OK) {
-        t->ct.listen_close(&ml->l, srv.el); /* addresses bound before the failure */
+    if (t->ct.listen(&ml->l, module_env_get()->el, err, sizeof(err)) != K_OK) {
+        t->ct.listen_close(&ml->l, module_env_get()->el); /* addresses bound before the failure */
         listener_free(ml);
         module_reg_error(ctx, "transport '%s': listen on port %d: %s", t->name, port, err);
         return KEEL_ERR;
@@ -394,7 +396,7 @@ static void module_listeners_release(module *m) {
             continue;
         }
         *pp = ml->next;
-        ml->l.type->listen_close(&ml->l, srv.el);
+        ml->l.type->listen_close(&ml->l, module_env_get()->el);
         listener_free(ml);
     }
 }

@@ -124,4 +124,7 @@ int conn_set_keepalive(conn *c, int interval);
  * message sent to a client over maxclients. */
 int conn_write_all_sync(conn *c, const void *buf, size_t len, int timeout_ms);
 
+/* 1 for unix sockets and loopback peers (protected mode, DEBUG local). */
+int conn_is_loopback(conn *cn);
+
 #endif

@@ -105,6 +105,13 @@ conn *conn_socket_create(const conn_type *type, event_loop *el, int fd) {
     return c;
 }
 
+int conn_is_loopback(conn *cn) {
+    char addr[128];
+    if (cn->type->is_local) return 1;
+    conn_addr(cn, addr, sizeof(addr), 1);
+    return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]:", 6);
+}
+
 /* ---- listening ---- */
 
 

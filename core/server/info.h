@@ -7,24 +7,19 @@
 
 #include <stddef.h>
 
+#include "common/sbuf.h"
 #include "session/client.h"
 
-typedef struct info_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-} info_buf;
-
-void info_appendf(info_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-typedef void (*info_section_fn)(info_buf *b, void *priv);
+typedef void (*info_section_fn)(sbuf *b, void *priv);
 /* Registers an extra section (modules). Returns -1 if the name is taken. */
 int info_add_section(const char *name, info_section_fn fn, void *priv, void *owner);
 void info_remove_owner(void *owner);
 
 /* Builds the INFO text for the given section names (NULL/0: default). */
-void info_generate(info_buf *b, int argc, const karg *argv);
+void info_generate(sbuf *b, int argc, const karg *argv);
 void info_command(client *c);
+/* Registers the INFO command (after command_setup). */
+void info_setup(void);
 void info_teardown(void);
 
 /* One counter or gauge of INFO by its field name ("keyspace_hits",

@@ -1,8 +1,10 @@
 /* main.c -- keel-server's entry point: command line, configuration, run. */
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "config/config.h"
 #include "server/server.h"
+#include "server/server_config.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -77,7 +79,7 @@ int main(int argc, char **argv) {
         path = argv[1];
         first = 2;
     }
-    config_set_defaults();
+    server_config_init();
     log_setup(&srv.log);
     srv.executable = absolute_path(argv[0]);
     if (path) srv.configfile = absolute_path(path);

@@ -2,8 +2,9 @@
  * the memory limit, and clean shutdown. */
 #include "server/server.h"
 
-#include "commands/command.h"
+#include "session/command.h"
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "config/config.h"
 #include "io/io_threads.h"
@@ -11,6 +12,7 @@
 #include "keyspace/evict.h"
 #include "session/call.h"
 #include "session/client.h"
+#include "commands/commands.h"
 #include "server/info.h"
 #include "module/module.h"
 #include "session/reply.h"
@@ -31,42 +33,7 @@
 server srv;
 
 static volatile sig_atomic_t shutdown_signal;
-/* Used memory read from jemalloc at most once per event-loop iteration:
- * refreshing its statistics costs microseconds, too much per command. */
-static size_t used_memory_cache;
-static int used_memory_fresh;
-
-/* ---- memory limit ---- */
-
-int server_check_maxmemory(void) {
-    if (!srv.maxmemory) return K_OK;
-    if (!used_memory_fresh) {
-        /* Large buffers an I/O thread is about to free still count in
-         * jemalloc's total: evicting for them again would evict too much. */
-        size_t used = km_used_memory(), pending = io_threads_free_pending();
-        used_memory_cache = used > pending ? used - pending : 0;
-        used_memory_fresh = 1;
-    }
-    if (used_memory_cache <= srv.maxmemory) return K_OK;
-    if (srv.maxmemory_policy == MAXMEMORY_NOEVICTION) return K_ERR;
-    size_t need = used_memory_cache - srv.maxmemory;
-    size_t freed = evict_free_memory(need);
-    used_memory_cache = freed > used_memory_cache ? 0 : used_memory_cache - freed;
-    return freed >= need ? K_OK : K_ERR;
-}
-
-void server_invalidate_used_memory(void) {
-    used_memory_fresh = 0;
-}
-
 /* ---- accepting ---- */
-
-int server_is_loopback(conn *cn) {
-    char addr[128];
-    if (cn->type->is_local) return 1;
-    conn_addr(cn, addr, sizeof(addr), 1);
-    return !strncmp(addr, "127.", 4) || !strncmp(addr, "[::1]:", 6);
-}
 
 static void server_reject(conn *cn, const char *msg, long long *counter) {
     conn_write_all_sync(cn, msg, strlen(msg), 100);
@@ -80,20 +47,24 @@ static void server_accept_done(conn *cn) {
 }
 
 void server_on_accept(conn *cn, void *priv) {
-    if (srv.connected_clients >= (unsigned long)srv.maxclients) {
-        server_reject(cn, "-ERR max number of clients reached\r\n", &srv.stat_rejected_conn);
+    if (client_count() >= (unsigned long)srv.maxclients) {
+        server_reject(cn, "-ERR max number of clients reached\r\n",
+                      &srv.session_stats.rejected_connections);
         return;
     }
-    if (srv.protected_mode && !srv.requirepass.ptr && !server_is_loopback(cn)) {
-        server_reject(cn,
-                      "-DENIED Running in protected mode because protected mode is enabled and no password is "
-                      "set for the default user. In this mode connections are only accepted from the loopback "
-                      "interface. Set a password with requirepass, bind to a specific address, or disable "
-                      "protected mode with CONFIG SET protected-mode no.\r\n",
-                      &srv.stat_rejected_conn);
+    if (srv.protected_mode && !srv.session.requirepass.ptr && !conn_is_loopback(cn)) {
+        server_reject(
+            cn,
+            "-DENIED Running in protected mode because protected mode is enabled and no password "
+            "is "
+            "set for the default user. In this mode connections are only accepted from the "
+            "loopback "
+            "interface. Set a password with requirepass, bind to a specific address, or disable "
+            "protected mode with CONFIG SET protected-mode no.\r\n",
+            &srv.session_stats.rejected_connections);
         return;
     }
-    srv.stat_numconnections++;
+    srv.session_stats.total_connections_received++;
     cn->type->accept(cn, server_accept_done);
 }
 
@@ -129,12 +100,11 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     event_update_cached_time();
     srv.cronloops++;
     info_track_instantaneous();
-    size_t used = km_used_memory();
-    if (used > srv.stat_peak_memory) srv.stat_peak_memory = used;
+    km_peak_memory();
     client_cron();
     if (srv.active_expire_enabled) db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
     db_cron();
-    if (srv.maxmemory) server_check_maxmemory();
+    if (srv.db.maxmemory) evict_check_maxmemory();
     module_cron();
     km_large_maintain(event_cached_ms(), SERVER_LARGE_PURGE_QUIET_MS);
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
@@ -163,7 +133,7 @@ static void server_before_sleep(event_loop *el) {
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());
-    used_memory_fresh = 0;
+    evict_invalidate_used_memory();
     if (shutdown_signal && !srv.shutdown_asap) {
         log_write(LL_WARNING, "Received %s scheduling shutdown...",
                   shutdown_signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -206,7 +176,7 @@ static void server_make_runid(void) {
     if (fd != -1) close(fd);
     for (size_t i = 0; i < sizeof(rnd); i++) snprintf(srv.runid + i * 2, 3, "%02x", rnd[i]);
     uint8_t seed[16];
-    memcpy(seed, rnd, sizeof(seed));
+    memcpy(seed, srv.fixed_hash_seed ? srv.fixed_hash_seed : rnd, sizeof(seed));
     hashtable_set_seed(seed);
     srand((unsigned)(rnd[0] | rnd[1] << 8 | rnd[2] << 16));
 }
@@ -270,6 +240,63 @@ static int server_apply_renames(char **err) {
     return K_OK;
 }
 
+/* ---- composing the subsystems ---- */
+
+/* The change counter persistence will read (INFO
+ * rdb_changes_since_last_save): one subscriber of the keyspace's hook. */
+static void server_count_changes(const db_change *ch, void *priv) {
+    K_UNUSED(priv);
+    srv.dirty += ch->changes;
+}
+
+static void server_request_shutdown(void) {
+    srv.shutdown_asap = 1;
+}
+
+/* CONFIG RESETSTAT: every subsystem's counters, the peak, command and
+ * error statistics. */
+static void server_reset_stats(void) {
+    size_t n;
+    const metric_group *g = server_metric_groups(&n);
+    for (size_t i = 0; i < n; i++)
+        metric_group_reset(&g[i]);
+    km_reset_peak_memory();
+    io_stats = (io_threads_stats){0};
+    command_reset_stats();
+    reply_errorstats_reset();
+}
+
+const metric_group *server_metric_groups(size_t *count) {
+    static metric_group groups[2];
+    groups[0] =
+        (metric_group){&srv.session_stats, session_metric_descs, session_metric_descs_count};
+    groups[1] = (metric_group){&srv.db_stats, db_metric_descs, db_metric_descs_count};
+    *count = K_ARRAY_LEN(groups);
+    return groups;
+}
+
+static size_t server_pending_free(void) {
+    return io_threads_free_pending();
+}
+
+static const commands_env server_commands_env = {
+    .enable_debug_cmd = &srv.enable_debug_cmd,
+    .enable_module_cmd = &srv.enable_module_cmd,
+    .active_expire_enabled = &srv.active_expire_enabled,
+    .lastsave = &srv.lastsave,
+    .configfile = &srv.configfile,
+    .shutdown = server_request_shutdown,
+    .reset_stats = server_reset_stats,
+};
+
+static module_env server_module_env = {
+    .tcp_backlog = &srv.tcp_backlog,
+    .on_accept = server_on_accept,
+    .info_add_section = info_add_section,
+    .info_remove_owner = info_remove_owner,
+    .info_stat_get = info_stat_get,
+};
+
 int server_init_core(char **err) {
     km_setup();
     srv.pid = getpid();
@@ -282,11 +309,17 @@ int server_init_core(char **err) {
         *err = km_strdup("cannot create the event loop");
         return K_ERR;
     }
-    db_setup();
+    srv.db.pending_free = server_pending_free;
+    db_setup(&srv.db, &srv.db_stats);
+    db_add_hook(server_count_changes, NULL);
+    session_setup(&srv.session, &srv.session_stats);
     command_setup();
+    commands_setup(&server_commands_env);
+    info_setup();
     if (server_apply_renames(err) != K_OK) return K_ERR;
     client_setup();
-    module_transport_setup();
+    server_module_env.el = srv.el;
+    module_setup(&server_module_env);
     return K_OK;
 }
 
@@ -324,15 +357,17 @@ void server_teardown(void) {
     /* Clients closed while their job was out are on the close list (no job
      * is out any more): free them there, never twice. */
     client_free_closed();
-    while (srv.clients_head) {
-        client_free(srv.clients_head);
+    while (client_list_head()) {
+        client_free(client_list_head());
         client_free_closed();
     }
     module_teardown();
     for (int i = 0; i < 2; i++)
         if (srv.listeners[i].type) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
     if (srv.pidfile) unlink(srv.pidfile);
+    commands_teardown();
     command_teardown();
+    session_teardown();
     db_teardown();
     evict_teardown();
     slowlog_teardown();

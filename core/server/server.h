@@ -12,30 +12,23 @@
 #include "common/common.h"
 #include "common/log.h"
 #include "event/event.h"
+#include "keyspace/db.h"
 #include "net/conn.h"
+#include "session/client.h"
 
-#define KEEL_REDIS_COMPAT_VERSION "7.2.4"
-#define KEEL_VALKEY_COMPAT_VERSION "8.0.1"
-
-#define MAXMEMORY_NOEVICTION 0
-#define MAXMEMORY_ALLKEYS_LRU 1
-#define MAXMEMORY_ALLKEYS_LFU 2
-#define MAXMEMORY_ALLKEYS_RANDOM 3
-#define MAXMEMORY_VOLATILE_LRU 4
-#define MAXMEMORY_VOLATILE_LFU 5
-#define MAXMEMORY_VOLATILE_RANDOM 6
-#define MAXMEMORY_VOLATILE_TTL 7
-
-typedef struct client client;
-
-typedef struct client_buffer_limit {
-    unsigned long long hard;
-    unsigned long long soft;
-    long long soft_seconds;
-} client_buffer_limit;
-
+/* The server composes the subsystems: it owns each one's options and
+ * counters (the config directive table points into them, INFO prints them)
+ * and hands them in at setup. What is left here is the orchestrator's own
+ * state: listeners, the process, start-up settings. */
 typedef struct server {
-    /* Configuration (see config.c for the directive table). */
+    /* Subsystems' options and counters. */
+    log_options log;
+    db_options db;
+    db_metrics db_stats;
+    session_options session;
+    session_metrics session_stats;
+
+    /* The server's own configuration (see server_config.c). */
     char *bindaddr[CONN_MAX_BINDS];
     int bindaddr_count;
     int port;
@@ -43,35 +36,20 @@ typedef struct server {
     unsigned int unixsocketperm;
     int tcp_backlog;
     int maxclients;
-    int maxidletime; /* timeout */
-    int tcp_keepalive;
     int protected_mode;
-    kbytes requirepass; /* binary-safe: any byte, NUL included */
-    int databases;
     int hz;
-    long long proto_max_bulk_len;
-    long long client_max_querybuf_len;
-    client_buffer_limit obuf_limit_normal;
-    unsigned long long maxmemory;
-    int maxmemory_policy;
-    int maxmemory_samples;
-    int lfu_log_factor;
-    int lfu_decay_time;
-    long long slowlog_log_slower_than;
-    unsigned long slowlog_max_len;
-    log_options log;
     char *pidfile;
     int daemonize;
     int io_threads_num;
     int io_threads_do_reads; /* accepted for compatibility: reads always go to threads */
     int events_per_io_thread;
-    int active_expire_effort;
     int lazyfree_lazy_user_del;
     int lazyfree_lazy_user_flush;
     int enable_debug_cmd;  /* 0 no, 1 yes, 2 local */
     int enable_module_cmd; /* 0 no, 1 yes, 2 local */
     int active_expire_enabled;
     char *configfile; /* absolute path, NULL without a file */
+    const uint8_t *fixed_hash_seed; /* 16 bytes, or NULL for a random seed (fuzzing replays) */
     char *executable;
 
     /* Runtime. */
@@ -83,29 +61,8 @@ typedef struct server {
     long long cronloops;
     int shutdown_asap;
     char runid[41];
-    uint64_t next_client_id;
-    client *clients_head; /* all clients, doubly linked */
-    unsigned long connected_clients;
-    client *current_client;
-    uint64_t lruclock;
+    long long dirty; /* changes since the last save (the keyspace's change hook) */
 
-    /* Statistics (INFO stats). */
-    long long stat_numcommands;
-    long long stat_numconnections;
-    long long stat_rejected_conn;
-    long long stat_expiredkeys;
-    long long stat_evictedkeys;
-    long long stat_keyspace_hits;
-    long long stat_keyspace_misses;
-    long long stat_net_input_bytes;
-    long long stat_net_output_bytes;
-    long long stat_total_error_replies;
-    long long stat_unexpected_error_replies;
-    long long stat_client_qbuf_limit_disconnections;
-    long long stat_client_outbuf_limit_disconnections;
-    long long stat_expired_time_cap_reached_count;
-    long long stat_evictedclients;
-    uint64_t stat_peak_memory;
     /* Instantaneous metrics: samples per cron second. */
     long long inst_ops_samples[16];
     long long inst_in_samples[16];
@@ -116,6 +73,9 @@ typedef struct server {
 } server;
 
 extern server srv;
+
+/* The subsystems' counter groups, for INFO and CONFIG RESETSTAT. */
+const metric_group *server_metric_groups(size_t *count);
 
 /* Start-up in two steps: the core alone (event loop, databases, command
  * table: what the fuzzer and embedded tests need), then listeners, modules,
@@ -132,14 +92,5 @@ void server_on_accept(conn *cn, void *priv);
 
 /* Raises RLIMIT_NOFILE for maxclients, or lowers maxclients to fit. */
 void server_adjust_open_files(void);
-/* 1 for unix sockets and loopback peers (protected mode, DEBUG local). */
-int server_is_loopback(conn *cn);
-
-/* Runs the memory limit; returns 0 if the write may proceed. */
-int server_check_maxmemory(void);
-/* Makes the next server_check_maxmemory read the allocator again, as
- * before-sleep does once per event-loop iteration; for callers without an
- * event loop (the fuzz targets, between two reads). */
-void server_invalidate_used_memory(void);
 
 #endif

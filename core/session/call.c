@@ -4,7 +4,6 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/reply.h"
-#include "server/server.h"
 #include "session/slowlog.h"
 
 #include <string.h>
@@ -121,7 +120,7 @@ void call(client *c) {
     cmd->calls++;
     cmd->usec += (long long)us;
     if (c->cmd_errors > errors_before) cmd->failed_calls++;
-    srv.stat_numcommands++;
+    session_stats()->total_commands_processed++;
     c->commands_processed++;
     if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
     if (observers.count) call_notify_observers(c, us, reply_before, errors_before);

@@ -7,14 +7,13 @@
  * (client_read_done, client_write_done) that applies the result. */
 #include "session/client.h"
 
-#include "commands/commands.h"
-#include "commands/multi.h"
 #include "common/common.h"
+#include "common/log.h"
 #include "common/kmem.h"
 #include "io/io_threads.h"
 #include "session/call.h"
 #include "session/reply.h"
-#include "server/server.h"
+#include "keyspace/evict.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +21,46 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+
+METRICS_DESCS(session_metric_descs, session_metrics, SESSION_METRICS);
+
+static const session_options *opts;
+static session_metrics *stats;
+static client *clients_head;
+static unsigned long connected_clients;
+static uint64_t next_client_id;
+static client *current_client;
+
+void session_setup(const session_options *o, session_metrics *m) {
+    opts = o;
+    stats = m;
+}
+
+void session_teardown(void) {
+    opts = NULL;
+    stats = NULL;
+    next_client_id = 0;
+}
+
+const session_options *session_opts(void) {
+    return opts;
+}
+
+session_metrics *session_stats(void) {
+    return stats;
+}
+
+client *client_list_head(void) {
+    return clients_head;
+}
+
+unsigned long client_count(void) {
+    return connected_clients;
+}
+
+client *client_current(void) {
+    return current_client;
+}
 
 #define CLIENT_WRITEV_IOVS 128
 #define CLIENT_WRITE_MAX (256 * 1024) /* bytes per client per event-loop iteration */
@@ -40,17 +79,18 @@ static client **close_list;
 static size_t close_count, close_cap;
 
 static void client_link(client *c) {
-    c->next = srv.clients_head;
-    if (srv.clients_head) srv.clients_head->prev = c;
-    srv.clients_head = c;
-    srv.connected_clients++;
+    c->next = clients_head;
+    if (clients_head) clients_head->prev = c;
+    clients_head = c;
+    connected_clients++;
 }
 
 static void client_unlink(client *c) {
     if (c->prev) c->prev->next = c->next;
-    else srv.clients_head = c->next;
+    else
+        clients_head = c->next;
     if (c->next) c->next->prev = c->prev;
-    srv.connected_clients--;
+    connected_clients--;
 }
 
 void client_schedule_write(client *c) {
@@ -72,18 +112,19 @@ static void client_unschedule_write(client *c) {
 
 client *client_create(conn *cn) {
     client *c = km_calloc(1, sizeof(*c));
-    c->id = ++srv.next_client_id;
+    c->id = ++next_client_id;
     c->conn = cn;
     c->resp = 2;
     c->ctime = c->last_interaction = event_cached_ms();
     client_set_db(c, 0);
     resp_parser_init(&c->parser);
-    c->parser.max_bulk_len = srv.proto_max_bulk_len;
-    if (!srv.requirepass.ptr) c->flags |= CLIENT_AUTHENTICATED;
+    c->parser.max_bulk_len = opts->proto_max_bulk_len;
+    if (!opts->requirepass.ptr) c->flags |= CLIENT_AUTHENTICATED;
     if (cn) {
         cn->private_data = c;
         conn_set_nodelay(cn, 1);
-        if (srv.tcp_keepalive > 0 && !cn->type->is_local) conn_set_keepalive(cn, srv.tcp_keepalive);
+        if (opts->tcp_keepalive > 0 && !cn->type->is_local)
+            conn_set_keepalive(cn, opts->tcp_keepalive);
         conn_set_read_handler(cn, client_read_handler);
     }
     client_link(c);
@@ -119,9 +160,8 @@ static void client_release_parser_bigs(client *c) {
 
 static void client_free_now(client *c) {
     client_unschedule_write(c);
-    multi_discard_state(c);
-    multi_unwatch_all(c);
-    call_client_event(c, CALL_EVENT_CLOSE);
+    call_client_event(
+        c, CALL_EVENT_CLOSE); /* the transaction code's hook drops MULTI and WATCH state */
     client_release_parser_bigs(c);
     resp_parser_free(&c->parser);
     client_free_reply(c);
@@ -259,8 +299,8 @@ static void client_run_request(client *c) {
 /* The limits a request is parsed under (set on the main thread: they
  * depend on configuration and authentication). */
 static void client_set_parse_limits(client *c) {
-    c->parser.unauthenticated = srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED);
-    c->parser.max_bulk_len = srv.proto_max_bulk_len;
+    c->parser.unauthenticated = opts->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED);
+    c->parser.max_bulk_len = opts->proto_max_bulk_len;
 }
 
 /* Parses and runs every complete request in the query buffer. */
@@ -302,10 +342,10 @@ static size_t client_pending_input(const client *c) {
 }
 
 static int client_qbuf_over_limit(client *c) {
-    if ((long long)client_pending_input(c) <= srv.client_max_querybuf_len) return 0;
+    if ((long long)client_pending_input(c) <= opts->client_max_querybuf_len) return 0;
     log_write(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
               (unsigned long long)c->id);
-    srv.stat_client_qbuf_limit_disconnections++;
+    stats->client_query_buffer_limit_disconnections++;
     return 1;
 }
 
@@ -334,7 +374,7 @@ static ssize_t client_read_some(client *c) {
 /* Everything after bytes arrived, wherever they came from. */
 static void client_after_input(client *c, size_t n) {
     c->net_in += (long long)n;
-    srv.stat_net_input_bytes += (long long)n;
+    stats->total_net_input_bytes += (long long)n;
     c->last_interaction = event_cached_ms();
     if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
     /* Asynchronous: the caller still holds c after this returns. */
@@ -474,21 +514,25 @@ static int client_arity_ok(const command *cmd, int argc) {
     return cmd->arity > 0 ? argc == cmd->arity : argc >= -cmd->arity;
 }
 
-/* Commands that act on the transaction itself run at once inside MULTI;
- * everything else is queued. */
-static int client_is_multi_control(const command *cmd) {
-    return cmd->proc == cmd_exec || cmd->proc == cmd_discard || cmd->proc == cmd_multi ||
-           cmd->proc == cmd_watch || cmd->proc == cmd_quit || cmd->proc == cmd_reset;
+/* The transaction code's operations (client_set_txn_ops); until it sets
+ * them, MULTI cannot be entered, so none is ever called. */
+static const client_txn_ops *txn_ops;
+
+void client_set_txn_ops(const client_txn_ops *ops) {
+    txn_ops = ops;
+}
+
+int client_watch_count(const client *c) {
+    return txn_ops ? txn_ops->watch_count(c) : 0;
 }
 
 /* Refuses the current command with err. Inside MULTI the transaction is
  * flagged so EXEC fails; a refused EXEC aborts it, as Valkey does. */
 static void client_reject(client *c, const char *err) {
     if (c->cmd) c->cmd->rejected_calls++;
-    if ((c->flags & CLIENT_MULTI) && c->cmd && c->cmd->proc == cmd_exec) {
+    if ((c->flags & CLIENT_MULTI) && c->cmd && (c->cmd->flags & CMD_TXN_EXEC)) {
         reply_errorf(c, "EXECABORT Transaction discarded because of: %s", err);
-        multi_discard_state(c);
-        multi_unwatch_all(c);
+        txn_ops->abort(c);
         return;
     }
     reply_error(c, err);
@@ -534,7 +578,8 @@ static int client_precheck(client *c) {
         client_reject(c, err);
         return 0;
     }
-    if (srv.requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) && !(cmd->flags & CMD_NO_AUTH)) {
+    if (opts->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) &&
+        !(cmd->flags & CMD_NO_AUTH)) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
@@ -542,8 +587,9 @@ static int client_precheck(client *c) {
         client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
-    int needs_memory = (cmd->flags & CMD_DENYOOM) || (cmd->proc == cmd_exec && client_multi_needs_memory(c));
-    if (srv.maxmemory && needs_memory && server_check_maxmemory() != K_OK) {
+    int needs_memory =
+        (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
+    if (db_opts()->maxmemory && needs_memory && evict_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
@@ -557,18 +603,18 @@ static int client_precheck(client *c) {
 
 void client_execute(client *c) {
     c->cmd_errors = 0;
-    srv.current_client = c;
+    current_client = c;
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {
             /* refused: client_reject replied */
-        } else if ((c->flags & CLIENT_MULTI) && !client_is_multi_control(c->cmd)) {
-            multi_queue(c);
+        } else if ((c->flags & CLIENT_MULTI) && !(c->cmd->flags & CMD_TXN_CONTROL)) {
+            txn_ops->queue(c);
         } else {
             call(c);
         }
     }
-    srv.current_client = NULL;
+    current_client = NULL;
     /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
     c->flags &= ~CLIENT_REPLY_SKIP;
     if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
@@ -651,7 +697,7 @@ static void client_write_handler(conn *cn);
 static int client_write_done(client *c) {
     size_t w = c->io_written;
     c->net_out += (long long)w;
-    srv.stat_net_output_bytes += (long long)w;
+    stats->total_net_output_bytes += (long long)w;
     client_consume_reply(c, w);
     if (c->io_write_failed || (c->reply_bytes == 0 && (c->flags & CLIENT_CLOSE_AFTER_REPLY))) {
         client_free(c);
@@ -729,7 +775,7 @@ void client_setup(void) {
 /* ---- cron ---- */
 
 static int client_obuf_over_limit(client *c) {
-    const client_buffer_limit *l = &srv.obuf_limit_normal;
+    const client_buffer_limit *l = &opts->obuf_limit_normal;
     unsigned long long used = c->reply_bytes;
     if (l->hard && used >= l->hard) return 1;
     if (!l->soft || used < l->soft) {
@@ -742,21 +788,22 @@ static int client_obuf_over_limit(client *c) {
 
 void client_cron(void) {
     int64_t now = event_cached_ms();
-    for (client *c = srv.clients_head, *next; c; c = next) {
+    for (client *c = clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        if (srv.maxidletime && c->conn &&
-            now - c->last_interaction > (int64_t)srv.maxidletime * 1000) {
+        if (opts->maxidletime && c->conn &&
+            now - c->last_interaction > (int64_t)opts->maxidletime * 1000) {
             log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
             continue;
         }
-        if ((srv.obuf_limit_normal.hard || srv.obuf_limit_normal.soft) && client_obuf_over_limit(c)) {
+        if ((opts->obuf_limit_normal.hard || opts->obuf_limit_normal.soft) &&
+            client_obuf_over_limit(c)) {
             log_write(
                 LL_WARNING,
                 "Client id=%llu scheduled to be closed for overcoming of output buffer limits.",
                 (unsigned long long)c->id);
-            srv.stat_client_outbuf_limit_disconnections++;
+            stats->client_output_buffer_limit_disconnections++;
             client_free_async(c);
         }
     }
@@ -765,9 +812,9 @@ void client_cron(void) {
 /* Checks the hard output limit as replies grow, so a client that reads
  * nothing cannot make the server buffer without bound between crons. */
 void client_check_obuf_now(client *c) {
-    if (srv.obuf_limit_normal.hard && c->reply_bytes >= srv.obuf_limit_normal.hard &&
+    if (opts->obuf_limit_normal.hard && c->reply_bytes >= opts->obuf_limit_normal.hard &&
         !(c->flags & CLIENT_CLOSE_ASAP)) {
-        srv.stat_client_outbuf_limit_disconnections++;
+        stats->client_output_buffer_limit_disconnections++;
         client_free_async(c);
     }
 }
@@ -775,7 +822,7 @@ void client_check_obuf_now(client *c) {
 /* ---- introspection ---- */
 
 client *client_by_id(uint64_t id) {
-    for (client *c = srv.clients_head; c; c = c->next)
+    for (client *c = clients_head; c; c = c->next)
         if (c->id == id) return c;
     return NULL;
 }
@@ -783,7 +830,7 @@ client *client_by_id(uint64_t id) {
 void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {
     io_threads_quiesce(); /* query buffers of clients in flight settle */
     *max_qbuf = *max_obuf = 0;
-    for (client *c = srv.clients_head; c; c = c->next) {
+    for (client *c = clients_head; c; c = c->next) {
         if (c->qbuf_cap > *max_qbuf) *max_qbuf = c->qbuf_cap;
         if (c->reply_bytes > *max_obuf) *max_obuf = c->reply_bytes;
     }
@@ -807,7 +854,7 @@ static void client_flags_str(client *c, char *buf) {
  * does not count for the client running it (its own CLIENT INFO says 0). */
 static size_t client_unrun_input(const client *c) {
     size_t held = c->qbuf_len - c->qbuf_pos;
-    size_t running = c == srv.current_client ? c->parser.consumed : 0;
+    size_t running = c == current_client ? c->parser.consumed : 0;
     return held > running ? held - running : 0;
 }
 
@@ -831,7 +878,7 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         "tot-net-out=%lld tot-cmds=%lld\n",
         (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
-        c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, multi_watch_count(c),
+        c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, client_watch_count(c),
         client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
         c->reply_bytes, c->qbuf_cap + c->reply_bytes + c->mbytes + sizeof(client),
         (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",

@@ -25,10 +25,48 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "commands/command.h"
+#include "common/common.h"
+#include "common/metrics.h"
 #include "keyspace/db.h"
 #include "net/conn.h"
 #include "protocol/resp_parse.h"
+#include "session/command.h"
+
+/* client-output-buffer-limit for one class of clients; 0 = no limit. */
+typedef struct client_buffer_limit {
+    unsigned long long hard;
+    unsigned long long soft;
+    long long soft_seconds;
+} client_buffer_limit;
+
+/* The session layer's options (clients, replies, the slow log): config
+ * directives point into this struct, read live. */
+typedef struct session_options {
+    int maxidletime; /* timeout, seconds; 0: none */
+    int tcp_keepalive;
+    long long proto_max_bulk_len;
+    long long client_max_querybuf_len;
+    client_buffer_limit obuf_limit_normal;
+    kbytes requirepass; /* binary-safe: any byte, NUL included */
+    long long slowlog_log_slower_than;
+    unsigned long slowlog_max_len;
+} session_options;
+
+/* The session layer's counters, named as their INFO stats fields. */
+#define SESSION_METRICS(X, T)                                                                      \
+    X(T, total_connections_received)                                                               \
+    X(T, total_commands_processed)                                                                 \
+    X(T, total_net_input_bytes)                                                                    \
+    X(T, total_net_output_bytes)                                                                   \
+    X(T, rejected_connections)                                                                     \
+    X(T, evicted_clients)                                                                          \
+    X(T, total_error_replies)                                                                      \
+    X(T, unexpected_error_replies)                                                                 \
+    X(T, client_query_buffer_limit_disconnections)                                                 \
+    X(T, client_output_buffer_limit_disconnections)
+METRICS_STRUCT(session_metrics, SESSION_METRICS);
+extern const metric_desc session_metric_descs[];
+extern const size_t session_metric_descs_count;
 
 #define CLIENT_CLOSE_AFTER_REPLY (1u << 0)
 #define CLIENT_CLOSE_ASAP (1u << 1)
@@ -153,6 +191,30 @@ typedef struct client {
     struct watched_key *watched; /* singly linked */
 } client;
 
+/* Borrows opts and metrics until session_teardown (client.c). */
+void session_setup(const session_options *opts, session_metrics *metrics);
+void session_teardown(void);
+const session_options *session_opts(void);
+session_metrics *session_stats(void);
+
+/* Every client, doubly linked through next/prev; their number; the one
+ * whose command runs now (NULL between commands). */
+client *client_list_head(void);
+unsigned long client_count(void);
+client *client_current(void);
+
+/* The transaction code's part in dispatch (commands/multi.c sets it): the
+ * dispatcher queues commands inside MULTI through `queue`, aborts a
+ * refused EXEC's transaction through `abort`, and CLIENT LIST reads
+ * `watch_count`. Borrowed until set again (NULL: no transactions). */
+typedef struct client_txn_ops {
+    void (*queue)(client *c);
+    void (*abort)(client *c);
+    int (*watch_count)(const client *c);
+} client_txn_ops;
+void client_set_txn_ops(const client_txn_ops *ops);
+int client_watch_count(const client *c);
+
 client *client_create(conn *cn);
 /* Frees now, or at the end of the current command when the client is busy. */
 void client_free(client *c);
@@ -166,6 +228,9 @@ void client_handle_pending_writes(void);
 void client_free_closed(void);
 /* Closes idle clients and enforces buffer limits (cron). */
 void client_cron(void);
+/* Queues c for writing in before-sleep (the reply layer calls it once per
+ * client with new replies). */
+void client_schedule_write(client *c);
 /* Closes c (asynchronously) if its pending replies exceed the hard limit. */
 void client_check_obuf_now(client *c);
 

@@ -3,7 +3,6 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
-#include "server/server.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -26,7 +25,6 @@ static reply_block *reply_new_block(client *c, size_t min) {
 
 /* Queues the client for writing in before-sleep (once). */
 static void reply_schedule(client *c) {
-    extern void client_schedule_write(client * c);
     if (!(c->flags & CLIENT_PENDING_WRITE)) client_schedule_write(c);
 }
 
@@ -52,7 +50,7 @@ void reply_raw(client *c, const char *s, size_t len) {
     b->used = len;
     /* A new block is the moment a reply grows: enforce the hard output
      * limit now rather than at the next cron. */
-    if (srv.obuf_limit_normal.hard) client_check_obuf_now(c);
+    if (session_opts()->obuf_limit_normal.hard) client_check_obuf_now(c);
 }
 
 static void reply_obj_ref(client *c, kobj *o) {
@@ -135,7 +133,7 @@ void reply_error(client *c, const char *err) {
     }
     reply_raw(c, "\r\n", 2);
     errorstats_add(err);
-    srv.stat_total_error_replies++;
+    session_stats()->total_error_replies++;
     c->cmd_errors++;
 }
 

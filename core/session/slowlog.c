@@ -5,7 +5,6 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -82,9 +81,10 @@ static slowlog_entry *slowlog_entry_new(client *c, uint64_t us) {
 
 /* Drops entries beyond the configured length. */
 static void slowlog_trim(void) {
-    if (slowlog_len <= srv.slowlog_max_len) return;
+    if (slowlog_len <= session_opts()->slowlog_max_len) return;
     slowlog_entry **pp = &slowlog_head;
-    for (unsigned long i = 0; i < srv.slowlog_max_len && *pp; i++) pp = &(*pp)->next;
+    for (unsigned long i = 0; i < session_opts()->slowlog_max_len && *pp; i++)
+        pp = &(*pp)->next;
     while (*pp) {
         slowlog_entry *e = *pp;
         *pp = e->next;
@@ -94,7 +94,9 @@ static void slowlog_trim(void) {
 }
 
 void slowlog_push(client *c, uint64_t us) {
-    if (srv.slowlog_log_slower_than < 0 || (long long)us < srv.slowlog_log_slower_than) return;
+    if (session_opts()->slowlog_log_slower_than < 0 ||
+        (long long)us < session_opts()->slowlog_log_slower_than)
+        return;
     slowlog_entry *e = slowlog_entry_new(c, us);
     e->next = slowlog_head;
     slowlog_head = e;

@@ -48,7 +48,7 @@
  * reset between runs. */
 #include "fuzz_common.h"
 
-#include "commands/command.h"
+#include "session/command.h"
 #include "session/client.h"
 #include "server/server.h"
 

@@ -18,7 +18,7 @@
  * (RANDOMKEY, eviction samples), which seeds itself from the clock. */
 #include "fuzz_common.h"
 
-#include "commands/command.h"
+#include "session/command.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config.h"
@@ -26,7 +26,9 @@
 #include "keyspace/db.h"
 #include "session/client.h"
 #include "session/reply.h"
+#include "keyspace/evict.h"
 #include "server/server.h"
+#include "server/server_config.h"
 #include "session/slowlog.h"
 
 #include <stdio.h>
@@ -167,17 +169,12 @@ const char *fuzz_config_value(size_t i) {
 
 void fuzz_init(const char *target) {
     fuzz_target = target;
-    config_set_defaults();
+    server_config_init();
+    /* A fixed hash seed, so replays hash alike. */
+    static const uint8_t seed[16] = "keel-fuzz-seed!";
+    srv.fixed_hash_seed = seed;
     char *err = NULL;
     if (server_init_core(&err) != K_OK) fuzz_die("server_init_core failed", err);
-    /* server_init_core seeded the hash function from /dev/urandom; rebuild
-     * the (still empty) tables under a fixed seed so replays hash alike. */
-    command_teardown();
-    db_teardown();
-    static const uint8_t seed[16] = "keel-fuzz-seed!";
-    hashtable_set_seed(seed);
-    db_setup();
-    command_setup();
     /* MODULE LOAD would dlopen any path an input names (Keel has no
      * enable-module-command gate, which Valkey defaults to "no"), running
      * arbitrary libraries' constructors and leaving modules loaded across
@@ -194,9 +191,9 @@ void fuzz_begin_run(void) {
 }
 
 void fuzz_pin_limits(void) {
-    if (!srv.maxmemory || srv.maxmemory > FUZZ_MAXMEMORY_BYTES)
+    if (!srv.db.maxmemory || srv.db.maxmemory > FUZZ_MAXMEMORY_BYTES)
         fuzz_set("maxmemory", FUZZ_MAXMEMORY);
-    if (srv.proto_max_bulk_len > FUZZ_PROTO_MAX_BULK_LEN_BYTES)
+    if (srv.session.proto_max_bulk_len > FUZZ_PROTO_MAX_BULK_LEN_BYTES)
         fuzz_set("proto-max-bulk-len", FUZZ_PROTO_MAX_BULK_LEN);
 }
 
@@ -210,7 +207,7 @@ void fuzz_between_reads(void) {
     db_cron();
     /* Before-sleep's: without it the first reading of used memory would
      * stand for the whole process, and maxmemory would never evict. */
-    server_invalidate_used_memory();
+    evict_invalidate_used_memory();
     srv.shutdown_asap = 0;
 }
 
@@ -231,7 +228,7 @@ void fuzz_close_clients(client **cl, int n) {
     for (int i = 0; i < n; i++)
         if (cl[i] && !(cl[i]->flags & CLIENT_CLOSE_ASAP)) client_free(cl[i]);
     client_free_closed();
-    if (srv.clients_head) fuzz_die("a client outlived its run", NULL);
+    if (client_list_head()) fuzz_die("a client outlived its run", NULL);
 }
 
 void fuzz_reset_run(void) {

@@ -11,6 +11,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "server/server.h"
+#include "server/server_config.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static char g_dir[256];
 
 static void setup(void) {
     memset(&srv, 0, sizeof(srv));
-    config_set_defaults();
+    server_config_init();
     snprintf(g_dir, sizeof(g_dir), "/tmp/keel-check-config-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(g_dir));
 }
@@ -104,18 +105,18 @@ static void expect_mem_err(const char *s) {
 
 START_TEST(test_defaults) {
     ck_assert_int_eq(srv.port, 6379);
-    ck_assert_int_eq(srv.databases, 16);
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+    ck_assert_int_eq(srv.db.databases, 16);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_NOEVICTION);
     ck_assert_int_eq(srv.hz, 10);
-    ck_assert(srv.maxmemory == 0);
-    ck_assert_int_eq(srv.maxmemory_samples, 5);
+    ck_assert(srv.db.maxmemory == 0);
+    ck_assert_int_eq(srv.db.maxmemory_samples, 5);
     ck_assert_int_eq(srv.maxclients, 10000);
     ck_assert_int_eq(srv.protected_mode, 1);
-    ck_assert_int_eq(srv.tcp_keepalive, 300);
+    ck_assert_int_eq(srv.session.tcp_keepalive, 300);
     ck_assert_int_eq(srv.log.verbosity, LL_NOTICE);
     ck_assert_int_eq(srv.active_expire_enabled, 1);
-    ck_assert(srv.proto_max_bulk_len == 512LL * 1024 * 1024);
-    ck_assert_ptr_null(srv.requirepass.ptr);
+    ck_assert(srv.session.proto_max_bulk_len == 512LL * 1024 * 1024);
+    ck_assert_ptr_null(srv.session.requirepass.ptr);
     ck_assert_int_eq(srv.bindaddr_count, 2);
 
     expect_get("port", "6379");
@@ -145,9 +146,9 @@ START_TEST(test_defaults) {
     /* defaults are restored over changed values */
     expect_set_ok("hz", "50");
     expect_set_ok("maxmemory-policy", "allkeys-lru");
-    config_set_defaults();
+    server_config_init();
     ck_assert_int_eq(srv.hz, 10);
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_NOEVICTION);
 }
 END_TEST
 
@@ -207,16 +208,16 @@ START_TEST(test_set_valid) {
     expect_get("hz", "100");
 
     expect_set_ok("maxmemory", "1gb");
-    ck_assert(srv.maxmemory == 1073741824ULL);
+    ck_assert(srv.db.maxmemory == 1073741824ULL);
     expect_get("maxmemory", "1073741824");
     expect_set_ok("maxmemory", "100mb");
     expect_get("maxmemory", "104857600");
     expect_set_ok("maxmemory", "0");
 
     expect_set_ok("maxmemory-policy", "allkeys-lru");
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
     expect_set_ok("maxmemory-policy", "VOLATILE-TTL");
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_VOLATILE_TTL);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_VOLATILE_TTL);
     expect_get("maxmemory-policy", "volatile-ttl");
 
     expect_set_ok("protected-mode", "no");
@@ -226,25 +227,25 @@ START_TEST(test_set_valid) {
     ck_assert_int_eq(srv.protected_mode, 1);
 
     expect_set_ok("requirepass", "s3cret pass");
-    ck_assert_str_eq(srv.requirepass.ptr, "s3cret pass");
+    ck_assert_str_eq(srv.session.requirepass.ptr, "s3cret pass");
     expect_get("requirepass", "s3cret pass");
     expect_set_ok("requirepass", "");
-    ck_assert_ptr_null(srv.requirepass.ptr);
+    ck_assert_ptr_null(srv.session.requirepass.ptr);
 
     expect_set_ok("slowlog-log-slower-than", "-1");
-    ck_assert(srv.slowlog_log_slower_than == -1);
+    ck_assert(srv.session.slowlog_log_slower_than == -1);
     expect_set_ok("maxmemory-samples", "64");
     expect_set_ok("maxmemory-samples", "1");
     expect_set_ok("hz", "500");
     expect_set_ok("hz", "1");
     expect_set_ok("timeout", "300");
-    ck_assert_int_eq(srv.maxidletime, 300);
+    ck_assert_int_eq(srv.session.maxidletime, 300);
     expect_set_ok("loglevel", "warning");
     ck_assert_int_eq(srv.log.verbosity, LL_WARNING);
     expect_set_ok("save", "");
     expect_set_ok("appendonly", "no");
     expect_set_ok("proto-max-bulk-len", "1mb");
-    ck_assert(srv.proto_max_bulk_len == 1048576);
+    ck_assert(srv.session.proto_max_bulk_len == 1048576);
 }
 END_TEST
 
@@ -278,7 +279,7 @@ START_TEST(test_set_invalid) {
     /* known to Valkey but not implemented: CONFIG SET refuses it */
     expect_set_err("appendfsync", "everysec", "Unknown option");
     ck_assert_int_eq(srv.hz, 10);
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_NOEVICTION);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_NOEVICTION);
 }
 END_TEST
 
@@ -286,7 +287,7 @@ START_TEST(test_set_immutable) {
     expect_set_err("port", "7000", "immutable");
     ck_assert_int_eq(srv.port, 6379);
     expect_set_err("databases", "4", "immutable");
-    ck_assert_int_eq(srv.databases, 16);
+    ck_assert_int_eq(srv.db.databases, 16);
     expect_set_err("bind", "127.0.0.1", "immutable");
     expect_set_err("daemonize", "yes", "immutable");
     expect_set_err("unixsocket", "/tmp/x.sock", "immutable");
@@ -297,7 +298,7 @@ START_TEST(test_set_immutable) {
     char err[512];
     ck_assert_int_eq(load(NULL, "port 7000\ndatabases 4\n", err, sizeof(err)), 0);
     ck_assert_int_eq(srv.port, 7000);
-    ck_assert_int_eq(srv.databases, 4);
+    ck_assert_int_eq(srv.db.databases, 4);
 }
 END_TEST
 
@@ -305,17 +306,17 @@ END_TEST
 
 START_TEST(test_obuf_limit) {
     expect_set_ok("client-output-buffer-limit", "normal 10mb 5mb 30");
-    ck_assert(srv.obuf_limit_normal.hard == 10485760ULL);
-    ck_assert(srv.obuf_limit_normal.soft == 5242880ULL);
-    ck_assert(srv.obuf_limit_normal.soft_seconds == 30);
+    ck_assert(srv.session.obuf_limit_normal.hard == 10485760ULL);
+    ck_assert(srv.session.obuf_limit_normal.soft == 5242880ULL);
+    ck_assert(srv.session.obuf_limit_normal.soft_seconds == 30);
     expect_get("client-output-buffer-limit",
                "normal 10485760 5242880 30 replica 268435456 67108864 60 pubsub 33554432 8388608 60");
 
     /* several classes at once; the class name is case-insensitive */
     expect_set_ok("client-output-buffer-limit", "pubsub 32mb 8mb 60 NORMAL 1k 0 0 replica 256mb 64mb 60");
-    ck_assert(srv.obuf_limit_normal.hard == 1000);
-    ck_assert(srv.obuf_limit_normal.soft == 0);
-    ck_assert(srv.obuf_limit_normal.soft_seconds == 0);
+    ck_assert(srv.session.obuf_limit_normal.hard == 1000);
+    ck_assert(srv.session.obuf_limit_normal.soft == 0);
+    ck_assert(srv.session.obuf_limit_normal.soft_seconds == 0);
     expect_set_ok("client-output-buffer-limit", "slave 1 1 1");
 
     expect_set_err("client-output-buffer-limit", "normal 1 2", "Wrong number of arguments");
@@ -324,7 +325,7 @@ START_TEST(test_obuf_limit) {
     expect_set_err("client-output-buffer-limit", "normal x 1 1", "Error in hard, soft or soft_seconds");
     expect_set_err("client-output-buffer-limit", "normal 1 1 -1", "soft_seconds");
     expect_set_err("client-output-buffer-limit", "normal 1 1 1s", "soft_seconds");
-    ck_assert(srv.obuf_limit_normal.hard == 1000);
+    ck_assert(srv.session.obuf_limit_normal.hard == 1000);
 
     /* from a file, each class on its own line (stock valkey.conf) */
     char err[512];
@@ -333,7 +334,7 @@ START_TEST(test_obuf_limit) {
                                "client-output-buffer-limit replica 256mb 64mb 60\n"
                                "client-output-buffer-limit pubsub 32mb 8mb 60\n");
     ck_assert_int_eq(load(p, NULL, err, sizeof(err)), 0);
-    ck_assert(srv.obuf_limit_normal.hard == 0);
+    ck_assert(srv.session.obuf_limit_normal.hard == 0);
 }
 END_TEST
 
@@ -343,8 +344,8 @@ START_TEST(test_obuf_limit_all_or_nothing) {
     expect_set_ok("client-output-buffer-limit", "normal 1mb 1mb 10");
     expect_set_err("client-output-buffer-limit", "normal 2mb 2mb 20 bogus 1 1 1", "Invalid client class");
     expect_set_err("client-output-buffer-limit", "normal 3mb 3mb 30 pubsub x 1 1", "soft_seconds");
-    ck_assert(srv.obuf_limit_normal.hard == 1048576ULL);
-    ck_assert(srv.obuf_limit_normal.soft_seconds == 10);
+    ck_assert(srv.session.obuf_limit_normal.hard == 1048576ULL);
+    ck_assert(srv.session.obuf_limit_normal.soft_seconds == 10);
 }
 END_TEST
 
@@ -376,12 +377,12 @@ START_TEST(test_load_file_include) {
     ck_assert_msg(load(main_conf, NULL, err, sizeof(err)) == 0, "load failed: %s", err);
     ck_assert_int_eq(srv.port, 7000);
     ck_assert_int_eq(srv.hz, 30); /* the include is read in place, after "hz 20" */
-    ck_assert(srv.maxmemory == 104857600ULL);
-    ck_assert_str_eq(srv.requirepass.ptr, "pa ss\"word");
+    ck_assert(srv.db.maxmemory == 104857600ULL);
+    ck_assert_str_eq(srv.session.requirepass.ptr, "pa ss\"word");
     ck_assert_ptr_null(srv.log.logfile);
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LFU);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_ALLKEYS_LFU);
     ck_assert_int_eq(srv.protected_mode, 0);
-    ck_assert_int_eq(srv.maxmemory_samples, 7);
+    ck_assert_int_eq(srv.db.maxmemory_samples, 7);
 }
 END_TEST
 
@@ -508,8 +509,8 @@ START_TEST(test_load_stock_valkey_conf) {
     ck_assert_msg(load(p, NULL, err, sizeof(err)) == 0, "stock valkey.conf refused: %s", err);
     ck_assert_int_eq(srv.port, 6380);
     expect_get("bind", "127.0.0.1 -::1");
-    ck_assert(srv.maxmemory == 2147483648ULL);
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
+    ck_assert(srv.db.maxmemory == 2147483648ULL);
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_ALLKEYS_LRU);
     ck_assert_ptr_null(srv.pidfile);
     expect_get("save", "");
     expect_get("appendonly", "no");
@@ -521,14 +522,14 @@ START_TEST(test_load_overrides) {
     char err[512];
     ck_assert_msg(load(p, "port 7001\nmaxmemory 1gb\n", err, sizeof(err)) == 0, "load failed: %s", err);
     ck_assert_int_eq(srv.port, 7001);
-    ck_assert(srv.maxmemory == 1073741824ULL);
+    ck_assert(srv.db.maxmemory == 1073741824ULL);
     ck_assert_int_eq(srv.hz, 20); /* not overridden */
     expect_get("maxmemory", "1073741824");
 
     /* overrides alone, with quoting */
     ck_assert_int_eq(load(NULL, "requirepass \"a b\"\nmaxmemory-policy volatile-lru\n", err, sizeof(err)), 0);
-    ck_assert_str_eq(srv.requirepass.ptr, "a b");
-    ck_assert_int_eq(srv.maxmemory_policy, MAXMEMORY_VOLATILE_LRU);
+    ck_assert_str_eq(srv.session.requirepass.ptr, "a b");
+    ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_VOLATILE_LRU);
 
     /* an error in the overrides is labelled as such */
     ck_assert_int_ne(load(NULL, "hz 20\nnonsense 1\n", err, sizeof(err)), 0);
@@ -562,7 +563,7 @@ START_TEST(test_loadmodule_lines) {
 
     config_free();
     ck_assert_ptr_null(config_module_lines());
-    config_set_defaults();
+    server_config_init();
 }
 END_TEST
 
@@ -656,7 +657,7 @@ static void rewrite_and_reload(const char *what) {
     ck_assert_msg(config_rewrite_file(path, &err) == 0, "%s: rewrite failed: %s", what, err);
     config_free();
     memset(&srv, 0, sizeof(srv));
-    config_set_defaults();
+    server_config_init();
     char msg[512];
     ck_assert_msg(load(path, NULL, msg, sizeof(msg)) == 0,
                   "%s: the rewritten file does not load: %s", what, msg);
@@ -673,8 +674,8 @@ START_TEST(test_rewrite_every_byte) {
         char *err = NULL;
         ck_assert_int_eq(config_set_bytes("requirepass", v, sizeof(v), &err), 0);
         rewrite_and_reload("requirepass with one byte value");
-        ck_assert_uint_eq(srv.requirepass.len, 4);
-        ck_assert_int_eq(memcmp(srv.requirepass.ptr, v, 4), 0);
+        ck_assert_uint_eq(srv.session.requirepass.len, 4);
+        ck_assert_int_eq(memcmp(srv.session.requirepass.ptr, v, 4), 0);
     }
     char all[256];
     for (int b = 0; b < 256; b++)
@@ -682,8 +683,8 @@ START_TEST(test_rewrite_every_byte) {
     char *err = NULL;
     ck_assert_int_eq(config_set_bytes("requirepass", all, sizeof(all), &err), 0);
     rewrite_and_reload("requirepass with every byte");
-    ck_assert_uint_eq(srv.requirepass.len, 256);
-    ck_assert_int_eq(memcmp(srv.requirepass.ptr, all, 256), 0);
+    ck_assert_uint_eq(srv.session.requirepass.len, 256);
+    ck_assert_int_eq(memcmp(srv.session.requirepass.ptr, all, 256), 0);
 }
 END_TEST
 
@@ -739,8 +740,8 @@ START_TEST(test_values_keep_every_byte) {
     ck_assert_int_eq(memcmp(v, pass, len), 0);
     km_free(v);
     rewrite_and_reload("2000-byte password");
-    ck_assert_uint_eq(srv.requirepass.len, sizeof(pass));
-    ck_assert_int_eq(memcmp(srv.requirepass.ptr, pass, sizeof(pass)), 0);
+    ck_assert_uint_eq(srv.session.requirepass.len, sizeof(pass));
+    ck_assert_int_eq(memcmp(srv.session.requirepass.ptr, pass, sizeof(pass)), 0);
 }
 END_TEST
 

@@ -4,14 +4,13 @@
  * (INFO rdb_changes_since_last_save), keyspace hit/miss counters and access
  * clocks.
  *
- * Every test runs between a fresh config_set_defaults() + db_setup() and
- * db_teardown() + config_free(); time is simulated by setting event_cached_ms(). */
+ * Every test runs between a fresh fresh db_options + db_setup() and
+ * db_teardown(); time is simulated by setting event_cached_ms(). */
 #include "keyspace/db.h"
 
 #include "common/kmem.h"
-#include "config/config.h"
 #include "ds/hashtable.h"
-#include "server/server.h"
+#include "event/event.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -25,16 +24,31 @@
 
 #define T0 1700000000000LL /* a fixed "now" in unix ms */
 
+/* The keyspace stands alone: its options and counters are the test's. */
+static db_options opts;
+static db_metrics stats;
+static long long changes;
+
+static void count_changes(const db_change *ch, void *priv) {
+    changes += ch->changes;
+}
+
 static void setup(void) {
-    memset(&srv, 0, sizeof(srv));
-    config_set_defaults();
+    opts = (db_options){.databases = 16,
+                        .maxmemory_policy = MAXMEMORY_NOEVICTION,
+                        .maxmemory_samples = 5,
+                        .lfu_log_factor = 10,
+                        .lfu_decay_time = 1,
+                        .active_expire_effort = 1};
+    stats = (db_metrics){0};
+    changes = 0;
     event_set_cached_ms(T0);
-    db_setup();
+    db_setup(&opts, &stats);
+    db_add_hook(count_changes, NULL);
 }
 
 static void teardown(void) {
     db_teardown();
-    config_free();
 }
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -153,14 +167,14 @@ START_TEST(test_lazy_expiry) {
     event_set_cached_ms(T0 + 999); /* one ms before */
     ck_assert(!db_is_expired(e));
     ck_assert_ptr_eq(db_lookup(d, "k", 1, 1), e);
-    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+    ck_assert_int_eq(stats.expired_keys, 0);
 
     event_set_cached_ms(T0 + 1000); /* expire <= now: expired */
     ck_assert(db_is_expired(e));
     ck_assert_ptr_null(db_lookup(d, "k", 1, 1));
-    ck_assert_int_eq(srv.stat_expiredkeys, 1);
-    ck_assert_int_eq(srv.stat_keyspace_hits, 1);
-    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+    ck_assert_int_eq(stats.expired_keys, 1);
+    ck_assert_int_eq(stats.keyspace_hits, 1);
+    ck_assert_int_eq(stats.keyspace_misses, 1);
     /* gone from both tables */
     ck_assert_ptr_null(raw_find(d, "k"));
     ck_assert_ptr_null(raw_find_expires(d, "k"));
@@ -168,7 +182,7 @@ START_TEST(test_lazy_expiry) {
     ck_assert_uint_eq(db_expires_count(d), 0);
     /* a second lookup is a plain miss, not a second expiry */
     ck_assert_ptr_null(db_lookup(d, "k", 1, 1));
-    ck_assert_int_eq(srv.stat_expiredkeys, 1);
+    ck_assert_int_eq(stats.expired_keys, 1);
     ck_assert_ptr_nonnull(get(d, "other"));
 }
 END_TEST
@@ -179,8 +193,8 @@ START_TEST(test_lazy_expiry_quiet_and_set) {
     db_set_expire(d, e, T0 - 1); /* already in the past */
     ck_assert_uint_eq(db_size(d), 1); /* nothing removed until accessed */
     ck_assert_ptr_null(db_lookup_quiet(d, "q", 1));
-    ck_assert_int_eq(srv.stat_expiredkeys, 1);
-    ck_assert_int_eq(srv.stat_keyspace_misses, 0); /* quiet: no stats */
+    ck_assert_int_eq(stats.expired_keys, 1);
+    ck_assert_int_eq(stats.keyspace_misses, 0); /* quiet: no stats */
     ck_assert_uint_eq(db_size(d), 0);
     ck_assert_uint_eq(db_expires_count(d), 0);
 
@@ -190,7 +204,7 @@ START_TEST(test_lazy_expiry_quiet_and_set) {
     db_entry *n = set_str(d, "s", "new", DB_SET_KEEPTTL);
     ck_assert_ptr_nonnull(n);
     ck_assert(n->expire == -1);
-    ck_assert_int_eq(srv.stat_expiredkeys, 2);
+    ck_assert_int_eq(stats.expired_keys, 2);
     ck_assert_uint_eq(db_expires_count(d), 0);
     expect_val(get(d, "s"), "new");
 
@@ -230,7 +244,7 @@ START_TEST(test_persist) {
     ck_assert_int_eq(db_persist(d, e), 0);
     event_set_cached_ms(T0 + 100000);
     ck_assert_ptr_eq(get(d, "k"), e);
-    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+    ck_assert_int_eq(stats.expired_keys, 0);
     /* the TTL can be set again after PERSIST */
     db_set_expire(d, e, T0 + 200000);
     ck_assert_uint_eq(db_expires_count(d), 1);
@@ -254,7 +268,7 @@ START_TEST(test_keepttl) {
     ck_assert_ptr_null(raw_find_expires(d, "k"));
     event_set_cached_ms(T0 + 20000);
     expect_val(get(d, "k"), "v3");
-    ck_assert_int_eq(srv.stat_expiredkeys, 0);
+    ck_assert_int_eq(stats.expired_keys, 0);
 
     /* KEEPTTL on a key without TTL keeps "no TTL" */
     e = set_str(d, "k", "v4", DB_SET_KEEPTTL);
@@ -311,7 +325,7 @@ START_TEST(test_active_expire_cycle) {
         cycles++;
     }
     ck_assert_msg(total == 5050, "expired %zu of 5050 after %d cycles", total, cycles);
-    ck_assert_int_eq(srv.stat_expiredkeys, 5050);
+    ck_assert_int_eq(stats.expired_keys, 5050);
     /* more cycles find nothing */
     ck_assert_uint_eq(db_active_expire_cycle(100000), 0);
 
@@ -353,7 +367,7 @@ START_TEST(test_active_expire_repeats_while_stale) {
     size_t n = db_active_expire_cycle(2000000);
     ck_assert_msg(n >= 4500, "one cycle expired only %zu of 9000 stale keys", n);
     ck_assert_uint_eq(db_size(d), 10000 - n);
-    ck_assert_int_eq(srv.stat_expiredkeys, (long long)n);
+    ck_assert_int_eq(stats.expired_keys, (long long)n);
 }
 END_TEST
 
@@ -431,18 +445,18 @@ static kobj *str(const char *v) {
 /* Each operation counts what Valkey's command counts in server.dirty. */
 START_TEST(test_changes_counted) {
     db *d0 = db_get(0), *d1 = db_get(1);
-    ck_assert_int_eq(db_changes(), 0);
+    ck_assert_int_eq(changes, 0);
     db_entry *a = set_str(d0, "a", "1", 0);
     db_set_expire(d0, a, T0 + 1000);
     set_str(d0, "a", "2", 0); /* clearing the TTL is part of this change */
-    ck_assert_int_eq(db_changes(), 3);
+    ck_assert_int_eq(changes, 3);
     ck_assert(get(d0, "a")->expire == -1);
     ck_assert_int_eq(db_persist(d0, get(d0, "a")), 0);
-    ck_assert_int_eq(db_changes(), 3);
+    ck_assert_int_eq(changes, 3);
 
     db_set_with_expire(d0, "b", 1, str("x"), T0 + 1000);
     db_set_with_expire(d0, "b", 1, str("y"), T0 + 2000);
-    ck_assert_int_eq(db_changes(), 5);
+    ck_assert_int_eq(changes, 5);
     ck_assert(raw_find_expires(d0, "b")->expire == T0 + 2000);
 
     db_move(d0, get(d0, "b"), d0, "c", 1); /* RENAME b c */
@@ -452,24 +466,24 @@ START_TEST(test_changes_counted) {
     expect_val(raw_find(d0, "c"), "z");
     ck_assert_ptr_null(raw_find_expires(d0, "c"));
     db_move(d0, get(d0, "c"), d1, "c", 1); /* MOVE c 1 */
-    ck_assert_int_eq(db_changes(), 8);
+    ck_assert_int_eq(changes, 8);
     ck_assert_int_eq(db_evict(d1, "c", 1), 1);
     ck_assert_int_eq(db_delete(d0, "none", 4), 0);
-    ck_assert_int_eq(db_changes(), 8);
+    ck_assert_int_eq(changes, 8);
 
     db_entry *e = set_str(d0, "e", "1", 0);
     db_set_expire(d0, e, T0 + 10);
     event_set_cached_ms(T0 + 10);
     ck_assert_ptr_null(get(d0, "e")); /* expired: no change */
-    ck_assert_int_eq(db_changes(), 10);
+    ck_assert_int_eq(changes, 10);
 
     set_str(d0, "f", "1", 0);
     set_str(d0, "g", "1", 0);
     ck_assert_uint_eq(db_flush(d0), 3); /* a, f, g */
-    ck_assert_int_eq(db_changes(), 15);
+    ck_assert_int_eq(changes, 15);
     db_swap(0, 1);
     db_swap(1, 1);
-    ck_assert_int_eq(db_changes(), 17);
+    ck_assert_int_eq(changes, 17);
 }
 END_TEST
 
@@ -500,14 +514,14 @@ START_TEST(test_hits_misses) {
     ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 1));
     ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 1));
     ck_assert_ptr_null(db_lookup(d, "nokey", 5, 1));
-    ck_assert_int_eq(srv.stat_keyspace_hits, 2);
-    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+    ck_assert_int_eq(stats.keyspace_hits, 2);
+    ck_assert_int_eq(stats.keyspace_misses, 1);
     /* stats off: nothing counted */
     ck_assert_ptr_nonnull(db_lookup(d, "k", 1, 0));
     ck_assert_ptr_null(db_lookup(d, "nokey", 5, 0));
     ck_assert_ptr_nonnull(db_lookup_quiet(d, "k", 1));
-    ck_assert_int_eq(srv.stat_keyspace_hits, 2);
-    ck_assert_int_eq(srv.stat_keyspace_misses, 1);
+    ck_assert_int_eq(stats.keyspace_hits, 2);
+    ck_assert_int_eq(stats.keyspace_misses, 1);
 }
 END_TEST
 
@@ -534,8 +548,8 @@ START_TEST(test_lru_clock) {
 END_TEST
 
 START_TEST(test_lfu_clock) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
-    srv.lfu_decay_time = 1;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
+    opts.lfu_decay_time = 1;
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v", 0);
     ck_assert_uint_eq(db_lfu_freq(e), 5); /* LFU_INIT_VAL */

@@ -4,15 +4,14 @@
  *
  * Access clocks are set by hand (e->lru) and time by event_cached_ms(), so the
  * "idle" and "recent" keys are known exactly. Each test runs between
- * config_set_defaults() + db_setup() and evict_teardown() + db_teardown() +
+ * fresh db_options + db_setup() and evict_teardown() + db_teardown() +
  * config_free(). */
 #include "keyspace/evict.h"
 
 #include "common/kmem.h"
-#include "config/config.h"
 #include "ds/hashtable.h"
+#include "event/event.h"
 #include "keyspace/db.h"
-#include "server/server.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -27,18 +26,33 @@
 
 #define T0 1700000000000LL
 
+/* The keyspace stands alone: its options and counters are the test's. */
+static db_options opts;
+static db_metrics stats;
+static long long changes;
+
+static void count_changes(const db_change *ch, void *priv) {
+    changes += ch->changes;
+}
+
 static void setup(void) {
-    memset(&srv, 0, sizeof(srv));
-    config_set_defaults();
+    opts = (db_options){.databases = 16,
+                        .maxmemory_policy = MAXMEMORY_NOEVICTION,
+                        .maxmemory_samples = 5,
+                        .lfu_log_factor = 10,
+                        .lfu_decay_time = 1,
+                        .active_expire_effort = 1};
+    stats = (db_metrics){0};
+    changes = 0;
     event_set_cached_ms(T0);
     srand(12345);
-    db_setup();
+    db_setup(&opts, &stats);
+    db_add_hook(count_changes, NULL);
 }
 
 static void teardown(void) {
     evict_teardown();
     db_teardown();
-    config_free();
 }
 
 static db_entry *add_key(db *d, const char *fmt, int i) {
@@ -192,8 +206,8 @@ START_TEST(test_score_lru) {
 END_TEST
 
 START_TEST(test_score_lfu) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
-    srv.lfu_decay_time = 1;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
+    opts.lfu_decay_time = 1;
     db *d = db_get(0);
     db_entry *hot = add_key(d, "hot%d", 0);
     db_entry *cold = add_key(d, "cold%d", 0);
@@ -235,8 +249,8 @@ END_TEST
 /* 1000 keys: even ids idle for hours, odd ids just used. Evicting 100 keys
  * under an LRU policy must take (almost) only idle ones. */
 START_TEST(test_evict_allkeys_lru_prefers_idle) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
-    srv.maxmemory_samples = 5;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
+    opts.maxmemory_samples = 5;
     db *d = db_get(0);
     uint32_t clock = db_lru_clock();
     for (int i = 0; i < 1000; i++) {
@@ -245,7 +259,7 @@ START_TEST(test_evict_allkeys_lru_prefers_idle) {
     }
     for (int n = 0; n < 100; n++) ck_assert_uint_gt(evict_free_memory(1), 0);
     ck_assert_uint_eq(db_size(d), 900);
-    ck_assert_int_eq(srv.stat_evictedkeys, 100);
+    ck_assert_int_eq(stats.evicted_keys, 100);
     int old_evicted = 0, recent_evicted = 0;
     for (int i = 0; i < 1000; i++) {
         if (has_key(d, "k%d", i)) continue;
@@ -258,8 +272,8 @@ START_TEST(test_evict_allkeys_lru_prefers_idle) {
 END_TEST
 
 START_TEST(test_evict_allkeys_lfu_prefers_cold) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
-    srv.maxmemory_samples = 5;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LFU;
+    opts.maxmemory_samples = 5;
     db *d = db_get(0);
     uint32_t minutes = (uint32_t)((T0 / 60000) & 0xffff);
     for (int i = 0; i < 1000; i++) {
@@ -278,14 +292,14 @@ END_TEST
 /* evict_free_memory frees at least `need` bytes (its estimate) when there is
  * enough to evict, and counts each key. */
 START_TEST(test_evict_need_bytes) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
     db *d = db_get(0);
     for (int i = 0; i < 500; i++) add_key(d, "key:%d", i);
     size_t freed = evict_free_memory(10000);
     ck_assert_uint_ge(freed, 10000);
     size_t evicted = 500 - db_size(d);
     ck_assert_uint_gt(evicted, 0);
-    ck_assert_int_eq(srv.stat_evictedkeys, (long long)evicted);
+    ck_assert_int_eq(stats.evicted_keys, (long long)evicted);
     /* a key costs well over 16 bytes, so fewer than 10000/16 keys went */
     ck_assert_uint_lt(evicted, 10000 / 16);
     /* asking for more than everything evicts everything, then stops */
@@ -300,7 +314,7 @@ END_TEST
 START_TEST(test_evict_volatile_spares_persistent) {
     const int policies[] = {MAXMEMORY_VOLATILE_LRU, MAXMEMORY_VOLATILE_LFU, MAXMEMORY_VOLATILE_TTL};
     for (int p = 0; p < 3; p++) {
-        srv.maxmemory_policy = policies[p];
+        opts.maxmemory_policy = policies[p];
         db *d = db_get(0);
         db *d2 = db_get(2);
         uint32_t clock = db_lru_clock();
@@ -312,10 +326,10 @@ START_TEST(test_evict_volatile_spares_persistent) {
             db_entry *e = add_key(i < 5 ? d : d2, "vol:%d", i);
             db_set_expire(i < 5 ? d : d2, e, T0 + 1000000 + i);
         }
-        long long before = srv.stat_evictedkeys;
+        long long before = stats.evicted_keys;
         size_t freed = evict_free_memory(SIZE_MAX / 2);
         ck_assert_uint_gt(freed, 0);
-        ck_assert_int_eq(srv.stat_evictedkeys - before, 10);
+        ck_assert_int_eq(stats.evicted_keys - before, 10);
         ck_assert_uint_eq(db_size(d), 100);
         ck_assert_uint_eq(db_size(d2), 0);
         ck_assert_uint_eq(db_expires_count(d), 0);
@@ -331,8 +345,8 @@ END_TEST
 
 /* volatile-ttl with all keys sampled: the soonest-expiring go first, in order. */
 START_TEST(test_evict_volatile_ttl_order) {
-    srv.maxmemory_policy = MAXMEMORY_VOLATILE_TTL;
-    srv.maxmemory_samples = 64;
+    opts.maxmemory_policy = MAXMEMORY_VOLATILE_TTL;
+    opts.maxmemory_samples = 64;
     db *d = db_get(0);
     for (int i = 0; i < 20; i++) {
         /* insertion order scrambled against expiry order */
@@ -353,15 +367,15 @@ END_TEST
 
 /* Candidates left in the pool whose keys were deleted meanwhile are skipped. */
 START_TEST(test_evict_stale_pool) {
-    srv.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
-    srv.maxmemory_samples = 64;
+    opts.maxmemory_policy = MAXMEMORY_ALLKEYS_LRU;
+    opts.maxmemory_samples = 64;
     db *d = db_get(0);
     for (int i = 0; i < 40; i++) add_key(d, "k%d", i);
     ck_assert_uint_gt(evict_free_memory(1), 0); /* fills the pool */
     ck_assert_uint_eq(db_size(d), 39);
     db_flush(d);
     ck_assert_uint_eq(evict_free_memory(1), 0);
-    ck_assert_int_eq(srv.stat_evictedkeys, 1);
+    ck_assert_int_eq(stats.evicted_keys, 1);
     /* new keys with the old names are evicted normally */
     for (int i = 0; i < 5; i++) add_key(d, "k%d", i);
     ck_assert_uint_gt(evict_free_memory(1), 0);
@@ -374,20 +388,20 @@ START_TEST(test_evict_nothing) {
                             MAXMEMORY_VOLATILE_LRU,  MAXMEMORY_VOLATILE_LFU,   MAXMEMORY_VOLATILE_RANDOM,
                             MAXMEMORY_VOLATILE_TTL};
     for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
-        srv.maxmemory_policy = policies[p];
+        opts.maxmemory_policy = policies[p];
         ck_assert_uint_eq(evict_free_memory(1000), 0);
     }
-    ck_assert_int_eq(srv.stat_evictedkeys, 0);
+    ck_assert_int_eq(stats.evicted_keys, 0);
 
     /* only persistent keys: volatile policies find nothing */
     db *d = db_get(0);
     for (int i = 0; i < 50; i++) add_key(d, "k%d", i);
     for (size_t p = 3; p < sizeof(policies) / sizeof(policies[0]); p++) {
-        srv.maxmemory_policy = policies[p];
+        opts.maxmemory_policy = policies[p];
         ck_assert_uint_eq(evict_free_memory(1000), 0);
     }
     ck_assert_uint_eq(db_size(d), 50);
-    ck_assert_int_eq(srv.stat_evictedkeys, 0);
+    ck_assert_int_eq(stats.evicted_keys, 0);
 }
 END_TEST
 
@@ -397,7 +411,7 @@ END_TEST
 START_TEST(test_evict_random_finds_key) {
     const int policies[] = {MAXMEMORY_ALLKEYS_RANDOM, MAXMEMORY_VOLATILE_RANDOM};
     for (int p = 0; p < 2; p++) {
-        srv.maxmemory_policy = policies[p];
+        opts.maxmemory_policy = policies[p];
         db *d = db_get(0);
         int failures = 0;
         for (int trial = 0; trial < 50; trial++) {
@@ -410,7 +424,7 @@ START_TEST(test_evict_random_finds_key) {
                       p == 0 ? "allkeys-random" : "volatile-random", failures);
     }
     /* volatile-random leaves persistent keys alone */
-    srv.maxmemory_policy = MAXMEMORY_VOLATILE_RANDOM;
+    opts.maxmemory_policy = MAXMEMORY_VOLATILE_RANDOM;
     db *d = db_get(0);
     for (int i = 0; i < 20; i++) add_key(d, "p%d", i);
     ck_assert_uint_eq(evict_free_memory(1), 0);

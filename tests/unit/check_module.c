@@ -10,7 +10,7 @@
  * The fixtures are the tests/modules sources, built as shared objects that see
  * only the SDK. Commands run through a connection-less client: its replies
  * are read off the reply chain, then dropped as before-sleep would. */
-#include "commands/command.h"
+#include "session/command.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config.h"
@@ -19,6 +19,7 @@
 #include "module/module_internal.h"
 #include "session/client.h"
 #include "server/server.h"
+#include "server/server_config.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -393,7 +394,7 @@ END_TEST
 
 static int load_configured(const char *text, char **err) {
     config_free();
-    config_set_defaults();
+    server_config_init();
     srv.log.verbosity = LL_WARNING;
     srv.enable_module_cmd = 1; /* MODULE is off by default, as in Valkey */
     ck_assert_int_eq(config_load(NULL, text, err), K_OK);
@@ -428,7 +429,7 @@ START_TEST(test_loadmodule_at_startup) {
         "module");
     km_free(err);
     config_free();
-    config_set_defaults();
+    server_config_init();
     srv.log.verbosity = LL_WARNING;
     srv.enable_module_cmd = 1; /* MODULE is off by default, as in Valkey */
 }
@@ -491,7 +492,7 @@ static void expect_socket_reply(int fd, const char *want) {
  * unknown, empty, huge and NULL names. */
 START_TEST(test_core_stat_get) {
     long long v = -1;
-    srv.stat_keyspace_hits = 42;
+    srv.db_stats.keyspace_hits = 42;
     ck_assert_int_eq(module_api_core.stat_get("keyspace_hits", &v), KEEL_OK);
     ck_assert_int_eq(v, 42);
     ck_assert_int_eq(module_api_core.stat_get("used_memory", &v), KEEL_OK);
@@ -509,7 +510,7 @@ START_TEST(test_core_stat_get) {
     ck_assert_int_eq(module_api_core.stat_get(huge, &v), KEEL_ERR);
     ck_assert_int_eq(module_api_core.stat_get(NULL, &v), KEEL_ERR);
     ck_assert_int_eq(module_api_core.stat_get("keyspace_hits", NULL), KEEL_ERR);
-    srv.stat_keyspace_hits = 0;
+    srv.db_stats.keyspace_hits = 0;
 }
 END_TEST
 
@@ -572,7 +573,7 @@ static Suite *module_suite(void) {
 
 int main(void) {
     char *err = NULL;
-    config_set_defaults();
+    server_config_init();
     srv.log.verbosity = LL_WARNING; /* refusals are logged at warning: keep them */
     srv.enable_module_cmd = 1;  /* MODULE is off by default, as in Valkey */
     if (server_init_core(&err) != K_OK) {

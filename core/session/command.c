@@ -1,12 +1,11 @@
-/* command.c -- the command table: registration, lookup, key positions, and
- * the COMMAND command that clients call when they connect. */
-#include "commands/command.h"
+/* command.c -- the command table: registration, lookup, renaming, key
+ * positions and per-command statistics. The table knows no command family:
+ * commands_setup() (commands/) registers the built-in ones, modules theirs. */
+#include "session/command.h"
 
-#include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/hashtable.h"
-#include "session/reply.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -27,16 +26,8 @@ static const void *command_key(const void *entry, size_t *len) {
 
 static const hashtable_type command_type = {.entry_key = command_key};
 
-static const command_family *const builtin_families[] = {
-    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_module,
-};
-
 void command_setup(void) {
     commands = hashtable_create(&command_type);
-    for (size_t f = 0; f < K_ARRAY_LEN(builtin_families); f++) {
-        const command_family *fam = builtin_families[f];
-        for (size_t i = 0; i < fam->count; i++) command_register(&fam->table[i]);
-    }
 }
 
 static void command_release_names(command *cmd, void *priv) {

@@ -35,6 +35,13 @@ typedef void (*command_proc)(client *c);
 #define CMD_ALLOW_BUSY (1u << 15)
 /* Registered by a module (COMMAND INFO shows the "module" flag). */
 #define CMD_MODULE (1u << 16)
+/* Internal (COMMAND INFO shows neither): the dispatcher's view of the
+ * transaction commands, so it never compares procedures. A TXN_CONTROL
+ * command runs at once inside MULTI instead of being queued (MULTI EXEC
+ * DISCARD WATCH QUIT RESET); TXN_EXEC runs the queue, so its memory check
+ * looks at the queued commands. */
+#define CMD_TXN_CONTROL (1u << 17)
+#define CMD_TXN_EXEC (1u << 18)
 
 typedef struct command {
     const char *name;

@@ -1,4 +1,4 @@
-/* cmd_module.c -- the MODULE command: LOAD, LOADEX, LIST, UNLOAD, HELP.
+/* module_cmd.c -- the MODULE command: LOAD, LOADEX, LIST, UNLOAD, HELP.
  *
  * Arguments are copied into NUL-terminated strings (command arguments are
  * slices) and handed to the loader in core/module, which does the checking
@@ -9,7 +9,6 @@
 #include "common/kmem.h"
 #include "module/module.h"
 #include "session/reply.h"
-#include "server/server.h"
 
 #include <string.h>
 
@@ -126,7 +125,7 @@ static void module_cmd_help(client *c) {
 /* Valkey's enable-module-command: MODULE can load arbitrary code, so it is
  * off unless the operator enables it (yes, or local connections only). */
 static int module_cmd_allowed(client *c) {
-    return protected_command_allowed(c, srv.enable_module_cmd, "MODULE");
+    return protected_command_allowed(c, *commands_env_get()->enable_module_cmd, "MODULE");
 }
 
 static void module_cmd_list(client *c) {
@@ -170,4 +169,9 @@ static command module_table[] = {
      .since = "4.0.0", .subcommands = module_subcommands},
 };
 
-const command_family commands_module = {module_table, K_ARRAY_LEN(module_table)};
+/* The module system's own command: registered with module_setup, above the
+ * built-in families it may call into. */
+void module_cmd_setup(void) {
+    for (size_t i = 0; i < K_ARRAY_LEN(module_table); i++)
+        command_register(&module_table[i]);
+}

@@ -1,0 +1,31 @@
+/* commands.c -- puts the built-in command families into the command table
+ * and connects the transaction code to the seams it uses (see multi.c). */
+#include "commands/commands.h"
+
+#include "commands/multi.h"
+#include "common/common.h"
+
+static const command_family *const builtin_families[] = {
+    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_config,
+};
+
+static const commands_env *env;
+
+const commands_env *commands_env_get(void) {
+    return env;
+}
+
+void commands_setup(const commands_env *e) {
+    env = e;
+    for (size_t f = 0; f < K_ARRAY_LEN(builtin_families); f++) {
+        const command_family *fam = builtin_families[f];
+        for (size_t i = 0; i < fam->count; i++)
+            command_register(&fam->table[i]);
+    }
+    multi_setup();
+}
+
+void commands_teardown(void) {
+    multi_teardown();
+    env = NULL;
+}

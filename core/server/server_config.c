@@ -1,0 +1,243 @@
+/* server_config.c -- the server's directive table: the config engine's
+ * rows for the options the server composes (its own, the keyspace's, the
+ * session layer's, the log's), with the directives that need parsing by
+ * hand and the hooks that apply a run-time change. */
+#include "server/server_config.h"
+
+#include "common/common.h"
+#include "common/kmem.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "keyspace/evict.h"
+#include "module/module.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- enums ---- */
+
+static const config_enum enum_loglevel[] = {{"debug", LL_DEBUG},
+                                            {"verbose", LL_VERBOSE},
+                                            {"notice", LL_NOTICE},
+                                            {"warning", LL_WARNING},
+                                            {NULL, 0}};
+static const config_enum enum_policy[] = {{"volatile-lru", MAXMEMORY_VOLATILE_LRU},
+                                          {"volatile-lfu", MAXMEMORY_VOLATILE_LFU},
+                                          {"volatile-random", MAXMEMORY_VOLATILE_RANDOM},
+                                          {"volatile-ttl", MAXMEMORY_VOLATILE_TTL},
+                                          {"allkeys-lru", MAXMEMORY_ALLKEYS_LRU},
+                                          {"allkeys-lfu", MAXMEMORY_ALLKEYS_LFU},
+                                          {"allkeys-random", MAXMEMORY_ALLKEYS_RANDOM},
+                                          {"noeviction", MAXMEMORY_NOEVICTION},
+                                          {NULL, 0}};
+static const config_enum enum_debug_cmd[] = {{"no", 0}, {"yes", 1}, {"local", 2}, {NULL, 0}};
+
+/* ---- special directives ---- */
+
+static int set_bind(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc > CONN_MAX_BINDS) {
+        *err = "Too many bind addresses specified.";
+        return K_ERR;
+    }
+    for (int i = 0; i < srv.bindaddr_count; i++)
+        km_free(srv.bindaddr[i]);
+    for (int i = 0; i < argc; i++)
+        srv.bindaddr[i] = km_strdup(argv[i]);
+    srv.bindaddr_count = argc;
+    return K_OK;
+}
+
+static void free_bind(const config_def *d) {
+    for (int i = 0; i < srv.bindaddr_count; i++)
+        km_free(srv.bindaddr[i]);
+    srv.bindaddr_count = 0;
+}
+
+static void get_bind(const config_def *d, config_out *o) {
+    for (int i = 0; i < srv.bindaddr_count; i++) {
+        if (i) config_out_put(o, " ", 1);
+        config_out_cstr(o, srv.bindaddr[i]);
+    }
+}
+
+static int set_octal(const config_def *d, int argc, char **argv, const char **err) {
+    char *end;
+    errno = 0;
+    long v = strtol(argv[0], &end, 8);
+    if (argc != 1 || *end || errno || v < 0 || v > 0777) {
+        *err = "Invalid socket file permissions";
+        return K_ERR;
+    }
+    *(unsigned int *)d->value = (unsigned int)v;
+    return K_OK;
+}
+
+static void get_octal(const config_def *d, config_out *o) {
+    config_out_printf(o, "%o", *(unsigned int *)d->value);
+}
+
+/* "class hard soft seconds" groups; all are validated before any applies. */
+static int set_obuf_limit(const config_def *d, int argc, char **argv, const char **err) {
+    client_buffer_limit normal = srv.session.obuf_limit_normal;
+    if (argc % 4 != 0) {
+        *err = "Wrong number of arguments in buffer limit configuration.";
+        return K_ERR;
+    }
+    for (int i = 0; i < argc; i += 4) {
+        unsigned long long hard, soft;
+        char *end;
+        errno = 0;
+        long long secs = strtoll(argv[i + 3], &end, 10);
+        /* Valkey keeps soft seconds in an int; a bigger value would overflow
+         * the millisecond arithmetic of the limit check. */
+        if (config_parse_memory(argv[i + 1], &hard) != K_OK ||
+            config_parse_memory(argv[i + 2], &soft) != K_OK || *end || end == argv[i + 3] ||
+            errno || secs < 0 || secs > INT_MAX) {
+            *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+            return K_ERR;
+        }
+        if (strcasecmp(argv[i], "normal") == 0)
+            normal = (client_buffer_limit){hard, soft, secs};
+        else if (strcasecmp(argv[i], "replica") && strcasecmp(argv[i], "slave") &&
+                 strcasecmp(argv[i], "pubsub")) {
+            *err = "Invalid client class specified in buffer limit configuration.";
+            return K_ERR;
+        }
+    }
+    srv.session.obuf_limit_normal = normal;
+    return K_OK;
+}
+
+static void get_obuf_limit(const config_def *d, config_out *o) {
+    const client_buffer_limit *l = &srv.session.obuf_limit_normal;
+    config_out_printf(
+        o, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+        l->hard, l->soft, l->soft_seconds);
+}
+
+/* Keel keeps no persistence: `save ""` and `appendonly no` are the only
+ * values it can honour; anything else is refused rather than ignored, so
+ * an operator never believes data is being written to disk. */
+static int set_save(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc == 1 && argv[0][0] == '\0') return K_OK;
+    *err = "Keel has no persistence: only save \"\" is supported";
+    return K_ERR;
+}
+
+static int set_appendonly(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc == 1 && !strcasecmp(argv[0], "no")) return K_OK;
+    *err = "Keel has no persistence: only appendonly no is supported";
+    return K_ERR;
+}
+
+static void get_no(const config_def *d, config_out *o) {
+    config_out_cstr(o, "no");
+}
+
+/* ---- apply hooks ---- */
+
+static void apply_maxclients(void) {
+    if (srv.el) server_adjust_open_files();
+    int want = srv.maxclients + 128;
+    if (srv.el && want > event_loop_setsize(srv.el)) event_loop_resize(srv.el, want);
+}
+
+static void apply_maxmemory(void) {
+    if (srv.db.maxmemory && db_opts()) evict_check_maxmemory(); /* not before the keyspace exists */
+}
+
+/* ---- the table ---- */
+
+#define B(n, f, field, d)                                                                          \
+    { .name = n, .kind = CFG_BOOL, .flags = f, .value = &srv.field, .dflt = d }
+#define I(n, f, field, d, lo, hi, ap)                                                              \
+    {                                                                                              \
+        .name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo,         \
+        .max = hi, .apply = ap                                                                     \
+    }
+#define L(n, f, field, d, lo, hi)                                                                  \
+    { .name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi }
+#define M(n, f, field, d, lo, hi, ap)                                                              \
+    {                                                                                              \
+        .name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .min = lo,      \
+        .max = hi, .apply = ap                                                                     \
+    }
+/* An int accepted in lo..hi and clamped to clo..chi. */
+#define IC(n, f, field, d, lo, hi, clo, chi)                                                       \
+    {                                                                                              \
+        .name = n, .kind = CFG_INT, .flags = f, .value = &srv.field, .dflt = d, .min = lo,         \
+        .max = hi, .clamp_min = clo, .clamp_max = chi                                              \
+    }
+#define E(n, f, field, d, tbl)                                                                     \
+    { .name = n, .kind = CFG_ENUM, .flags = f, .value = &srv.field, .dflt = d, .enums = tbl }
+#define S(n, f, field, d)                                                                          \
+    { .name = n, .kind = CFG_STRING, .flags = f, .value = &srv.field, .dflt = d }
+#define MB (1024LL * 1024)
+#define X(n, f, field, d, s, g)                                                                    \
+    { .name = n, .kind = CFG_SPECIAL, .flags = f, .value = field, .dflt = d, .set = s, .get = g }
+
+static const config_def server_config_table[] = {
+    {.name = "bind",
+     .kind = CFG_SPECIAL,
+     .flags = CFG_IMMUTABLE,
+     .dflt = "* -::*",
+     .set = set_bind,
+     .get = get_bind,
+     .free = free_bind},
+    I("port", CFG_IMMUTABLE, port, "6379", 0, 65535, NULL),
+    S("unixsocket", CFG_IMMUTABLE, unixsocket, ""),
+    X("unixsocketperm", CFG_IMMUTABLE, &srv.unixsocketperm, "0", set_octal, get_octal),
+    I("tcp-backlog", CFG_IMMUTABLE, tcp_backlog, "511", 0, INT_MAX, NULL),
+    I("maxclients", 0, maxclients, "10000", 1, INT_MAX - 256, apply_maxclients),
+    I("timeout", 0, session.maxidletime, "0", 0, INT_MAX, NULL),
+    I("tcp-keepalive", 0, session.tcp_keepalive, "300", 0, INT_MAX, NULL),
+    B("protected-mode", 0, protected_mode, "yes"),
+    {.name = "requirepass",
+     .kind = CFG_BYTES,
+     .flags = CFG_SECRET,
+     .value = &srv.session.requirepass,
+     .dflt = ""},
+    I("databases", CFG_IMMUTABLE, db.databases, "16", 1, INT_MAX, NULL),
+    IC("hz", 0, hz, "10", 0, INT_MAX, 1, 500),
+    /* Below 1mb every ordinary client would be refused or closed. */
+    M("proto-max-bulk-len", 0, session.proto_max_bulk_len, "512mb", MB, LONG_MAX, NULL),
+    M("client-query-buffer-limit", 0, session.client_max_querybuf_len, "1gb", MB, LONG_MAX, NULL),
+    X("client-output-buffer-limit", 0, NULL,
+      "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60", set_obuf_limit,
+      get_obuf_limit),
+    M("maxmemory", 0, db.maxmemory, "0", 0, LLONG_MAX, apply_maxmemory),
+    E("maxmemory-policy", 0, db.maxmemory_policy, "noeviction", enum_policy),
+    I("maxmemory-samples", 0, db.maxmemory_samples, "5", 1, 64, NULL),
+    I("lfu-log-factor", 0, db.lfu_log_factor, "10", 0, INT_MAX, NULL),
+    I("lfu-decay-time", 0, db.lfu_decay_time, "1", 0, INT_MAX, NULL),
+    L("slowlog-log-slower-than", 0, session.slowlog_log_slower_than, "10000", -1, LLONG_MAX),
+    L("slowlog-max-len", 0, session.slowlog_max_len, "128", 0, LONG_MAX),
+    E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
+    S("logfile", CFG_IMMUTABLE, log.logfile, ""),
+    S("pidfile", CFG_IMMUTABLE, pidfile, ""),
+    B("daemonize", CFG_IMMUTABLE, daemonize, "no"),
+    I("io-threads", 0, io_threads_num, "1", 1, 256, NULL),
+    I("events-per-io-thread", 0, events_per_io_thread, "2", 0, INT_MAX, NULL),
+    B("io-threads-do-reads", 0, io_threads_do_reads, "no"),
+    I("active-expire-effort", 0, db.active_expire_effort, "1", 1, 10, NULL),
+    B("lazyfree-lazy-user-del", 0, lazyfree_lazy_user_del, "no"),
+    B("lazyfree-lazy-user-flush", 0, lazyfree_lazy_user_flush, "no"),
+    E("enable-debug-command", CFG_IMMUTABLE, enable_debug_cmd, "no", enum_debug_cmd),
+    E("enable-module-command", CFG_IMMUTABLE, enable_module_cmd, "no", enum_debug_cmd),
+    X("loadmodule", CFG_IMMUTABLE, NULL, NULL, config_set_loadmodule, config_get_empty),
+    X("rename-command", CFG_IMMUTABLE, NULL, NULL, config_set_rename, config_get_empty),
+    X("save", 0, NULL, "", set_save, config_get_empty),
+    X("appendonly", 0, NULL, "no", set_appendonly, get_no),
+};
+
+void server_config_init(void) {
+    config_register(server_config_table, K_ARRAY_LEN(server_config_table));
+    module_config_setup();
+    config_set_defaults();
+    srv.active_expire_enabled = 1;
+}
