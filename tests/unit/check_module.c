@@ -20,6 +20,7 @@
 #include "module/module_internal.h"
 #include "session/client.h"
 #include "server/server.h"
+#include "session/call.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -480,6 +481,53 @@ START_TEST(test_loadmodule_at_startup) {
 }
 END_TEST
 
+/* ---- the ABI edge ---- */
+
+/* The SDK's flag and code values are frozen ABI; the core's may be
+ * renumbered. Each must cross by name: a CMD_* bit as its KEEL_CMD_* bit,
+ * every other CMD_* bit (internal ones such as CMD_MODULE) as nothing. */
+START_TEST(test_abi_flag_translation) {
+    static const struct {
+        uint32_t cmd, keel;
+    } named[] = {
+        {CMD_WRITE, KEEL_CMD_WRITE},     {CMD_READONLY, KEEL_CMD_READONLY},
+        {CMD_DENYOOM, KEEL_CMD_DENYOOM}, {CMD_ADMIN, KEEL_CMD_ADMIN},
+        {CMD_FAST, KEEL_CMD_FAST},       {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+    };
+    uint32_t all_cmd = 0, all_keel = 0;
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        ck_assert_uint_eq(call_keel_cmd_flags(named[i].cmd), named[i].keel);
+        all_cmd |= named[i].cmd;
+        all_keel |= named[i].keel;
+    }
+    ck_assert_uint_eq(call_keel_cmd_flags(all_cmd), all_keel);
+    ck_assert_uint_eq(call_keel_cmd_flags(UINT32_MAX), all_keel);
+    for (int bit = 0; bit < 32; bit++)
+        if (!(all_cmd & (1u << bit))) ck_assert_uint_eq(call_keel_cmd_flags(1u << bit), 0);
+    ck_assert_uint_eq(call_keel_cmd_flags(command_lookup("set", 3)->flags),
+                      KEEL_CMD_WRITE | KEEL_CMD_DENYOOM);
+    /* A module command carries the internal CMD_MODULE bit; filters and
+     * observers must not see it. */
+    load_ok("good");
+    command *put = command_lookup("good.put", 8);
+    ck_assert_uint_ne(put->flags & CMD_MODULE, 0);
+    ck_assert_uint_eq(call_keel_cmd_flags(put->flags), KEEL_CMD_WRITE | KEEL_CMD_DENYOOM);
+
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_CONNECT), KEEL_CLIENT_CONNECT);
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_AUTH), KEEL_CLIENT_AUTH);
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_CLOSE), KEEL_CLIENT_CLOSE);
+    ck_assert_int_eq(module_keel_client_event(0), 0);
+    ck_assert_int_eq(module_keel_client_event(99), 0);
+
+    ck_assert_int_eq(module_log_level(KEEL_LOG_DEBUG), LL_DEBUG);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_VERBOSE), LL_VERBOSE);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_NOTICE), LL_NOTICE);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_WARNING), LL_WARNING);
+    ck_assert_int_eq(module_log_level(-5), LL_DEBUG);
+    ck_assert_int_eq(module_log_level(99), LL_WARNING);
+}
+END_TEST
+
 /* ---- a transport ---- */
 
 /* One event-loop iteration plus what before-sleep does. */
@@ -594,6 +642,7 @@ static Suite *module_suite(void) {
     tcase_add_test(tc, test_abi_major_2);
     tcase_add_test(tc, test_abi_minor_99);
     tcase_add_test(tc, test_core_stat_get);
+    tcase_add_test(tc, test_abi_flag_translation);
     tcase_add_test(tc, test_init_fails_and_rolls_back);
     tcase_add_test(tc, test_command_name_taken);
     tcase_add_test(tc, test_duplicate_module_name);
