@@ -6,7 +6,9 @@
  * newer than ours), size (at least the 1.0 layout), name and uniqueness
  * BEFORE anything in the module is called. Only then init runs; if it fails,
  * or any registration it made failed, everything the module registered is
- * undone and the object is closed, so a refused module leaves no trace.
+ * undone and the object is closed, so a refused module leaves no trace. A
+ * load refused after init returned KEEL_OK first calls deinit, like an
+ * unload: the module may have started things only it can stop.
  *
  * Every refusal is logged and returned with a message naming the path and,
  * for version mismatches, both ABI versions. */
@@ -250,11 +252,14 @@ static void module_destroy(module *m) {
     km_free(m);
 }
 
-static int module_init(module *m, int ncfg, const char *const *cfg, char **err) {
+/* Runs init and the checks that follow it. *init_ok says whether init
+ * itself returned KEEL_OK, which decides who cleans up after a refusal. */
+static int module_init(module *m, int ncfg, const char *const *cfg, int *init_ok, char **err) {
     module_config_begin_load(ncfg, cfg);
     int rv = m->info->init(&m->ctx, &module_api, m->argc, (const char *const *)m->argv);
     m->ctx.phase = MODULE_PHASE_RUN;
     const char *unused = module_config_end_load();
+    *init_ok = rv == KEEL_OK;
     if (rv == KEEL_OK && !m->reg_failed && !unused) return K_OK;
     if (rv == KEEL_OK && !m->reg_failed)
         *err = module_errf("module %s: '%s' is not a configuration parameter of '%s'", m->path,
@@ -265,13 +270,31 @@ static int module_init(module *m, int ncfg, const char *const *cfg, char **err) 
     return K_ERR;
 }
 
+/* A refusal after init: 1 when init returned KEEL_OK (the module is running
+ * and must be stopped), 0 when init itself failed (it cleaned up after
+ * itself, as the SDK asks). */
+static void module_refuse(module *m, int init_ok) {
+    /* init may have started threads, timers or hooks that deinit alone can
+     * stop; dlclose under them would leave them running unmapped code. Its
+     * hooks are still registered here so it can stop them itself, and its
+     * answer is ignored: the load is refused either way. Values it stored
+     * go first, as at shutdown, since their free callback may need state
+     * that deinit tears down. */
+    if (init_ok && m->deinit) {
+        module_purge_values(m);
+        m->deinit(&m->ctx);
+    }
+    module_release(m);
+    module_destroy(m);
+}
+
 int module_load(const char *path, int argc, const char *const *argv, int ncfg,
                 const char *const *cfg, char **err) {
     module_record_main_thread();
     module *m = module_open(path, argc, argv, err);
-    if (m && module_init(m, ncfg, cfg, err) != K_OK) {
-        module_release(m);
-        module_destroy(m);
+    int init_ok = 0;
+    if (m && module_init(m, ncfg, cfg, &init_ok, err) != K_OK) {
+        module_refuse(m, init_ok);
         m = NULL;
     }
     if (!m) {

@@ -15,7 +15,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* Any thread: server_log formats on the stack and writes with stdio, whose
+int module_log_level(int keel_level) {
+    if (keel_level <= KEEL_LOG_DEBUG) return LL_DEBUG;
+    if (keel_level == KEEL_LOG_VERBOSE) return LL_VERBOSE;
+    if (keel_level == KEEL_LOG_NOTICE) return LL_NOTICE;
+    return LL_WARNING;
+}
+
+/* Any thread: log_write formats on the stack and writes with stdio, whose
  * streams lock. The module's name is read-only while it is loaded. */
 static void api_log(keel_ctx *ctx, int level, const char *fmt, ...) {
     char msg[1024];
@@ -23,9 +30,7 @@ static void api_log(keel_ctx *ctx, int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (level < KEEL_LOG_DEBUG) level = KEEL_LOG_DEBUG;
-    if (level > KEEL_LOG_WARNING) level = KEEL_LOG_WARNING;
-    log_write(level, "<%s> %s", ctx ? ctx->mod->name : "module", msg);
+    log_write(module_log_level(level), "<%s> %s", ctx ? ctx->mod->name : "module", msg);
 }
 
 static void api_set_error(keel_ctx *ctx, const char *msg) {

@@ -19,15 +19,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* The SDK's command flags are the core's bits, so passing them is a mask. */
-_Static_assert(KEEL_CMD_WRITE == CMD_WRITE && KEEL_CMD_READONLY == CMD_READONLY &&
-                   KEEL_CMD_DENYOOM == CMD_DENYOOM && KEEL_CMD_ADMIN == CMD_ADMIN &&
-                   KEEL_CMD_FAST == CMD_FAST && KEEL_CMD_NO_AUTH == CMD_NO_AUTH,
-               "KEEL_CMD_* must equal CMD_*");
-_Static_assert(KEEL_CLIENT_CONNECT == CALL_EVENT_CONNECT && KEEL_CLIENT_AUTH == CALL_EVENT_AUTH &&
-                   KEEL_CLIENT_CLOSE == CALL_EVENT_CLOSE,
-               "KEEL_CLIENT_* must equal CALL_EVENT_*");
-
 typedef struct module_hook {
     module *mod;
     union {
@@ -84,12 +75,26 @@ static const char *module_cmd_name(const command *cmd) {
 static const char *module_filter_tramp(client *c, command *cmd, void *priv) {
     module_hook *h = priv;
     keel_ctx ctx = {.mod = h->mod, .c = c, .phase = MODULE_PHASE_RUN};
-    return h->fn.filter(&ctx, module_cmd_name(cmd), cmd->flags & CALL_VISIBLE_FLAGS, h->priv);
+    return h->fn.filter(&ctx, module_cmd_name(cmd), call_keel_cmd_flags(cmd->flags), h->priv);
+}
+
+int module_keel_client_event(int call_event) {
+    switch (call_event) {
+    case CALL_EVENT_CONNECT:
+        return KEEL_CLIENT_CONNECT;
+    case CALL_EVENT_AUTH:
+        return KEEL_CLIENT_AUTH;
+    case CALL_EVENT_CLOSE:
+        return KEEL_CLIENT_CLOSE;
+    default:
+        return 0;
+    }
 }
 
 static void module_event_tramp(client *c, int event, void *priv) {
     module_hook *h = priv;
-    h->fn.event((keel_client *)c, event, h->priv);
+    int keel_event = module_keel_client_event(event);
+    if (keel_event) h->fn.event((keel_client *)c, keel_event, h->priv);
 }
 
 static int api_add_filter(keel_ctx *ctx, keel_filter_fn fn, void *priv) {

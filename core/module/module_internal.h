@@ -83,6 +83,15 @@ int module_copy_def(void *dst, size_t dst_size, const void *src, size_t min);
 int module_name_valid(const char *s, size_t max);
 int module_in_init(keel_ctx *ctx, const char *what);
 
+/* The ABI edge: the SDK's constants are frozen ABI while the core's are its
+ * own to renumber, so values cross by name, never by equal numbers
+ * (call_keel_cmd_flags in session/call.h does the same for command flags).
+ * A CALL_EVENT_* as its KEEL_CLIENT_*, or 0 for one the SDK does not have. */
+int module_keel_client_event(int call_event);
+/* A KEEL_LOG_* level as the core's LL_* (out-of-range levels clamp to the
+ * nearest, as they always have). Any thread. */
+int module_log_level(int keel_level);
+
 /* The API groups, one per area. */
 extern const keel_api_core module_api_core;
 extern const keel_api_command module_api_command;

@@ -72,6 +72,20 @@ void call_client_event(client *c, int event) {
     for (int i = 0; i < events.count; i++) events.items[i].fn.event(c, event, events.items[i].priv);
 }
 
+uint32_t call_keel_cmd_flags(uint32_t cmd_flags) {
+    static const struct {
+        uint32_t cmd, keel;
+    } map[] = {
+        {CMD_WRITE, KEEL_CMD_WRITE},     {CMD_READONLY, KEEL_CMD_READONLY},
+        {CMD_DENYOOM, KEEL_CMD_DENYOOM}, {CMD_ADMIN, KEEL_CMD_ADMIN},
+        {CMD_FAST, KEEL_CMD_FAST},       {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+    };
+    uint32_t out = 0;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (cmd_flags & map[i].cmd) out |= map[i].keel;
+    return out;
+}
+
 static size_t call_request_bytes(const client *c) {
     /* The parser's consumed length is the request as received; inside EXEC
      * (queued copies) it is recomputed from the arguments. */
@@ -86,7 +100,7 @@ static void call_notify_observers(client *c, uint64_t us, size_t reply_before, l
     call_info info = {
         .size = sizeof(info),
         .name = cmd->fullname ? cmd->fullname : cmd->name, /* "config|get" for a subcommand */
-        .flags = cmd->flags & CALL_VISIBLE_FLAGS,
+        .flags = call_keel_cmd_flags(cmd->flags),
         .client = (keel_client *)c,
         .duration_us = us,
         .request_bytes = call_request_bytes(c),

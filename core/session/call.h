@@ -22,9 +22,11 @@
  * observer's cost on a pipelined GET). Its client is the core's client. */
 typedef keel_call_info call_info;
 
-/* The command flags observers and filters see (the SDK's KEEL_CMD_* bits
- * are the core's CMD_* bits; module_hooks.c checks it). */
-#define CALL_VISIBLE_FLAGS (CMD_WRITE | CMD_READONLY | CMD_DENYOOM | CMD_ADMIN | CMD_FAST | CMD_NO_AUTH)
+/* The command flags observers and filters see: a command's CMD_* bits as the
+ * SDK's KEEL_CMD_* bits. The SDK's values are frozen ABI while CMD_* are the
+ * core's to renumber, so each bit is mapped by name, never by value; CMD_*
+ * bits the SDK does not name are dropped. */
+uint32_t call_keel_cmd_flags(uint32_t cmd_flags);
 
 /* Returns NULL to let the command run, or an error message (without '-')
  * that is sent instead. The string must stay valid until the next filter

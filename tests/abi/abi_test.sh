@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# abi_test.sh -- ABI 1.0 stays loadable as the SDK grows (see README.md):
-#  1. the frozen header is byte-for-byte the 1.0 one (frozen-1.0.sha256);
-#  2. the current header keeps every 1.0 offset, member size and constant,
-#     no struct shrinks, the major is equal and the minor not smaller;
-#  3. fixture_v1_0.so, built against the frozen header only, loads from the
+# abi_test.sh -- ABI 1.0 and 1.1 stay loadable as the SDK grows (see README.md):
+#  1. the frozen headers are byte-for-byte the 1.0 and 1.1 ones
+#     (frozen-1.0.sha256, frozen-1.1.sha256);
+#  2. the current header keeps every 1.0 and 1.1 offset, member size and
+#     constant, no struct shrinks, the major is equal and the minor not smaller;
+#  3. fixture_v1_0.so, built against the frozen 1.0 header only, loads from the
 #     config file (args + a module config line) and everything it registered
 #     works: commands, its data type with TYPE/COPY/MEMORY USAGE/DEL, configs
 #     with CONFIG GET/SET, filter, observer, client events, timer, cron, INFO,
 #     KEEL_API_HAS probes, deinit refusing, MODULE UNLOAD and LOADEX again;
+#     fixture_v1_1.so, built against the frozen 1.1 header only, loads by
+#     MODULE LOAD and its 1.1 function (core->stat_get) works;
 #  4. fixture_v1_99.so and fixture_v2_0.so are refused by MODULE LOAD with the
 #     loader's messages (and a log line), the server keeps running, and at
 #     start-up a `loadmodule` of either stops the server with file:line:reason.
 #
-# Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_current> <source dir>
+# Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1>
+#                    <layout_current> <source dir>
 set -uo pipefail
 
-usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_current> <source dir>"
+usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_current> <source dir>"
 server=${1:?$usage}
 fixtures=${2:?$usage}
 layout_frozen=${3:?$usage}
-layout_current=${4:?$usage}
-src=${5:?$usage}
+layout_frozen_1_1=${4:?$usage}
+layout_current=${5:?$usage}
+src=${6:?$usage}
 workdir=$(mktemp -d /tmp/keel-abi-XXXXXX)
 . "$src/tests/sdk/lib.sh"
 
 v10=$fixtures/fixture_v1_0.so
+v11=$fixtures/fixture_v1_1.so
 v199=$fixtures/fixture_v1_99.so
 v20=$fixtures/fixture_v2_0.so
 # The server's ABI is the current header's.
@@ -34,34 +40,49 @@ smin=$(sed -n 's/^#define KEEL_ABI_MINOR \([0-9]*\)$/\1/p' "$hdr")
 msg_v199="module $v199: ABI 1.99 is newer than this server's (ABI $smaj.$smin); upgrade the server"
 msg_v20="module $v20: ABI 2.0 is not supported by this server (ABI $smaj.$smin)"
 
-# ---- 1. the frozen header ----
-log "frozen header checksum"
-(cd "$src/tests/abi" && sha256sum --quiet -c frozen-1.0.sha256) ||
-    fail "tests/abi/include/keel/keel_module.h was edited: it is the frozen ABI 1.0 header (see tests/abi/README.md)"
+# ---- 1. the frozen headers ----
+for v in 1.0 1.1; do
+    log "frozen $v header checksum"
+    (cd "$src/tests/abi" && sha256sum --quiet -c "frozen-$v.sha256") ||
+        fail "the frozen ABI $v header in tests/abi was edited (see tests/abi/README.md)"
+done
+# The first line names the version the header defines.
+for f in tests/abi/include/keel/keel_module.h:1.0 tests/abi/include-1.1/keel/keel_module.h:1.1 \
+    "sdk/include/keel/keel_module.h:$smaj.$smin"; do
+    [ "$(head -1 "$src/${f%:*}")" = "/* keel_module.h -- the Keel module ABI, version ${f##*:}." ] ||
+        fail "${f%:*}: its first line does not say version ${f##*:}"
+done
 
-# ---- 2. layout: frozen vs current ----
-log "layout of the 1.0 ABI under the current header"
-"$layout_frozen" >"$workdir/frozen.txt" || fail "abi_layout_frozen failed"
+# ---- 2. layout: each frozen version vs current ----
 "$layout_current" >"$workdir/current.txt" || fail "abi_layout_current failed"
-while read -r kind what a b; do
-    cur=$(grep -m1 "^$kind $what " "$workdir/current.txt")
-    case $kind in
-    member | const)
-        [ "$cur" = "$kind $what $a${b:+ $b}" ] || fail "ABI 1.0 $kind $what was [$a${b:+ $b}], now [${cur#"$kind $what "}]"
-        ;;
-    size)
-        n=${cur##* }
-        [ -n "$cur" ] && [ "$n" -ge "$a" ] || fail "sizeof($what) shrank: 1.0 has $a, now [${n:-none}]"
-        ;;
-    esac
-done <"$workdir/frozen.txt"
-fmaj=$(awk '$1 == "abi_major" {print $2}' "$workdir/frozen.txt")
-fmin=$(awk '$1 == "abi_minor" {print $2}' "$workdir/frozen.txt")
-cmaj=$(awk '$1 == "abi_major" {print $2}' "$workdir/current.txt")
-cmin=$(awk '$1 == "abi_minor" {print $2}' "$workdir/current.txt")
-[ "$fmaj.$fmin" = "1.0" ] || fail "the frozen header claims ABI $fmaj.$fmin, not 1.0"
-[ "$cmaj" = "$fmaj" ] || fail "the current header's ABI major is $cmaj: the 1.0 fixtures can no longer load"
-[ "$cmin" -ge "$fmin" ] || fail "the current header's ABI minor $cmin is older than 1.0's"
+# check_layout <layout program> <version>: the current header keeps every
+# offset, member size and constant the frozen <version> header has.
+check_layout() {
+    local prog=$1 want=$2 frozen=$workdir/frozen-$2.txt
+    log "layout of the $want ABI under the current header"
+    "$prog" >"$frozen" || fail "$(basename "$prog") failed"
+    while read -r kind what a b; do
+        cur=$(grep -m1 "^$kind $what " "$workdir/current.txt")
+        case $kind in
+        member | const)
+            [ "$cur" = "$kind $what $a${b:+ $b}" ] || fail "ABI $want $kind $what was [$a${b:+ $b}], now [${cur#"$kind $what "}]"
+            ;;
+        size)
+            n=${cur##* }
+            [ -n "$cur" ] && [ "$n" -ge "$a" ] || fail "sizeof($what) shrank: $want has $a, now [${n:-none}]"
+            ;;
+        esac
+    done <"$frozen"
+    fmaj=$(awk '$1 == "abi_major" {print $2}' "$frozen")
+    fmin=$(awk '$1 == "abi_minor" {print $2}' "$frozen")
+    cmaj=$(awk '$1 == "abi_major" {print $2}' "$workdir/current.txt")
+    cmin=$(awk '$1 == "abi_minor" {print $2}' "$workdir/current.txt")
+    [ "$fmaj.$fmin" = "$want" ] || fail "the frozen $want header claims ABI $fmaj.$fmin"
+    [ "$cmaj" = "$fmaj" ] || fail "the current header's ABI major is $cmaj: the $want fixtures can no longer load"
+    [ "$cmin" -ge "$fmin" ] || fail "the current header's ABI minor $cmin is older than $want's"
+}
+check_layout "$layout_frozen" 1.0
+check_layout "$layout_frozen_1_1" 1.1
 
 # ---- 3. the 1.0 fixture keeps loading and working ----
 conf=$workdir/keel.conf
@@ -137,6 +158,15 @@ read -r s_limit s_mode s_argc _ <<<"$stats"
 [ "$s_limit $s_mode $s_argc" = "99 0 1" ] || fail "ABIFIX.STATS after LOADEX: want 99 0 1, got [$stats]"
 expect "SET then unload with no module keys" "OK" "${cli[@]}" abifix.set again x
 expect "DEL again" "1" "${cli[@]}" del again
+
+# ---- the 1.1 fixture ----
+expect "MODULE LOAD ABI 1.1 fixture" "OK" "${cli[@]}" module load "$v11"
+expect "ABIFIX11.PROBE (KEEL_API_HAS)" $'1\n1\n0' "${cli[@]}" abifix11.probe
+n=$("${cli[@]}" abifix11.stat total_commands_processed)
+[ "$n" -gt 0 ] 2>/dev/null || fail "ABIFIX11.STAT total_commands_processed: [$n]"
+expect_contains "ABIFIX11.STAT unknown" "ERR no such statistic" "${cli[@]}" abifix11.stat nosuch
+grep -q "<abifix11> abifix11 (ABI 1.1) loaded on server" "$workdir/server.log" || fail "abifix11's init log line is missing"
+expect "MODULE UNLOAD abifix11" "OK" "${cli[@]}" module unload abifix11
 stop_server
 
 # ---- start-up refusals: file, line and reason ----

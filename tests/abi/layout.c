@@ -1,14 +1,16 @@
 /* layout.c -- prints the binary layout of the module ABI as a header defines
  * it: every member's offset and size, every struct's size, every constant.
- * Built twice: against the frozen 1.0 header (tests/abi/include) and against
- * the current one (sdk/include); abi_test.sh then requires every 1.0 offset,
- * member size and constant to be unchanged, every struct to be at least as
- * large, KEEL_ABI_MAJOR to be equal and KEEL_ABI_MINOR not smaller. That is
- * the growth rule of keel_module.h, checked mechanically.
+ * Built against each frozen header (tests/abi/include for 1.0,
+ * tests/abi/include-1.1) and against the current one (sdk/include);
+ * abi_test.sh then requires every frozen offset, member size and constant to
+ * be unchanged in the current header, every struct to be at least as large,
+ * KEEL_ABI_MAJOR to be equal and KEEL_ABI_MINOR not smaller. That is the
+ * growth rule of keel_module.h, checked mechanically.
  *
- * The list names exactly what ABI 1.0 has; members added later are not
- * listed (the current header may have more, never less). Never edit an entry;
- * add nothing here unless the frozen header has it. */
+ * The list names exactly what the frozen headers have: what a minor added is
+ * under `#if KEEL_ABI_MINOR >= <minor>`, so each frozen header prints only
+ * its own ABI (the current header may have more, never less). Never edit an
+ * entry; add nothing here unless a frozen header has it. */
 #include <keel/keel_module.h>
 
 #include <stddef.h>
@@ -165,6 +167,13 @@ static void groups(void) {
     MEMBER(keel_api_transport, conn_count);
 }
 
+/* Added in ABI 1.1. */
+static void added_1_1(void) {
+#if KEEL_ABI_MINOR >= 1
+    MEMBER(keel_api_core, stat_get);
+#endif
+}
+
 static void constants(void) {
     CONST(KEEL_MODULE_MAGIC);
     printf("abi_major %d\n", KEEL_ABI_MAJOR);
@@ -205,6 +214,7 @@ int main(void) {
     module_info();
     defs();
     groups();
+    added_1_1();
     constants();
     return 0;
 }

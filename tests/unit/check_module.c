@@ -1,11 +1,12 @@
 /* check_module.c -- unit tests for the module system (core/module/): the
  * loader's handshake and every refusal (not a shared object, no entry
  * point, bad magic, ABI 2.0 and 1.99, init failing, a command name taken, a
- * module name loaded twice) with rollback, MODULE LOAD/LOADEX/LIST/UNLOAD,
- * module commands, data types (TYPE, COPY, MEMORY USAGE, unload refused
- * while a key holds one), config parameters (LOADEX, config-file lines,
- * CONFIG GET/SET/REWRITE), hooks, INFO sections, loadmodule at start-up,
- * and a transport serving a real TCP connection.
+ * module name loaded twice) with rollback, deinit on a load refused after
+ * init succeeded, MODULE LOAD/LOADEX/LIST/UNLOAD, module commands, data
+ * types (TYPE, COPY, MEMORY USAGE, unload refused while a key holds one),
+ * config parameters (LOADEX, config-file lines, CONFIG GET/SET/REWRITE),
+ * hooks, the ABI edge's flag and code translations, INFO sections,
+ * loadmodule at start-up, and a transport serving a real TCP connection.
  *
  * The fixtures are the tests/modules sources, built as shared objects that see
  * only the SDK. Commands run through a connection-less client: its replies
@@ -20,6 +21,7 @@
 #include "session/client.h"
 #include "server/server.h"
 #include "server/server_config.h"
+#include "session/call.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -203,6 +205,51 @@ START_TEST(test_duplicate_module_name) {
     km_free(err);
     ck_assert_uint_eq(module_count(), 1);
     expect_reply(RUN("good.echo", "still"), "$5\r\nstill\r\n");
+}
+END_TEST
+
+/* The marker file deinitmark appends a line to per deinit call. */
+static const char *read_marker(const char *path) {
+    static char text[256];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* A load refused after init returned KEEL_OK calls deinit (with the timer
+ * init started still registered, so "deinit 0"), on a failed registration
+ * and on an unknown LOADEX config alike; a load whose init failed does not. */
+START_TEST(test_refused_after_init_calls_deinit) {
+    char marker[] = "/tmp/keel-check-deinit-XXXXXX";
+    int fd = mkstemp(marker);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char *err = NULL;
+    const char *taken[] = {marker, "taken"};
+    ck_assert_int_eq(module_load(fixture("deinitmark"), 2, taken, 0, NULL, &err), K_ERR);
+    expect_contains(err, "init of 'deinitmark' failed: command 'get': the name is already taken");
+    km_free(err);
+    expect_reply(read_marker(marker), "deinit 0\n");
+    ck_assert_ptr_null(command_lookup("deinitmark.ok", 13));
+
+    err = NULL;
+    const char *ok[] = {marker, "ok"};
+    const char *cfg[] = {"deinitmark.nosuch", "1"};
+    ck_assert_int_eq(module_load(fixture("deinitmark"), 2, ok, 1, cfg, &err), K_ERR);
+    expect_contains(err, "'deinitmark.nosuch' is not a configuration parameter of 'deinitmark'");
+    km_free(err);
+    expect_reply(read_marker(marker), "deinit 0\ndeinit 0\n");
+
+    err = NULL;
+    const char *fail[] = {marker, "fail"};
+    ck_assert_int_eq(module_load(fixture("deinitmark"), 2, fail, 0, NULL, &err), K_ERR);
+    expect_contains(err, "init of 'deinitmark' failed: the fixture was told to fail");
+    km_free(err);
+    expect_reply(read_marker(marker), "deinit 0\ndeinit 0\n");
+    ck_assert_uint_eq(module_count(), 0);
+    unlink(marker);
 }
 END_TEST
 
@@ -435,6 +482,53 @@ START_TEST(test_loadmodule_at_startup) {
 }
 END_TEST
 
+/* ---- the ABI edge ---- */
+
+/* The SDK's flag and code values are frozen ABI; the core's may be
+ * renumbered. Each must cross by name: a CMD_* bit as its KEEL_CMD_* bit,
+ * every other CMD_* bit (internal ones such as CMD_MODULE) as nothing. */
+START_TEST(test_abi_flag_translation) {
+    static const struct {
+        uint32_t cmd, keel;
+    } named[] = {
+        {CMD_WRITE, KEEL_CMD_WRITE},     {CMD_READONLY, KEEL_CMD_READONLY},
+        {CMD_DENYOOM, KEEL_CMD_DENYOOM}, {CMD_ADMIN, KEEL_CMD_ADMIN},
+        {CMD_FAST, KEEL_CMD_FAST},       {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+    };
+    uint32_t all_cmd = 0, all_keel = 0;
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        ck_assert_uint_eq(call_keel_cmd_flags(named[i].cmd), named[i].keel);
+        all_cmd |= named[i].cmd;
+        all_keel |= named[i].keel;
+    }
+    ck_assert_uint_eq(call_keel_cmd_flags(all_cmd), all_keel);
+    ck_assert_uint_eq(call_keel_cmd_flags(UINT32_MAX), all_keel);
+    for (int bit = 0; bit < 32; bit++)
+        if (!(all_cmd & (1u << bit))) ck_assert_uint_eq(call_keel_cmd_flags(1u << bit), 0);
+    ck_assert_uint_eq(call_keel_cmd_flags(command_lookup("set", 3)->flags),
+                      KEEL_CMD_WRITE | KEEL_CMD_DENYOOM);
+    /* A module command carries the internal CMD_MODULE bit; filters and
+     * observers must not see it. */
+    load_ok("good");
+    command *put = command_lookup("good.put", 8);
+    ck_assert_uint_ne(put->flags & CMD_MODULE, 0);
+    ck_assert_uint_eq(call_keel_cmd_flags(put->flags), KEEL_CMD_WRITE | KEEL_CMD_DENYOOM);
+
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_CONNECT), KEEL_CLIENT_CONNECT);
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_AUTH), KEEL_CLIENT_AUTH);
+    ck_assert_int_eq(module_keel_client_event(CALL_EVENT_CLOSE), KEEL_CLIENT_CLOSE);
+    ck_assert_int_eq(module_keel_client_event(0), 0);
+    ck_assert_int_eq(module_keel_client_event(99), 0);
+
+    ck_assert_int_eq(module_log_level(KEEL_LOG_DEBUG), LL_DEBUG);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_VERBOSE), LL_VERBOSE);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_NOTICE), LL_NOTICE);
+    ck_assert_int_eq(module_log_level(KEEL_LOG_WARNING), LL_WARNING);
+    ck_assert_int_eq(module_log_level(-5), LL_DEBUG);
+    ck_assert_int_eq(module_log_level(99), LL_WARNING);
+}
+END_TEST
+
 /* ---- a transport ---- */
 
 /* One event-loop iteration plus what before-sleep does. */
@@ -549,9 +643,11 @@ static Suite *module_suite(void) {
     tcase_add_test(tc, test_abi_major_2);
     tcase_add_test(tc, test_abi_minor_99);
     tcase_add_test(tc, test_core_stat_get);
+    tcase_add_test(tc, test_abi_flag_translation);
     tcase_add_test(tc, test_init_fails_and_rolls_back);
     tcase_add_test(tc, test_command_name_taken);
     tcase_add_test(tc, test_duplicate_module_name);
+    tcase_add_test(tc, test_refused_after_init_calls_deinit);
     tcase_add_test(tc, test_module_command);
     tcase_add_test(tc, test_unload_with_queued_command);
     tcase_add_test(tc, test_loadex_unknown_config);

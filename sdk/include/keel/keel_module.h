@@ -23,6 +23,20 @@
  *  - The server does not export its symbols (modules are loaded with
  *    RTLD_LOCAL and the server is not linked with -rdynamic): a module can
  *    reach the server only through this table.
+ *  - Constants (KEEL_CMD_*, KEEL_CLIENT_*, KEEL_LOG_*, ...) are values of
+ *    this ABI, not of the server: the server translates its own flags and
+ *    codes to them, so they never change within a major version.
+ *
+ * Naming new functions: a member is `object_verb` in snake_case, the thing
+ * it acts on first (key_open, string_get, expire_set, timer_add,
+ * type_register, config_get, stat_get), or just `object_property` for a
+ * read-only accessor (client_id, conn_fd, db_size). It goes in the group of
+ * its subsystem, appended at the end under a `---- ABI 1.N ----` marker, and
+ * modules probe it with KEEL_API_HAS(api, group, member); a new subsystem is
+ * a new group appended to keel_api. Replies stay in the reply_* family of
+ * the command group. The older verb-first members (register_command,
+ * register_transport, add_filter, add_observer, add_client_event, add_cron,
+ * add_section) keep their names: renaming would break the ABI.
  *
  * Threads: unless a function says otherwise, it may be called only from the
  * main thread (the thread that runs commands and callbacks); debug builds of
@@ -90,16 +104,22 @@ typedef struct keel_module_info {
     /* Called once after the checks pass. argv holds the loadmodule or
      * MODULE LOAD arguments (borrowed for the call). Return KEEL_OK, or
      * KEEL_ERR after api->core->set_error() to refuse loading; everything
-     * registered so far is then undone by the server (a registration that
-     * failed during init fails the load too, even if init returns KEEL_OK).
+     * registered so far is then undone by the server, but deinit is not
+     * called, so stop whatever init started (threads, sockets) before
+     * returning KEEL_ERR. A registration that failed during init, or a
+     * MODULE LOADEX CONFIG name the module did not register, fails the load
+     * even if init returns KEEL_OK; the server then calls deinit first.
      * ctx and api stay valid until the module is unloaded: keep them to
      * log from any thread, or to add timers and hooks outside commands. */
     int (*init)(keel_ctx *ctx, const keel_api *api, int argc, const char *const *argv);
     /* Called by MODULE UNLOAD and at shutdown, after the server has checked
-     * the module owns no keys or connections. May be NULL. Return KEEL_ERR
-     * (with set_error) to refuse an unload; at shutdown the result is
-     * ignored. Hooks, commands, timers, INFO sections and configs are
-     * removed by the server afterwards. */
+     * the module owns no keys or connections, and when a load is refused
+     * after init returned KEEL_OK (see init). Main thread. May be NULL.
+     * Return KEEL_ERR (with set_error) to refuse an unload; at shutdown and
+     * for a refused load the result is ignored. It runs while the module's
+     * hooks, commands, timers, INFO sections and configs are still
+     * registered (so it may timer_del its own timers); the server removes
+     * what is left afterwards, then unloads the object. */
     int (*deinit)(keel_ctx *ctx);
 } keel_module_info;
 
@@ -157,7 +177,8 @@ typedef struct keel_call_info {
     int failed;             /* it replied with an error */
 } keel_call_info;
 
-/* Command flags as seen by filters and observers. */
+/* Command flags as seen by filters and observers. ABI values: the server
+ * maps its own command flags to these bits and passes no other bit. */
 #define KEEL_CMD_WRITE (1u << 0)
 #define KEEL_CMD_READONLY (1u << 1)
 #define KEEL_CMD_DENYOOM (1u << 2)
