@@ -82,9 +82,9 @@ static int lfu_policy(void) {
     return db_policy_is_lfu(db_opts()->maxmemory_policy);
 }
 
-/* A growable list of entries, for replies whose length is known only after
- * walking the table (the reply API has no deferred lengths). The entries
- * stay valid while the list lives: nothing deletes them in between. */
+/* A growable list of entries, for SCAN: its cursor, known only after the
+ * walk, comes before the keys. The entries stay valid while the list
+ * lives: nothing deletes them in between. */
 typedef struct entry_list {
     db_entry **items;
     size_t count;
@@ -243,7 +243,8 @@ static void cmd_copy(client *c) {
 static void cmd_keys(client *c) {
     const karg *pat = &c->argv[1];
     int allkeys = pat->len == 1 && pat->ptr[0] == '*';
-    entry_list found = {0};
+    reply_deferred h = reply_deferred_array(c);
+    long long found = 0;
     hashtable_iter it;
     void *p;
     /* Expired keys are skipped, not deleted: the table must not change
@@ -252,10 +253,13 @@ static void cmd_keys(client *c) {
     while (hashtable_iter_next(&it, &p)) {
         db_entry *e = p;
         if (db_is_expired(e)) continue;
-        if (allkeys || glob_match(pat->ptr, pat->len, e->key, e->keylen, 0)) list_push(&found, e);
+        if (allkeys || glob_match(pat->ptr, pat->len, e->key, e->keylen, 0)) {
+            reply_bulk(c, e->key, e->keylen);
+            found++;
+        }
     }
     hashtable_iter_reset(&it);
-    reply_keys_and_free(c, &found);
+    reply_set_deferred_len(c, h, found);
 }
 
 #define SCAN_TYPE_ANY (-1)

@@ -112,6 +112,10 @@ static inline int karg_eq(const karg *a, const char *lit) {
     return 1;
 }
 
+/* While a command runs, a block may hold a reserved range for an aggregate
+ * header whose length is not known yet (reply_deferred_array and friends);
+ * the range is filled and closed up before the command returns, so the write
+ * path, which runs only between commands, never sees one. */
 typedef struct reply_block {
     struct reply_block *next;
     kobj *obj;   /* non-NULL: this block sends obj's bytes */
@@ -167,6 +171,9 @@ typedef struct client {
     reply_block *reply_head;
     reply_block *reply_tail;
     size_t reply_bytes; /* not yet sent */
+    /* Deferred aggregate headers reserved and not yet filled (reply.c);
+     * NULL outside a command that uses them. */
+    struct reply_deferred_state *reply_deferred;
     int64_t obuf_soft_limit_since;
     long long net_in, net_out;
     long long commands_processed; /* CLIENT LIST tot-cmds */

@@ -1,9 +1,11 @@
-/* reply.c -- RESP2/RESP3 reply construction (see reply.h). */
+/* reply.c -- RESP2/RESP3 reply construction, deferred aggregate headers
+ * and reply capture (see reply.h). */
 #include "session/reply.h"
 
 #include "common/common.h"
 #include "common/kmem.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -252,4 +254,167 @@ void reply_verbatim(client *c, const char *s, size_t len, const char *ext) {
     reply_raw(c, ":", 1);
     reply_raw(c, s, len);
     reply_raw(c, "\r\n", 2);
+}
+
+/* ---- deferred aggregate lengths ----
+ *
+ * The header is reserved in place: REPLY_DEFERRED_ROOM bytes at the end of
+ * the tail block (or of a new block when the tail has no room), and the
+ * elements follow in the same block. Filling writes the header at the start
+ * of the room and closes up the unused rest by moving down the bytes after
+ * it in that block only (later blocks are separate writev entries, so a
+ * shorter block is fine). That costs a move of at most one block, but no
+ * block per aggregate: nested deferred aggregates stay packed, and a small
+ * reply stays one buffer. Blocks are never moved or freed while a command
+ * runs, so (block, offset) stays valid; a fill that closes up a block shifts
+ * the other open headers after it in that block, which is why the open ones
+ * are tracked here and can be filled in any order. */
+
+/* "*" + "-9223372036854775808" + "\r\n": the longest header. */
+#define REPLY_DEFERRED_ROOM 23
+
+typedef struct deferred_slot {
+    reply_block *b; /* NULL: filled (a slot below the top waiting to be popped) */
+    size_t off;
+    char prefix;
+    char pairs; /* RESP2 map: the array counts keys and values */
+} deferred_slot;
+
+typedef struct reply_deferred_state {
+    int count; /* slots in use, the top one open */
+    int cap;
+    deferred_slot slots[];
+} reply_deferred_state;
+
+static reply_deferred reply_deferred_add(client *c, char prefix, int pairs) {
+    if (c->flags & REPLY_DROPPED) return REPLY_DEFERRED_NONE;
+    reply_schedule(c);
+    reply_block *b = c->reply_tail;
+    if (!b || b->obj || b->size - b->used < REPLY_DEFERRED_ROOM) {
+        b = reply_new_block(c, REPLY_DEFERRED_ROOM);
+        if (srv.obuf_limit_normal.hard) client_check_obuf_now(c);
+    }
+    reply_deferred_state *st = c->reply_deferred;
+    if (!st || st->count == st->cap) {
+        int count = st ? st->count : 0, cap = st ? st->cap * 2 : 8;
+        st = km_realloc(st, sizeof(*st) + sizeof(deferred_slot) * (size_t)cap);
+        st->count = count;
+        st->cap = cap;
+        c->reply_deferred = st;
+    }
+    deferred_slot *s = &st->slots[st->count++];
+    s->b = b;
+    s->off = b->used;
+    s->prefix = prefix;
+    s->pairs = (char)pairs;
+    /* The room counts as pending output until the fill gives back what the
+     * header did not need, so reply_bytes always matches the chain. */
+    b->used += REPLY_DEFERRED_ROOM;
+    c->reply_bytes += REPLY_DEFERRED_ROOM;
+    return st->count;
+}
+
+reply_deferred reply_deferred_array(client *c) {
+    return reply_deferred_add(c, '*', 0);
+}
+
+reply_deferred reply_deferred_map(client *c) {
+    return c->resp >= 3 ? reply_deferred_add(c, '%', 0) : reply_deferred_add(c, '*', 1);
+}
+
+reply_deferred reply_deferred_set(client *c) {
+    return reply_deferred_add(c, c->resp >= 3 ? '~' : '*', 0);
+}
+
+void reply_set_deferred_len(client *c, reply_deferred h, long long n) {
+    reply_deferred_state *st = c->reply_deferred;
+    /* NONE (replies dropped), or a handle not open: nothing was reserved. */
+    if (h == REPLY_DEFERRED_NONE || !st || h > st->count || !st->slots[h - 1].b) return;
+    deferred_slot *s = &st->slots[h - 1];
+    char hdr[REPLY_DEFERRED_ROOM + 1];
+    hdr[0] = s->prefix;
+    size_t len = 1 + ll_to_str(hdr + 1, s->pairs ? n * 2 : n);
+    hdr[len++] = '\r';
+    hdr[len++] = '\n';
+    reply_block *b = s->b;
+    size_t gap = REPLY_DEFERRED_ROOM - len, after = s->off + REPLY_DEFERRED_ROOM;
+    memcpy(b->buf + s->off, hdr, len);
+    memmove(b->buf + s->off + len, b->buf + after, b->used - after);
+    b->used -= gap;
+    c->reply_bytes -= gap;
+    for (int i = 0; i < st->count; i++)
+        if (st->slots[i].b == b && st->slots[i].off > s->off) st->slots[i].off -= gap;
+    s->b = NULL;
+    while (st->count > 0 && !st->slots[st->count - 1].b) st->count--;
+    if (st->count == 0) {
+        km_free(st);
+        c->reply_deferred = NULL;
+    }
+}
+
+int reply_deferred_open(const client *c) {
+    const reply_deferred_state *st = c->reply_deferred;
+    int open = 0;
+    for (int i = 0; st && i < st->count; i++) open += st->slots[i].b != NULL;
+    return open;
+}
+
+/* ---- capturing replies ---- */
+
+static void reply_buf_append(reply_buf *out, const char *s, size_t len) {
+    if (out->cap - out->len < len) {
+        size_t cap = out->cap ? out->cap : 256;
+        while (cap - out->len < len) cap *= 2;
+        out->ptr = km_realloc(out->ptr, cap);
+        out->cap = cap;
+    }
+    memcpy(out->ptr + out->len, s, len);
+    out->len += len;
+}
+
+void reply_buf_free(reply_buf *b) {
+    km_free(b->ptr);
+    b->ptr = NULL;
+    b->len = b->cap = 0;
+}
+
+void reply_take(client *c, reply_buf *out) {
+    /* An open header would be taken half-written, and its slot would point
+     * at a freed block: a command that forgot to fill one is a bug. Its
+     * handles are dropped so a late fill cannot write into freed memory. */
+    assert(!c->reply_deferred);
+    km_free(c->reply_deferred);
+    c->reply_deferred = NULL;
+    reply_block *b = c->reply_head;
+    while (b) {
+        reply_block *next = b->next;
+        const char *base = b->obj ? b->obj->v.ptr : b->buf;
+        reply_buf_append(out, base + b->sent, b->used - b->sent);
+        if (b->obj) obj_decref(b->obj);
+        km_free(b);
+        b = next;
+    }
+    c->reply_head = c->reply_tail = NULL;
+    c->reply_bytes = 0;
+}
+
+int reply_capture_run(client *c, int argc, const karg *argv, reply_buf *out) {
+    if (argc < 1 || c->conn || (c->flags & (CLIENT_PROTECTED | CLIENT_CLOSE_ASAP))) return K_ERR;
+    if (argc > c->argv_cap) {
+        c->argv = km_realloc(c->argv, sizeof(karg) * (size_t)argc);
+        c->argv_cap = argc;
+    }
+    memcpy(c->argv, argv, sizeof(karg) * (size_t)argc);
+    c->argc = argc;
+    /* A module command or script runs this inside its own command: that
+     * client is the current one again afterwards. Protected, c outlives a
+     * command that closes it until the closed clients are freed. */
+    client *outer = srv.current_client;
+    c->flags |= CLIENT_PROTECTED;
+    client_execute(c);
+    c->flags &= ~CLIENT_PROTECTED;
+    srv.current_client = outer;
+    c->argc = 0;
+    reply_take(c, out);
+    return (c->flags & CLIENT_CLOSE_ASAP) ? K_ERR : K_OK;
 }

@@ -5,6 +5,13 @@
  * so commands are written once for both. Large string values are appended by
  * reference (reply_bulk_obj), never copied.
  *
+ * Aggregates whose length is known only at the end are deferred: the
+ * header's room is reserved in the reply chain and filled later.
+ *
+ * Replies can also be captured: a command run on a connection-less client
+ * by reply_capture_run() leaves its RESP bytes in a reply_buf, so a module
+ * or a script can read what the command answered.
+ *
  * Threads: main thread. */
 #ifndef KEEL_REPLY_H
 #define KEEL_REPLY_H
@@ -32,6 +39,49 @@ void reply_array(client *c, long long n);
 void reply_map(client *c, long long n); /* n pairs */
 void reply_set(client *c, long long n);
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext);
+
+/* ---- deferred aggregate lengths ----
+ *
+ *     reply_deferred h = reply_deferred_array(c);
+ *     ... append the elements, counting them ...
+ *     reply_set_deferred_len(c, h, count);
+ *
+ * Every handle must be filled before the command returns (nothing is sent
+ * while one is open). Handles may nest and may be filled in any order. For
+ * a map, n counts pairs; RESP2 clients get an array of 2n (a set: of n).
+ * While replies are dropped (CLIENT REPLY OFF/SKIP, a closing client) the
+ * handle is REPLY_DEFERRED_NONE and filling it does nothing. */
+typedef int reply_deferred;
+#define REPLY_DEFERRED_NONE 0
+
+reply_deferred reply_deferred_array(client *c);
+reply_deferred reply_deferred_map(client *c);
+reply_deferred reply_deferred_set(client *c);
+void reply_set_deferred_len(client *c, reply_deferred h, long long n);
+/* Headers reserved on c and not yet filled (0 between commands). */
+int reply_deferred_open(const client *c);
+
+/* ---- capturing replies ---- */
+
+/* A growable byte buffer holding RESP replies; zero-initialise it. */
+typedef struct reply_buf {
+    char *ptr;
+    size_t len;
+    size_t cap;
+} reply_buf;
+
+void reply_buf_free(reply_buf *b);
+/* Appends c's pending replies to out and empties c's reply chain. Only for a
+ * client nothing else sends from: connection-less, between commands. */
+void reply_take(client *c, reply_buf *out);
+/* Runs argv (argc >= 1; the arguments stay the caller's) on c, a
+ * connection-less client created with client_create(NULL), and appends its
+ * reply to out. The command goes through the usual checks (arity, AUTH,
+ * MULTI queueing, CLIENT REPLY). K_ERR without running anything if argc < 1,
+ * c has a connection or c is already executing (a command re-entering its
+ * own client); K_ERR after running it if c was closed (CLIENT KILL, output
+ * limit): it is freed with the closed clients, so the caller must drop it. */
+int reply_capture_run(client *c, int argc, const karg *argv, reply_buf *out);
 
 /* Common errors. */
 void reply_wrong_arity(client *c);
