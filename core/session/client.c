@@ -603,6 +603,9 @@ static int client_precheck(client *c) {
 
 void client_execute(client *c) {
     c->cmd_errors = 0;
+    /* Nested runs (a module or script calling a command through a capture
+     * client) give the outer command's client back afterwards. */
+    client *outer = current_client;
     current_client = c;
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
@@ -614,7 +617,7 @@ void client_execute(client *c) {
             call(c);
         }
     }
-    current_client = NULL;
+    current_client = outer;
     /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
     c->flags &= ~CLIENT_REPLY_SKIP;
     if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;

@@ -292,7 +292,7 @@ static reply_deferred reply_deferred_add(client *c, char prefix, int pairs) {
     reply_block *b = c->reply_tail;
     if (!b || b->obj || b->size - b->used < REPLY_DEFERRED_ROOM) {
         b = reply_new_block(c, REPLY_DEFERRED_ROOM);
-        if (srv.obuf_limit_normal.hard) client_check_obuf_now(c);
+        if (session_opts()->obuf_limit_normal.hard) client_check_obuf_now(c);
     }
     reply_deferred_state *st = c->reply_deferred;
     if (!st || st->count == st->cap) {
@@ -406,14 +406,13 @@ int reply_capture_run(client *c, int argc, const karg *argv, reply_buf *out) {
     }
     memcpy(c->argv, argv, sizeof(karg) * (size_t)argc);
     c->argc = argc;
-    /* A module command or script runs this inside its own command: that
-     * client is the current one again afterwards. Protected, c outlives a
-     * command that closes it until the closed clients are freed. */
-    client *outer = srv.current_client;
+    /* A module command or script runs this inside its own command:
+     * client_execute puts that client back as the current one afterwards.
+     * Protected, c outlives a command that closes it until the closed
+     * clients are freed. */
     c->flags |= CLIENT_PROTECTED;
     client_execute(c);
     c->flags &= ~CLIENT_PROTECTED;
-    srv.current_client = outer;
     c->argc = 0;
     reply_take(c, out);
     return (c->flags & CLIENT_CLOSE_ASAP) ? K_ERR : K_OK;
