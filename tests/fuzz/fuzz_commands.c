@@ -531,7 +531,7 @@ static void fz_gen_command_name(fz_run *r) {
 static void fz_gen_client_id(fz_run *r) {
     unsigned slot = fz_u8(r) % (FZ_CLIENTS + 1);
     client *c = slot < FZ_CLIENTS ? r->cl[slot] : NULL;
-    unsigned long long id = c ? c->id : srv.next_client_id + 1;
+    unsigned long long id = c ? c->id : 1ULL << 62; /* no client has it */
     fz_printf(&r->args, "%llu", id);
 }
 

@@ -2,12 +2,13 @@
  * expiry through the cached clock event_cached_ms(), PERSIST, KEEPTTL, the active
  * expire cycle, FLUSHDB/SWAPDB, RENAME/MOVE/COPY's moves, the change count
  * (INFO rdb_changes_since_last_save), keyspace hit/miss counters and access
- * clocks.
+ * clocks, and the change hooks.
  *
  * Every test runs between a fresh fresh db_options + db_setup() and
  * db_teardown(); time is simulated by setting event_cached_ms(). */
 #include "keyspace/db.h"
 
+#include "common/common.h"
 #include "common/kmem.h"
 #include "ds/hashtable.h"
 #include "event/event.h"
@@ -587,6 +588,67 @@ START_TEST(test_active_expire_far_ttls) {
 }
 END_TEST
 
+
+/* ---- change hooks --------------------------------------------------------- */
+
+/* What a recording hook heard: the event, the key, the database, the keys
+ * the database still held at the time (FLUSHED is announced before). */
+typedef struct heard {
+    db_event ev[16];
+    char key[16][16];
+    int dbid[16];
+    size_t size_then[16];
+    long long changes[16];
+    int n;
+} heard;
+
+static void record(const db_change *ch, void *priv) {
+    heard *h = priv;
+    if (h->n == 16) return;
+    h->ev[h->n] = ch->event;
+    snprintf(h->key[h->n], sizeof(h->key[0]), "%.*s", (int)ch->len, ch->key ? ch->key : "");
+    h->dbid[h->n] = ch->d->id;
+    h->size_then[h->n] = db_size(ch->d);
+    h->changes[h->n] = ch->changes;
+    h->n++;
+}
+
+START_TEST(test_hooks_hear_every_change) {
+    heard h = {0};
+    ck_assert_int_eq(db_add_hook(record, &h), K_OK);
+    ck_assert_int_eq(db_add_hook(record, &h), K_ERR); /* the same hook twice */
+    db *d0 = db_get(0);
+    set_str(d0, "a", "1", 0);
+    db_delete(d0, "a", 1);
+    set_str(d0, "e", "1", 0);
+    db_set_expire(d0, get(d0, "e"), T0 + 10);
+    event_set_cached_ms(T0 + 20);
+    ck_assert_ptr_null(get(d0, "e")); /* lazy expiry */
+    set_str(d0, "v", "1", 0);
+    db_evict(d0, "v", 1);
+    set_str(d0, "x", "1", 0);
+    set_str(d0, "y", "1", 0);
+    db_flush(d0);
+    db_swap(0, 1);
+    db_remove_hook(record, &h);
+    set_str(d0, "after", "1", 0); /* removed: not heard */
+
+    static const db_event want[] = {DB_EV_MODIFIED, DB_EV_DELETED,  DB_EV_MODIFIED, DB_EV_MODIFIED,
+                                    DB_EV_EXPIRED,  DB_EV_MODIFIED, DB_EV_EVICTED,  DB_EV_MODIFIED,
+                                    DB_EV_MODIFIED, DB_EV_FLUSHED,  DB_EV_SWAPPED};
+    static const char *keys[] = {"a", "a", "e", "e", "e", "v", "v", "x", "y", "", ""};
+    static const long long counts[] = {1, 1, 1, 1, 0, 1, 0, 1, 1, 2, 1};
+    ck_assert_int_eq(h.n, (int)(sizeof(want) / sizeof(want[0])));
+    for (int i = 0; i < h.n; i++) {
+        ck_assert_msg(h.ev[i] == want[i], "event %d: %d, want %d", i, h.ev[i], want[i]);
+        ck_assert_str_eq(h.key[i], keys[i]);
+        ck_assert_int_eq(h.changes[i], counts[i]);
+    }
+    ck_assert_uint_eq(h.size_then[9], 2); /* FLUSHED: announced while x and y are there */
+    ck_assert_int_eq(h.dbid[10], 0);
+}
+END_TEST
+
 static Suite *db_suite(void) {
     Suite *s = suite_create("db");
     TCase *tc = tcase_create("basic");
@@ -602,6 +664,7 @@ static Suite *db_suite(void) {
     tcase_add_test(tc, test_move_replaces);
     tcase_add_test(tc, test_lru_clock);
     tcase_add_test(tc, test_lfu_clock);
+    tcase_add_test(tc, test_hooks_hear_every_change);
     suite_add_tcase(s, tc);
 
     TCase *ex = tcase_create("expire");

@@ -29,12 +29,6 @@
 /* The keyspace stands alone: its options and counters are the test's. */
 static db_options opts;
 static db_metrics stats;
-static long long changes;
-
-static void count_changes(const db_change *ch, void *priv) {
-    changes += ch->changes;
-}
-
 static void setup(void) {
     opts = (db_options){.databases = 16,
                         .maxmemory_policy = MAXMEMORY_NOEVICTION,
@@ -43,11 +37,9 @@ static void setup(void) {
                         .lfu_decay_time = 1,
                         .active_expire_effort = 1};
     stats = (db_metrics){0};
-    changes = 0;
     event_set_cached_ms(T0);
     srand(12345);
     db_setup(&opts, &stats);
-    db_add_hook(count_changes, NULL);
 }
 
 static void teardown(void) {
