@@ -24,6 +24,7 @@ extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
 extern const command_family commands_module;
+extern const command_family commands_command;
 
 /* Procedures other files refer to (dispatch treats these specially). */
 void cmd_multi(client *c);

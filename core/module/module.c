@@ -139,6 +139,10 @@ void module_foreach(module_list_fn fn, void *priv) {
         fn(m->name, m->version, m->path, m->argc, m->argv, priv);
 }
 
+const char *module_name_of(const void *mod) {
+    return ((const module *)mod)->name;
+}
+
 /* ---- the handshake ---- */
 
 /* dlsym returns an object pointer; the union converts it to the entry's

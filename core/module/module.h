@@ -37,6 +37,8 @@ size_t module_count(void);
 typedef void (*module_list_fn)(const char *name, uint32_t version, const char *path, int argc,
                                char *const *argv, void *priv);
 void module_foreach(module_list_fn fn, void *priv);
+/* The name of the module a command's module field points to. */
+const char *module_name_of(const void *mod);
 
 /* Runs the modules' cron hooks (server cron). */
 void module_cron(void);
