@@ -9,9 +9,11 @@ facts clients see in COMMAND INFO / COMMAND DOCS are Valkey's. Free text
 (summaries, history, argument summaries, key spec notes) is left out: the
 summaries shown are Keel's own, from the family tables.
 
-Usage: tools/gen_command_docs.py GIT_DIR > core/commands/command_docs.c
-(GIT_DIR: a clone or bare mirror of valkey-io/valkey). Add a command's
-fullname to COMMANDS when Keel registers a new one, then rerun."""
+Usage (GIT_DIR: a clone or bare mirror of valkey-io/valkey):
+  tools/gen_command_docs.py GIT_DIR | clang-format --assume-filename=x.c \
+      > core/commands/command_docs.c
+Add a command's fullname to COMMANDS when Keel registers a new one (and
+to GETKEYS if Valkey gives it a get_keys_function), then rerun."""
 import json
 import subprocess
 import sys
@@ -135,6 +137,9 @@ def main():
     entries = []
     for fullname in sorted(COMMANDS):
         d = load(git_dir, fullname)
+        if d.get("get_keys_function") and fullname not in GETKEYS:
+            sys.exit("%s: Valkey finds its keys with %s; add Keel's to GETKEYS"
+                     % (fullname, d["get_keys_function"]))
         prefix = ident(fullname)
         fields = [".fullname = %s" % c_str(fullname), ".group = %s" % c_str(d["group"]),
                   ".since = %s" % c_str(d.get("since")),

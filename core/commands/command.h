@@ -6,6 +6,10 @@
  * extraction for WATCH, cluster slot checks and ACLs all read this table, so
  * a module command is indistinguishable from a built-in one.
  *
+ * Built-ins also point at their metadata in Valkey's model (command_docs.c,
+ * attached at registration): key specs, which key extraction reads, and the
+ * argument tree, ACL categories and documentation COMMAND reports.
+ *
  * Threads: the table is read and modified on the main thread only. */
 #ifndef KEEL_COMMAND_H
 #define KEEL_COMMAND_H
