@@ -757,19 +757,23 @@ static void memory_help(client *c) {
     {.name = n, .proc = p, .arity = a, .flags = CMD_READONLY, .first_key = fk, .last_key = fk, \
      .key_step = fk ? 1 : 0, .summary = s}
 
+#define HELP_SUB(p) \
+    {.name = "help", .proc = p, .arity = 2, .flags = CMD_LOADING | CMD_STALE, \
+     .summary = "Returns helpful text about the different subcommands."}
+
 static command object_subcommands[] = {
     SUB("encoding", object_encoding, 3, 2, "Returns the internal encoding of an object."),
     SUB("freq", object_freq, 3, 2, "Returns the logarithmic access frequency counter of an object."),
     SUB("idletime", object_idletime, 3, 2, "Returns the time since the last access to an object."),
     SUB("refcount", object_refcount, 3, 2, "Returns the reference count of a value of a key."),
-    SUB("help", object_help, 2, 0, "Returns helpful text about the different subcommands."),
+    HELP_SUB(object_help),
     {.name = NULL},
 };
 
 static command memory_subcommands[] = {
     SUB("usage", memory_usage, -3, 2, "Estimates the memory usage of a key."),
-    SUB("stats", memory_stats, 2, 0, "Returns details about memory usage."),
-    SUB("help", memory_help, 2, 0, "Returns helpful text about the different subcommands."),
+    {.name = "stats", .proc = memory_stats, .arity = 2, .summary = "Returns details about memory usage."},
+    HELP_SUB(memory_help),
     {.name = NULL},
 };
 

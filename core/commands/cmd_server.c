@@ -1,5 +1,5 @@
 /* cmd_server.c -- connection and server commands: PING, ECHO, HELLO, AUTH,
- * QUIT, RESET, CLIENT, COMMAND, TIME, SHUTDOWN, SAVE/BGSAVE/LASTSAVE (which
+ * QUIT, RESET, CLIENT, TIME, SHUTDOWN, SAVE/BGSAVE/LASTSAVE (which
  * answer without persistence), DEBUG, plus the table
  * entries for INFO, CONFIG and SLOWLOG whose bodies live with their
  * subsystems. */
@@ -46,8 +46,7 @@ static int auth_check(client *c, const karg *user, const karg *pass) {
     /* Compare in time independent of where the first difference is. */
     size_t n = session_opts()->requirepass.len;
     unsigned char diff = pass->len != n;
-    for (size_t i = 0; i < pass->len; i++)
-        diff |= (unsigned char)(pass->ptr[i] ^ session_opts()->requirepass.ptr[i % (n ? n : 1)]);
+    for (size_t i = 0; i < pass->len; i++) diff |= (unsigned char)(pass->ptr[i] ^ session_opts()->requirepass.ptr[i % (n ? n : 1)]);
     return diff == 0;
 }
 
@@ -440,169 +439,6 @@ static void client_no_touch(client *c) {
     client_flag_switch(c, CLIENT_NO_TOUCH);
 }
 
-/* ---- COMMAND ---- */
-
-static void command_reply_flags(client *c, const command *cmd) {
-    const char *names[32];
-    int n = command_flag_names(cmd, names, 32);
-    reply_set(c, n);
-    for (int i = 0; i < n; i++) reply_simple(c, names[i]);
-}
-
-static void command_reply_acl(client *c, const command *cmd) {
-    const char *cats[6];
-    int n = 0;
-    if (cmd->flags & CMD_WRITE) cats[n++] = "@write";
-    if (cmd->flags & CMD_READONLY) cats[n++] = "@read";
-    cats[n++] = cmd->flags & CMD_FAST ? "@fast" : "@slow";
-    if (cmd->flags & CMD_ADMIN) {
-        cats[n++] = "@admin";
-        cats[n++] = "@dangerous";
-    }
-    const char *group = cmd->parent ? cmd->parent->group : cmd->group;
-    if (group && !strcmp(group, "string")) cats[n++] = "@string";
-    else if (group && !strcmp(group, "generic")) cats[n++] = "@keyspace";
-    else if (group && !strcmp(group, "connection")) cats[n++] = "@connection";
-    reply_set(c, n);
-    for (int i = 0; i < n; i++) reply_simple(c, cats[i]);
-}
-
-/* One key spec derived from first/last/step: index search, range find. */
-static void command_reply_keyspecs(client *c, const command *cmd) {
-    if (cmd->first_key <= 0) {
-        reply_array(c, 0);
-        return;
-    }
-    reply_array(c, 1);
-    reply_map(c, 3);
-    reply_bulk_cstr(c, "flags");
-    reply_set(c, 1);
-    reply_simple(c, cmd->flags & CMD_WRITE ? "RW" : "RO");
-    reply_bulk_cstr(c, "begin_search");
-    reply_map(c, 2);
-    reply_bulk_cstr(c, "type");
-    reply_bulk_cstr(c, "index");
-    reply_bulk_cstr(c, "spec");
-    reply_map(c, 1);
-    reply_bulk_cstr(c, "index");
-    reply_int(c, cmd->first_key);
-    reply_bulk_cstr(c, "find_keys");
-    reply_map(c, 2);
-    reply_bulk_cstr(c, "type");
-    reply_bulk_cstr(c, "range");
-    reply_bulk_cstr(c, "spec");
-    reply_map(c, 3);
-    reply_bulk_cstr(c, "lastkey");
-    reply_int(c, cmd->last_key < 0 ? cmd->last_key : cmd->last_key - cmd->first_key);
-    reply_bulk_cstr(c, "keystep");
-    reply_int(c, cmd->key_step);
-    reply_bulk_cstr(c, "limit");
-    reply_int(c, 0);
-}
-
-static void command_reply_info(client *c, const command *cmd) {
-    if (!cmd) {
-        reply_null_array(c);
-        return;
-    }
-    reply_array(c, 10);
-    reply_bulk_cstr(c, cmd->fullname);
-    reply_int(c, cmd->arity);
-    command_reply_flags(c, cmd);
-    reply_int(c, cmd->first_key);
-    reply_int(c, cmd->last_key);
-    reply_int(c, cmd->key_step);
-    command_reply_acl(c, cmd);
-    reply_set(c, 0);
-    command_reply_keyspecs(c, cmd);
-    long long subs = 0;
-    for (const command *sub = cmd->subcommands; sub && sub->name; sub++) subs++;
-    reply_array(c, subs);
-    for (const command *sub = cmd->subcommands; sub && sub->name; sub++) command_reply_info(c, sub);
-}
-
-static void command_info_cb(command *cmd, void *priv) {
-    command_reply_info(priv, cmd);
-}
-
-static void command_name_cb(command *cmd, void *priv) {
-    reply_bulk_cstr(priv, cmd->name);
-}
-
-static void command_reply_docs(client *c, const command *cmd) {
-    reply_bulk_cstr(c, cmd->name);
-    reply_map(c, 3);
-    reply_bulk_cstr(c, "summary");
-    reply_bulk_cstr(c, cmd->summary ? cmd->summary : "");
-    reply_bulk_cstr(c, "since");
-    reply_bulk_cstr(c, cmd->since ? cmd->since : "1.0.0");
-    reply_bulk_cstr(c, "group");
-    reply_bulk_cstr(c, cmd->module ? "module" : (cmd->group ? cmd->group : "server"));
-}
-
-static void command_docs_cb(command *cmd, void *priv) {
-    command_reply_docs(priv, cmd);
-}
-
-static void command_docs(client *c) {
-    if (c->argc == 2) {
-        reply_map(c, (long long)command_count());
-        command_foreach(command_docs_cb, c);
-        return;
-    }
-    int found = 0;
-    for (int i = 2; i < c->argc; i++) found += command_lookup(c->argv[i].ptr, c->argv[i].len) != NULL;
-    reply_map(c, found);
-    for (int i = 2; i < c->argc; i++) {
-        command *cmd = command_lookup(c->argv[i].ptr, c->argv[i].len);
-        if (cmd) command_reply_docs(c, cmd);
-    }
-}
-
-static void command_getkeys(client *c) {
-    command *cmd = command_lookup(c->argv[2].ptr, c->argv[2].len);
-    int argc = c->argc - 2;
-    if (!cmd) {
-        reply_error(c, "ERR Invalid command specified");
-        return;
-    }
-    if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
-        reply_error(c, "ERR Invalid number of arguments specified for command");
-        return;
-    }
-    int keys[256];
-    int n = command_get_keys(cmd, argc, keys, 256);
-    if (n == 0) {
-        reply_error(c, "ERR The command has no key arguments");
-        return;
-    }
-    reply_array(c, n);
-    for (int i = 0; i < n; i++) reply_bulk(c, c->argv[2 + keys[i]].ptr, c->argv[2 + keys[i]].len);
-}
-
-static void cmd_command(client *c) {
-    reply_array(c, (long long)command_count());
-    command_foreach(command_info_cb, c);
-}
-
-static void command_count_cmd(client *c) {
-    reply_int(c, (long long)command_count());
-}
-
-static void command_info(client *c) {
-    if (c->argc == 2) {
-        cmd_command(c);
-        return;
-    }
-    reply_array(c, c->argc - 2);
-    for (int i = 2; i < c->argc; i++) command_reply_info(c, command_lookup(c->argv[i].ptr, c->argv[i].len));
-}
-
-static void command_list(client *c) {
-    reply_array(c, (long long)command_count());
-    command_foreach(command_name_cb, c);
-}
-
 /* ---- SHUTDOWN, and the persistence commands Keel answers without it ---- */
 
 /* Keel keeps its dataset in memory only: there is no RDB or AOF to write.
@@ -725,20 +561,6 @@ static void cmd_debug(client *c) {
     }
 }
 
-static void command_help(client *c) {
-    static const char *help[] = {
-        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "(no subcommand)", "    Return details about all commands.",
-        "COUNT", "    Return the total number of commands in this server.",
-        "LIST", "    Return a list of all commands in this server.",
-        "INFO [<command-name> ...]", "    Return details about multiple commands.",
-        "DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
-        "GETKEYS <full-command>", "    Return the keys from a full command.",
-        "HELP", "    Print this help.",
-    };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
-}
 
 #define SRV_CMD(n, p, a, f, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "server", .summary = s, .since = v}
@@ -765,16 +587,6 @@ static command client_subcommands[] = {
     SUB_END,
 };
 
-static command command_subcommands[] = {
-    SUB("count", command_count_cmd, 2, CMD_LOADING | CMD_STALE, "Returns a count of commands."),
-    SUB("info", command_info, -2, CMD_LOADING | CMD_STALE, "Returns information about one, multiple or all commands."),
-    SUB("docs", command_docs, -2, CMD_LOADING | CMD_STALE, "Returns documentary information about one, multiple or all commands."),
-    SUB("list", command_list, -2, CMD_LOADING | CMD_STALE, "Returns a list of command names."),
-    SUB("getkeys", command_getkeys, -3, CMD_LOADING | CMD_STALE, "Extracts the key names from an arbitrary command."),
-    SUB("help", command_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
-    SUB_END,
-};
-
 static command slowlog_subcommands[] = {
     SUB("get", slowlog_get_command, -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the slow log's entries."),
     SUB("len", slowlog_len_command, 2, CMD_ADMIN | CMD_LOADING | CMD_STALE, "Returns the number of entries in the slow log."),
@@ -785,59 +597,30 @@ static command slowlog_subcommands[] = {
 
 static command server_table[] = {
     CONN_CMD("ping", cmd_ping, -1, CMD_FAST, "Returns the server's liveliness response.", "1.0.0"),
-    CONN_CMD("echo", cmd_echo, 2, CMD_FAST, "Returns the given string.", "1.0.0"),
-    CONN_CMD("hello", cmd_hello, -1,
-             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("echo", cmd_echo, 2, CMD_FAST | CMD_LOADING | CMD_STALE, "Returns the given string.", "1.0.0"),
+    CONN_CMD("hello", cmd_hello, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Handshakes with the server.", "6.0.0"),
-    CONN_CMD("auth", cmd_auth, -2,
-             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("auth", cmd_auth, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Authenticates the connection.", "1.0.0"),
-    CONN_CMD("quit", cmd_quit, -1,
-             CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH |
-                 CMD_ALLOW_BUSY,
+    CONN_CMD("quit", cmd_quit, -1, CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Closes the connection.", "1.0.0"),
-    CONN_CMD("reset", cmd_reset, 1,
-             CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH |
-                 CMD_ALLOW_BUSY,
+    CONN_CMD("reset", cmd_reset, 1, CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Resets the connection.", "6.2.0"),
-    {.name = "client",
-     .arity = -2,
-     .group = "connection",
-     .since = "2.4.0",
-     .summary = "A container for client connection commands.",
-     .subcommands = client_subcommands},
-    {.name = "command",
-     .proc = cmd_command,
-     .arity = -1,
-     .flags = CMD_LOADING | CMD_STALE,
-     .group = "server",
-     .since = "2.8.13",
-     .summary = "Returns detailed information about all commands.",
-     .subcommands = command_subcommands},
-    {.name = "slowlog",
-     .arity = -2,
-     .group = "server",
-     .since = "2.2.12",
-     .summary = "A container for slow log commands.",
-     .subcommands = slowlog_subcommands},
-    CLUSTER_CMD(
-        "readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-        "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).",
-        "3.0.0"),
-    CLUSTER_CMD(
-        "readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-        "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).",
-        "3.0.0"),
-    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.",
-            "2.6.0"),
-    SRV_CMD("shutdown", cmd_shutdown, -1,
-            CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
+    {.name = "client", .arity = -2, .group = "connection", .since = "2.4.0",
+     .summary = "A container for client connection commands.", .subcommands = client_subcommands},
+    {.name = "slowlog", .arity = -2, .group = "server", .since = "2.2.12",
+     .summary = "A container for slow log commands.", .subcommands = slowlog_subcommands},
+    CLUSTER_CMD("readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+                "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).", "3.0.0"),
+    CLUSTER_CMD("readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+                "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).", "3.0.0"),
+    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
+    SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),
     SRV_CMD("save", cmd_save, 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI,
             "Saves the dataset to disk and waits (refused: Keel has no persistence).", "1.0.0"),
     SRV_CMD("bgsave", cmd_bgsave, -1, CMD_ADMIN | CMD_NOSCRIPT,
-            "Saves the dataset to disk in the background (refused: Keel has no persistence).",
-            "1.0.0"),
+            "Saves the dataset to disk in the background (refused: Keel has no persistence).", "1.0.0"),
     SRV_CMD("lastsave", cmd_lastsave, 1, CMD_LOADING | CMD_STALE | CMD_FAST,
             "The Unix time of the last save (Keel never saves: its start time).", "1.0.0"),
     SRV_CMD("debug", cmd_debug, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,

@@ -439,7 +439,7 @@ static command string_table[] = {
     STR_CMD("mget", cmd_mget, -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "Atomically returns the string values of one or more keys.", "1.0.0"),
     STR_CMD("mset", cmd_mset, -3, CMD_WRITE | CMD_DENYOOM, 1, -1, 2, "Atomically creates or modifies the string values of one or more keys.", "1.0.1"),
     STR_CMD("msetnx", cmd_msetnx, -3, CMD_WRITE | CMD_DENYOOM, 1, -1, 2, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1"),
-    STR_CMD("append", cmd_append, 3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0"),
+    STR_CMD("append", cmd_append, 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0"),
     STR_CMD("strlen", cmd_strlen, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "Returns the length of a string value.", "2.2.0"),
     STR_CMD("setrange", cmd_setrange, 4, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0"),
     STR_CMD("getrange", cmd_getrange, 4, CMD_READONLY, 1, 1, 1, "Returns a substring of the string stored at a key.", "2.4.0"),

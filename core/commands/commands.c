@@ -6,8 +6,16 @@
 #include "common/common.h"
 
 static const command_family *const builtin_families[] = {
-    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_config,
+    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_config, &commands_command,
 };
+
+int commands_register(command *cmd) {
+    if (command_register(cmd) != K_OK) return K_ERR;
+    command_set_docs(cmd, command_docs_lookup(cmd->fullname));
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++)
+        command_set_docs(sub, command_docs_lookup(sub->fullname));
+    return K_OK;
+}
 
 static const commands_env *env;
 
@@ -19,8 +27,7 @@ void commands_setup(const commands_env *e) {
     env = e;
     for (size_t f = 0; f < K_ARRAY_LEN(builtin_families); f++) {
         const command_family *fam = builtin_families[f];
-        for (size_t i = 0; i < fam->count; i++)
-            command_register(&fam->table[i]);
+        for (size_t i = 0; i < fam->count; i++) commands_register(&fam->table[i]);
     }
     multi_setup();
 }

@@ -24,6 +24,14 @@ extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
 extern const command_family commands_config;
+extern const command_family commands_command;
+
+/* The entry of command_docs.c for fullname ("client|list"), or NULL. */
+const command_docs *command_docs_lookup(const char *fullname);
+/* Registers a built-in command (from any layer at or above this one: the
+ * families, INFO, MODULE) with its metadata and its subcommands'. Returns
+ * K_ERR if the name is taken. */
+int commands_register(command *cmd);
 
 /* What the commands need from the server that composes them, handed in at
  * setup so no command reaches up into the server: its settings (read live)

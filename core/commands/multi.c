@@ -242,13 +242,15 @@ void multi_setup(void) {
     for (int i = 0; i < watched_count; i++)
         watched[i] = hashtable_create(&watch_table_type);
     db_add_hook(multi_on_change, NULL);
-    call_add_client_event(multi_on_client_event, NULL, NULL);
+    /* The ops table doubles as the owner token that teardown removes. */
+    call_add_client_event(multi_on_client_event, NULL, (void *)&multi_txn_ops);
     client_set_txn_ops(&multi_txn_ops);
 }
 
 /* After the clients are gone (their close hook unwatched them). */
 void multi_teardown(void) {
     client_set_txn_ops(NULL);
+    call_remove_owner((void *)&multi_txn_ops);
     db_remove_hook(multi_on_change, NULL);
     for (int i = 0; i < watched_count; i++)
         hashtable_release(watched[i]);

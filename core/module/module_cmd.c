@@ -173,5 +173,5 @@ static command module_table[] = {
  * built-in families it may call into. */
 void module_cmd_setup(void) {
     for (size_t i = 0; i < K_ARRAY_LEN(module_table); i++)
-        command_register(&module_table[i]);
+        commands_register(&module_table[i]);
 }

@@ -145,6 +145,7 @@ static module_command *module_command_new(keel_ctx *ctx, const keel_command_def 
         .summary = d->summary ? km_strdup(d->summary) : NULL,
         .since = NULL,
         .module = ctx->mod,
+        .module_name = ctx->mod->name,
     };
     mc->mod = ctx->mod;
     mc->fn = d->fn;

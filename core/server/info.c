@@ -3,6 +3,7 @@
 #include "server/info.h"
 
 #include "session/command.h"
+#include "commands/commands.h"
 #include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -391,5 +392,5 @@ static command info_commands[] = {
 
 void info_setup(void) {
     for (size_t i = 0; i < K_ARRAY_LEN(info_commands); i++)
-        command_register(&info_commands[i]);
+        commands_register(&info_commands[i]);
 }

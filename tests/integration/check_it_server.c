@@ -885,14 +885,17 @@ START_TEST(test_command_count_and_list) {
     redisReply *count = it_cmd(C, "COMMAND COUNT");
     ck_assert_int_eq(count->type, REDIS_REPLY_INTEGER);
     ck_assert_int_gt(count->integer, 50);
+    /* As Valkey's, LIST names the subcommands too; COUNT and COMMAND only
+     * the top-level commands. */
     redisReply *list = it_cmd(C, "COMMAND LIST");
     ck_assert_int_eq(list->type, REDIS_REPLY_ARRAY);
-    ck_assert_int_eq((long long)list->elements, count->integer);
+    ck_assert_int_gt((long long)list->elements, count->integer);
     redisReply *all = it_cmd(C, "COMMAND");
     ck_assert_int_eq((long long)all->elements, count->integer);
     const char *names = it_fmt(",%s,", it_sorted_join(list));
-    static const char *const must[] = {"get",  "set",    "del",    "expire",  "multi", "exec",
-                                       "info", "config", "client", "command", "hello", "scan"};
+    static const char *const must[] = {"get",    "set",    "del",     "expire", "multi",
+                                       "exec",   "info",   "config",  "client", "command",
+                                       "hello",  "scan",   "config|get", "command|getkeysandflags"};
     for (size_t i = 0; i < sizeof(must) / sizeof(*must); i++)
         ck_assert_msg(strstr(names, it_fmt(",%s,", must[i])), "COMMAND LIST lacks %s", must[i]);
 }

@@ -114,6 +114,30 @@ static void load_ok(const char *name) {
     ck_assert_msg(rv == K_OK, "loading %s: %s", name, err ? err : "?");
 }
 
+/* A module command's metadata: one range key spec from its first/last/step
+ * (RW access update, as Valkey's), the "module" group and its module's
+ * name in COMMAND DOCS, FILTERBY MODULE in COMMAND LIST. */
+START_TEST(test_module_command_metadata) {
+    load_ok("good");
+    expect_contains(RUN("command", "info", "good.put"),
+                    ":1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@slow\r\n");
+    expect_contains(RUN("command", "info", "good.put"),
+                    "*1\r\n*6\r\n$5\r\nflags\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"
+                    "$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n");
+    expect_reply(RUN("command", "getkeysandflags", "good.put", "k", "v"),
+                 "*1\r\n*2\r\n$1\r\nk\r\n*3\r\n+RW\r\n+access\r\n+update\r\n");
+    expect_reply(RUN("command", "getkeys", "good.echo", "x"),
+                 "-ERR The command has no key arguments\r\n");
+    const char *docs = RUN("command", "docs", "good.echo");
+    expect_contains(docs, "$5\r\ngroup\r\n$6\r\nmodule\r\n");
+    expect_contains(docs, "$6\r\nmodule\r\n$4\r\ngood\r\n");
+    const char *list = RUN("command", "list", "filterby", "module", "GOOD");
+    ck_assert_msg(strncmp(list, "*6\r\n", 4) == 0, "FILTERBY MODULE: %s", list);
+    expect_contains(list, "$8\r\ngood.put\r\n");
+    expect_reply(RUN("command", "list", "filterby", "module", "nosuch"), "*0\r\n");
+}
+END_TEST
+
 /* ---- the handshake and its refusals ---- */
 
 START_TEST(test_good_module_runs) {
@@ -637,6 +661,7 @@ static Suite *module_suite(void) {
     TCase *tc = tcase_create("loader");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_good_module_runs);
+    tcase_add_test(tc, test_module_command_metadata);
     tcase_add_test(tc, test_not_a_shared_object);
     tcase_add_test(tc, test_no_entry_point);
     tcase_add_test(tc, test_bad_magic);

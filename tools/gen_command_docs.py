@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""gen_command_docs.py -- writes core/commands/command_docs.c, the metadata
+(key specs, arguments, ACL categories, complexity, tips, doc flags) of the
+built-in commands, from the facts in Valkey's command descriptions.
+
+Keel keeps its own tables in C; this script only reads the Valkey release
+named below (from a git mirror, nothing is copied into the tree) so that the
+facts clients see in COMMAND INFO / COMMAND DOCS are Valkey's. Free text
+(summaries, history, argument summaries, key spec notes) is left out: the
+summaries shown are Keel's own, from the family tables.
+
+Usage (GIT_DIR: a clone or bare mirror of valkey-io/valkey):
+  tools/gen_command_docs.py GIT_DIR | clang-format --assume-filename=x.c \
+      > core/commands/command_docs.c
+Add a command's fullname to COMMANDS when Keel registers a new one (and
+to GETKEYS if Valkey gives it a get_keys_function), then rerun."""
+import json
+import subprocess
+import sys
+
+TAG = "8.0.1"
+
+# Every built-in command and subcommand Keel registers, by fullname.
+COMMANDS = """
+get set setnx setex psetex getex getdel getset mget mset msetnx append strlen
+setrange getrange substr incr decr incrby decrby incrbyfloat
+del unlink exists touch type rename renamenx move copy keys scan randomkey
+dbsize select swapdb flushdb flushall expire pexpire expireat pexpireat ttl
+pttl expiretime pexpiretime persist
+object object|encoding object|freq object|idletime object|refcount object|help
+memory memory|usage memory|stats memory|help
+ping echo hello auth quit reset
+client client|id client|getname client|setname client|list client|info
+client|kill client|setinfo client|no-touch client|reply client|no-evict
+client|help
+command command|count command|info command|docs command|list command|getkeys
+command|getkeysandflags command|help
+info config config|get config|set config|resetstat config|rewrite config|help
+slowlog slowlog|get slowlog|len slowlog|reset slowlog|help
+readonly readwrite time shutdown save bgsave lastsave debug
+multi exec discard watch unwatch
+module module|load module|loadex module|list module|unload module|help
+""".split()
+
+# Valkey flags Keel's family tables do not carry (they have no effect in
+# Keel, but COMMAND INFO shows them).
+EXTRA_FLAGS = {
+    "NO_ASYNC_LOADING": "CMD_NO_ASYNC_LOADING",
+    "NO_MANDATORY_KEYS": "CMD_NO_MANDATORY_KEYS",
+    "ASKING": "CMD_ASKING",
+}
+ARG_TYPES = {
+    "string": "ARG_STRING", "integer": "ARG_INTEGER", "double": "ARG_DOUBLE",
+    "key": "ARG_KEY", "pattern": "ARG_PATTERN", "unix-time": "ARG_UNIX_TIME",
+    "pure-token": "ARG_PURE_TOKEN", "oneof": "ARG_ONEOF", "block": "ARG_BLOCK",
+}
+# Commands whose key flags depend on the arguments (Valkey's getkeys_proc).
+GETKEYS = {"set": "command_set_get_keys"}
+
+
+def load(git_dir, fullname):
+    path = "%s:src/commands/%s.json" % (TAG, fullname.replace("|", "-"))
+    text = subprocess.check_output(["git", "--git-dir", git_dir, "show", path])
+    (_, desc), = json.loads(text).items()
+    return desc
+
+
+def c_str(s):
+    return "NULL" if s is None else json.dumps(s)
+
+
+def ident(fullname):
+    return fullname.replace("|", "_").replace("-", "_")
+
+
+class Emitter:
+    def __init__(self):
+        self.out = []
+        self.n = 0
+
+    def args(self, prefix, args):
+        """Emits the array for args (children first); returns its name."""
+        rows = []
+        for a in args:
+            sub, nsub = "NULL", 0
+            if "arguments" in a:
+                sub, nsub = self.args(prefix, a["arguments"]), len(a["arguments"])
+            flags = [f for f, k in (("ARG_OPTIONAL", "optional"), ("ARG_MULTIPLE", "multiple"),
+                                    ("ARG_MULTIPLE_TOKEN", "multiple_token")) if a.get(k)]
+            fields = [".name = %s" % c_str(a["name"]), ".type = %s" % ARG_TYPES[a["type"]],
+                      ".key_spec_index = %d" % a.get("key_spec_index", -1)]
+            if a.get("display"):
+                fields.append(".display = %s" % c_str(a["display"]))
+            if a.get("token"):
+                # Valkey shows tokens in capitals.
+                fields.append(".token = %s" % c_str(a["token"].upper()))
+            if a.get("since"):
+                fields.append(".since = %s" % c_str(a["since"]))
+            if a.get("deprecated_since"):
+                fields.append(".deprecated_since = %s" % c_str(a["deprecated_since"]))
+            if flags:
+                fields.append(".flags = %s" % " | ".join(flags))
+            if nsub:
+                fields.append(".subargs = %s, .num_args = %d" % (sub, nsub))
+            rows.append("    {%s}," % ", ".join(fields))
+        self.n += 1
+        name = "%s_args_%d" % (prefix, self.n)
+        self.out.append("static const command_arg %s[] = {\n%s\n};\n" % (name, "\n".join(rows)))
+        return name
+
+    def key_specs(self, prefix, specs):
+        rows = []
+        for ks in specs:
+            flags = " | ".join("KEY_SPEC_" + f for f in ks["flags"]) or "0"
+            (bs, bsv), = ks["begin_search"].items()
+            (fk, fkv), = ks["find_keys"].items()
+            if bs == "index":
+                begin = ".begin = KEY_BEGIN_INDEX, .bs.index = %d" % bsv["pos"]
+            else:
+                begin = (".begin = KEY_BEGIN_KEYWORD, .bs.keyword = {%s, %d}"
+                         % (c_str(bsv["keyword"]), bsv["startfrom"]))
+            if fk == "range":
+                find = (".find = KEY_FIND_RANGE, .fk.range = {%d, %d, %d}"
+                        % (fkv["lastkey"], fkv["step"], fkv["limit"]))
+            else:
+                find = (".find = KEY_FIND_KEYNUM, .fk.keynum = {%d, %d, %d}"
+                        % (fkv["keynumidx"], fkv["firstkey"], fkv["step"]))
+            rows.append("    {.flags = %s, %s, %s}," % (flags, begin, find))
+        name = "%s_key_specs" % prefix
+        self.out.append("static const key_spec %s[] = {\n%s\n};\n" % (name, "\n".join(rows)))
+        return name
+
+
+def main():
+    git_dir = sys.argv[1]
+    em = Emitter()
+    entries = []
+    for fullname in sorted(COMMANDS):
+        d = load(git_dir, fullname)
+        if d.get("get_keys_function") and fullname not in GETKEYS:
+            sys.exit("%s: Valkey finds its keys with %s; add Keel's to GETKEYS"
+                     % (fullname, d["get_keys_function"]))
+        prefix = ident(fullname)
+        fields = [".fullname = %s" % c_str(fullname), ".group = %s" % c_str(d["group"]),
+                  ".since = %s" % c_str(d.get("since")),
+                  ".complexity = %s" % c_str(d.get("complexity"))]
+        cats = " | ".join("ACL_CAT_" + c for c in d.get("acl_categories", []))
+        if cats:
+            fields.append(".acl_categories = %s" % cats)
+        extra = " | ".join(EXTRA_FLAGS[f] for f in d.get("command_flags", []) if f in EXTRA_FLAGS)
+        if extra:
+            fields.append(".extra_flags = %s" % extra)
+        doc_flags = " | ".join("CMD_DOC_" + f for f in d.get("doc_flags", []))
+        if doc_flags:
+            fields.append(".doc_flags = %s" % doc_flags)
+        if d.get("deprecated_since"):
+            fields.append(".deprecated_since = %s" % c_str(d["deprecated_since"]))
+        if d.get("replaced_by"):
+            fields.append(".replaced_by = %s" % c_str(d["replaced_by"]))
+        tips = d.get("command_tips", [])
+        if tips:
+            name = prefix + "_tips"
+            em.out.append("static const char *const %s[] = {%s};\n"
+                          % (name, ", ".join(c_str(t.lower()) for t in tips)))
+            fields.append(".tips = %s, .num_tips = %d" % (name, len(tips)))
+        if d.get("key_specs"):
+            fields.append(".key_specs = %s, .num_key_specs = %d"
+                          % (em.key_specs(prefix, d["key_specs"]), len(d["key_specs"])))
+        if d.get("arguments"):
+            fields.append(".args = %s, .num_args = %d"
+                          % (em.args(prefix, d["arguments"]), len(d["arguments"])))
+        if fullname in GETKEYS:
+            fields.append(".get_keys = %s" % GETKEYS[fullname])
+        entries.append("    {%s}," % ",\n     ".join(fields))
+    print(HEADER)
+    print("\n".join(em.out))
+    print("/* Sorted by fullname: command_docs_lookup() searches it by bisection. */")
+    print("static const command_docs docs_table[] = {\n%s\n};" % "\n".join(entries))
+    print(FOOTER)
+
+
+HEADER = """/* command_docs.c -- the metadata of the built-in commands that COMMAND INFO,
+ * COMMAND DOCS and key extraction read: key specs, argument trees, ACL
+ * categories, complexity, tips and doc flags, keyed by fullname ("get",
+ * "client|list"). commands_register() attaches each entry to its command when the
+ * families register, so the family tables stay small.
+ *
+ * Generated by tools/gen_command_docs.py from the facts of Valkey 8.0.1's
+ * command descriptions (so clients see the same shapes); edit the script,
+ * not this file. */
+#include "session/command.h"
+
+#include "common/common.h"
+
+#include <stdlib.h>
+#include <string.h>
+"""
+
+FOOTER = """
+static int docs_compare(const void *key, const void *entry) {
+    return strcmp(key, ((const command_docs *)entry)->fullname);
+}
+
+const command_docs *command_docs_lookup(const char *fullname) {
+    return bsearch(fullname, docs_table, K_ARRAY_LEN(docs_table), sizeof(docs_table[0]),
+                   docs_compare);
+}"""
+
+main()
