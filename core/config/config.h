@@ -4,10 +4,12 @@
  * Each owner of options declares its directives as one table (name, type,
  * where the value lives, default, bounds, whether CONFIG SET may change it)
  * and registers it; the server composes the tables (server_config.c). The
- * module system registers the dotted `<module>.<name>` namespace. Valkey
- * directives that Keel does not implement are accepted from files with a
- * warning, so a stock valkey.conf starts; those that protect the server are
- * refused.
+ * module system registers the dotted `<module>.<name>` namespace. Every
+ * Valkey 8.0.1 directive has a row; those Keel has no feature for are
+ * stored (CFG_NO_EFFECT: a file setting one is warned about), those that
+ * protect the server are refused but for a value asking for nothing
+ * (config_set_refused), and a few of later Valkey versions are accepted from
+ * files with a warning, so a stock valkey.conf starts.
  *
  * Threads: main thread. */
 #ifndef KEEL_CONFIG_H
