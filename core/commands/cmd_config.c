@@ -9,7 +9,6 @@
 #include "ds/glob.h"
 #include "session/reply.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -64,10 +63,8 @@ static void config_get_command(client *c) {
         }
         char name[128];
         if (arg->len >= sizeof(name) || memchr(arg->ptr, '\0', arg->len)) continue;
-        memcpy(name, arg->ptr, arg->len);
+        memcpy(name, arg->ptr, arg->len); /* answered under the name as asked, as in Valkey */
         name[arg->len] = '\0';
-        for (char *p = name; *p; p++)
-            *p = (char)tolower((unsigned char)*p);
         size_t len;
         char *value = config_get_value(name, &len);
         if (!value) continue;

@@ -364,6 +364,7 @@ START_TEST(test_config_get_compat) {
     /* a primary's replicaof, under either name */
     expect_reply(c, "[\"replicaof\",\"\"]", "CONFIG GET replicaof");
     expect_reply(c, "[\"slaveof\",\"\"]", "CONFIG GET slaveof");
+    expect_reply(c, "[\"SLAVEOF\",\"\"]", "CONFIG GET SLAVEOF"); /* the name as asked */
     expect_error(c,
                  "ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set "
                  "immutable config",
