@@ -11,21 +11,27 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* CONFIG GET pattern [pattern ...]: each directive or parameter that
- * matches any pattern, once. */
+ * matches any pattern, once. As in Valkey, a name without glob characters
+ * is looked up directly: it finds an alias under the name asked for and a
+ * hidden directive, which patterns leave out. */
 typedef struct config_get_ctx {
     client *c;
-    kbytes *items; /* name, value, name, value, ... */
+    const karg *pattern; /* NULL: every exact name was added already */
+    kbytes *items;       /* name, value, name, value, ... */
     size_t count, cap;
 } config_get_ctx;
 
-static void config_get_match(const char *name, const char *value, size_t len, void *priv) {
-    config_get_ctx *g = priv;
-    int hit = 0;
-    for (int a = 2; a < g->c->argc && !hit; a++)
-        hit = glob_match(g->c->argv[a].ptr, g->c->argv[a].len, name, strlen(name), 1);
-    if (!hit) return;
+static int config_get_seen(const config_get_ctx *g, const char *name) {
+    for (size_t i = 0; i < g->count; i += 2)
+        if (!strcasecmp(g->items[i].ptr, name)) return 1;
+    return 0;
+}
+
+static void config_get_add(config_get_ctx *g, const char *name, const char *value, size_t len) {
+    if (config_get_seen(g, name)) return;
     if (g->count + 2 > g->cap) {
         g->cap = g->cap ? g->cap * 2 : 32;
         g->items = km_realloc(g->items, sizeof(kbytes) * g->cap);
@@ -34,15 +40,49 @@ static void config_get_match(const char *name, const char *value, size_t len, vo
     g->items[g->count++] = (kbytes){km_strndup(value, len), len};
 }
 
+static void config_get_match(const char *name, const char *value, size_t len, void *priv) {
+    config_get_ctx *g = priv;
+    if (glob_match(g->pattern->ptr, g->pattern->len, name, strlen(name), 1))
+        config_get_add(g, name, value, len);
+}
+
+static int config_is_pattern(const karg *a) {
+    for (size_t i = 0; i < a->len; i++)
+        if (a->ptr[i] == '*' || a->ptr[i] == '?' || a->ptr[i] == '[') return 1;
+    return 0;
+}
+
 static void config_get_command(client *c) {
     config_get_ctx g = {.c = c};
-    config_foreach_value(config_get_match, &g);
+    for (int a = 2; a < c->argc; a++) {
+        const karg *arg = &c->argv[a];
+        if (config_is_pattern(arg)) {
+            g.pattern = arg;
+            config_foreach_value(config_get_match, &g);
+            continue;
+        }
+        char name[128];
+        if (arg->len >= sizeof(name) || memchr(arg->ptr, '\0', arg->len)) continue;
+        memcpy(name, arg->ptr, arg->len); /* answered under the name as asked, as in Valkey */
+        name[arg->len] = '\0';
+        size_t len;
+        char *value = config_get_value(name, &len);
+        if (!value) continue;
+        config_get_add(&g, name, value, len);
+        km_free(value);
+    }
     reply_map(c, (long long)(g.count / 2));
     for (size_t i = 0; i < g.count; i++) {
         reply_bulk(c, g.items[i].ptr, g.items[i].len);
         km_free(g.items[i].ptr);
     }
     km_free(g.items);
+}
+
+/* enable-protected-configs: 0 no, 1 yes, 2 local connections only. */
+static int config_protected_allowed(client *c) {
+    int setting = *commands_env_get()->enable_protected_configs;
+    return setting == 1 || (setting == 2 && c->conn && conn_is_loopback(c->conn));
 }
 
 /* Applies name/value pairs all or nothing: on a failure the values set so
@@ -72,6 +112,8 @@ static void config_set_command(client *c) {
         }
         for (int j = 0; j < i && !err; j++)
             if (!strcmp(names[j], names[i])) err = km_strdup("duplicate parameter");
+        if (!err && config_is_protected(names[i]) && !config_protected_allowed(c))
+            err = km_strdup("can't set protected config");
         if (!err) {
             old[i].ptr = config_get_value(names[i], &old[i].len);
             if (config_set_bytes(names[i], v->ptr, v->len, &err) == K_OK) done++;

@@ -39,6 +39,7 @@ int commands_register(command *cmd);
 typedef struct commands_env {
     const int *enable_debug_cmd;  /* 0 no, 1 yes, 2 local connections only */
     const int *enable_module_cmd; /* the same for MODULE */
+    const int *enable_protected_configs; /* the same for CONFIG SET of dir, dbfilename */
     int *active_expire_enabled;   /* DEBUG SET-ACTIVE-EXPIRE */
     const long long *lastsave;    /* LASTSAVE: unix seconds */
     char *const *configfile;      /* CONFIG REWRITE; NULL: started without a file */

@@ -114,58 +114,14 @@ int config_set_rename(const config_def *d, int argc, char **argv, const char **e
     return K_OK;
 }
 
-/* Valkey directives Keel accepts but does not implement (a file using them
- * starts with a warning naming each). */
-// clang-format off
+/* Valkey directives Keel accepts from files but has no row for (a file
+ * using them starts with a warning naming each): those of later Valkey
+ * versions and those of builds with request/response logging. Every other
+ * Valkey 8.0.1 directive has a row (CONFIG GET/SET/REWRITE), most of them in
+ * the server's compatibility table (server/server_config_compat.c). */
 static const char *const valkey_known[] = {
-     "acl-pubsub-default", "acllog-max-len", "active-defrag-cycle-max", "active-defrag-cycle-min",
-    "active-defrag-ignore-bytes", "active-defrag-max-scan-fields", "active-defrag-threshold-lower",
-    "active-defrag-threshold-upper", "activedefrag", "activerehashing", "always-show-logo",
-    "aof-disable-auto-gc", "aof-load-truncated", "aof-rewrite-incremental-fsync", "aof-timestamp-enabled",
-    "aof-use-rdb-preamble", "appenddirname", "appendfilename", "appendfsync",
-    "auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage", "availability-zone", "bind-source-addr",
-    "busy-reply-threshold", "client-default-resp", "cluster-allow-pubsubshard-when-down",
-    "cluster-allow-reads-when-down", "cluster-allow-replica-migration", "cluster-announce-bus-port",
-    "cluster-announce-client-ipv4", "cluster-announce-client-ipv6", "cluster-announce-hostname",
-    "cluster-announce-human-nodename", "cluster-announce-ip", "cluster-announce-port",
-    "cluster-announce-tls-port", "cluster-blacklist-ttl", "cluster-config-file",
-    "cluster-link-sendbuf-limit", "cluster-migration-barrier", "cluster-node-timeout", "cluster-ping-interval",
-    "cluster-port", "cluster-preferred-endpoint-type", "cluster-replica-no-failover",
-    "cluster-replica-validity-factor", "cluster-require-full-coverage", "cluster-slave-no-failover",
-    "cluster-slave-validity-factor", "cluster-slot-stats-enabled", "crash-log-enabled", "crash-memcheck-enabled",
-    "dbfilename", "debug-context", "dir", "disable-thp", "dual-channel-replication-enabled", "dynamic-hz",
-    "enable-debug-assert", "enable-protected-configs",
-    "extended-redis-compatibility", "hash-max-listpack-entries", "hash-max-listpack-value",
-    "hash-max-ziplist-entries", "hash-max-ziplist-value", "hide-user-data-from-log", "hll-sparse-max-bytes",
-    "ignore-warnings", "jemalloc-bg-thread", "key-load-delay", "latency-monitor-threshold", "latency-tracking",
-    "latency-tracking-info-percentiles", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
-    "lazyfree-lazy-server-del", "list-compress-depth", "list-max-listpack-size", "list-max-ziplist-size",
-    "loading-process-events-interval-bytes", "locale-collate", "log-format", "log-timestamp-format",
-    "lua-time-limit", "masterauth", "masteruser", "max-new-connections-per-cycle",
-    "max-new-tls-connections-per-cycle", "maxmemory-eviction-tenacity",
-    "min-replicas-max-lag", "min-slaves-max-lag",
-    "no-appendfsync-on-rewrite", "notify-keyspace-events", "oom-score-adj", "oom-score-adj-values",
-    "prefetch-batch-max-size", "primaryauth", "primaryuser", "proc-title-template", "propagation-error-behavior",
-    "rdb-del-sync-files", "rdb-key-save-delay", "rdb-save-incremental-fsync", "rdbchecksum", "rdbcompression",
-    "repl-backlog-size", "repl-backlog-ttl", "repl-disable-tcp-nodelay", "repl-diskless-load",
-    "repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
-    "repl-ping-replica-period", "repl-ping-slave-period", "repl-timeout", "replica-announce-ip",
-    "replica-announce-port", "replica-announced", "replica-ignore-disk-write-errors", "replica-ignore-maxmemory",
-    "replica-lazy-flush", "replica-priority", "replica-read-only", "replica-serve-stale-data",
-    "req-res-logfile", "sanitize-dump-payload", "set-max-intset-entries", "set-max-listpack-entries",
-    "set-max-listpack-value", "set-proc-title", "shutdown-on-sigint", "shutdown-on-sigterm", "shutdown-timeout",
-    "slave-announce-ip", "slave-announce-port", "slave-ignore-maxmemory", "slave-lazy-flush", "slave-priority",
-    "slave-read-only", "slave-serve-stale-data", "socket-mark-id", "stop-writes-on-bgsave-error",
-    "stream-node-max-bytes", "stream-node-max-entries", "supervised", "syslog-enabled", "syslog-facility",
-    "syslog-ident", "tls-auth-clients", "tls-ca-cert-dir", "tls-ca-cert-file", "tls-cert-file", "tls-ciphers",
-    "tls-ciphersuites", "tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass",
-    "tls-dh-params-file", "tls-key-file", "tls-key-file-pass", "tls-prefer-server-ciphers",
-    "tls-protocols", "tls-session-cache-size", "tls-session-cache-timeout",
-    "tls-session-caching", "tracking-table-max-keys", "use-exit-on-panic",
-    "watchdog-period", "zset-max-listpack-entries", "zset-max-listpack-value", "zset-max-ziplist-entries",
-    "zset-max-ziplist-value",
+    "client-default-resp", "log-format", "log-timestamp-format", "req-res-logfile",
 };
-// clang-format on
 
 /* Valkey directives that protect the server or its data and that Keel does
  * not implement yet. Ignoring one would start a server less safe than the
@@ -242,6 +198,18 @@ static int config_valkey_known(const char *name) {
     for (size_t i = 0; i < K_ARRAY_LEN(valkey_known); i++)
         if (!strcasecmp(valkey_known[i], name)) return 1;
     return 0;
+}
+
+int config_set_refused(const config_def *d, int argc, char **argv, const char **err) {
+    const config_refused *r = config_refused_find(d->name);
+    if (r && r->harmless && argc == 1 && !strcasecmp(argv[0], r->harmless)) return K_OK;
+    *err = r ? r->why : "not supported";
+    return K_ERR;
+}
+
+void config_get_refused(const config_def *d, config_out *o) {
+    const config_refused *r = config_refused_find(d->name);
+    config_out_cstr(o, r && r->harmless ? r->harmless : "");
 }
 
 /* ---- value parsing ---- */
@@ -426,6 +394,8 @@ static void config_format(const config_def *d, config_out *o) {
     if (!o->ptr) config_out_put(o, "", 0);
 }
 
+static int config_is_default(const config_def *d);
+
 /* ---- defaults and loading ---- */
 
 /* Splits a default like "* -::*" and applies it. */
@@ -434,7 +404,8 @@ static void config_apply_default(const config_def *d) {
     snprintf(buf, sizeof(buf), "%s", d->dflt);
     char *argv[16];
     int argc = 0;
-    for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    if (d->kind == CFG_SPECIAL) /* one value otherwise, spaces and all */
+        for (char *tok = strtok(buf, " "); tok && argc < 16; tok = strtok(NULL, " ")) argv[argc++] = tok;
     if (argc == 0) argv[argc++] = buf;
     const char *err;
     config_apply_args(d, argc, argv, NULL, &err);
@@ -484,6 +455,8 @@ static int config_unimplemented_line(const char *file, int line, int argc, char 
         *err = config_errf("'%s' is not supported: %s", argv[0], r->why);
         return -1;
     }
+    const config_def *d = config_find(argv[0]);
+    if (d) return 0; /* the harmless value, which its row already holds */
     if (r || config_valkey_known(argv[0])) {
         log_write(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file,
                   line, argv[0]);
@@ -500,7 +473,8 @@ static int config_line(void *priv, const char *file, int line, int argc, char **
     const config_def *d = config_find(argv[0]);
     if (!d && strchr(argv[0], '.'))
         return config_module_param_line(file, line, argc, argv, argl, err);
-    if (!d) return config_unimplemented_line(file, line, argc, argv, err);
+    /* A refused directive is refused whether or not it has a row. */
+    if (!d || d->set == config_set_refused) return config_unimplemented_line(file, line, argc, argv, err);
     const char *reason;
     if (argc < 2 && d->kind != CFG_STRING && d->kind != CFG_BYTES) {
         *err = config_errf("wrong number of arguments for '%s'%s", argv[0], "");
@@ -514,6 +488,9 @@ static int config_line(void *priv, const char *file, int line, int argc, char **
         *err = config_errf("'%s': %s", argv[0], reason);
         return -1;
     }
+    if ((d->flags & CFG_NO_EFFECT) && !config_is_default(d))
+        log_write(LL_WARNING, "%s:%d: directive '%s' has no effect in Keel and is ignored", file,
+                  line, argv[0]);
     return 0;
 }
 
@@ -550,6 +527,27 @@ static int config_set_module(const char *name, const char *value, size_t len, ch
     return rv;
 }
 
+/* Puts back the value formatted before a change whose apply failed: set
+ * from the same words CONFIG SET would split it into, without applying
+ * (the old state is still in force). */
+static void config_restore(const config_def *d, const config_out *before) {
+    char *copy = km_strndup(before->ptr ? before->ptr : "", before->len);
+    char *argv[64];
+    size_t argl[64];
+    int argc = 0;
+    if (d->kind == CFG_SPECIAL && !memchr(copy, '\0', before->len))
+        argc = config_split_words(copy, argv, argl, 64);
+    if (argc <= 0) {
+        argv[0] = copy;
+        argl[0] = before->len;
+        argc = 1;
+    }
+    const char *reason;
+    if (config_apply_args(d, argc, argv, argl, &reason) != K_OK)
+        log_write(LL_WARNING, "Could not restore %s after a failed change: %s", d->name, reason);
+    km_free(copy);
+}
+
 int config_set_bytes(const char *name, const char *value, size_t len, char **err) {
     const config_def *d = config_find(name);
     if (!d && ns && strchr(name, '.')) return config_set_module(name, value, len, err);
@@ -574,13 +572,19 @@ int config_set_bytes(const char *name, const char *value, size_t len, char **err
         argl[0] = len;
         argc = 1;
     }
+    config_out before = {0};
+    if (d->apply) config_format(d, &before);
     int rv = config_apply_args(d, argc, argv, argl, &reason);
     km_free(copy);
+    if (rv == K_OK && d->apply && d->apply(&reason) != K_OK) {
+        config_restore(d, &before);
+        rv = K_ERR;
+    }
+    km_free(before.ptr);
     if (rv != K_OK) {
         *err = km_strdup(reason);
         return K_ERR;
     }
-    if (d->apply) d->apply();
     return K_OK;
 }
 
@@ -812,10 +816,14 @@ static int config_is_default(const config_def *d) {
     config_out o = {0};
     config_format(d, &o);
     int same;
-    if (d->kind == CFG_MEMORY || d->kind == CFG_INT || d->kind == CFG_LL) {
-        unsigned long long dv;
+    if (d->kind == CFG_MEMORY) {
+        unsigned long long dv = 0;
         config_parse_memory(d->dflt, &dv);
         same = strtoull(o.ptr, NULL, 10) == dv;
+    } else if (d->kind == CFG_INT || d->kind == CFG_LL) {
+        long long dv = 0;
+        if (config_parse_ll(d->dflt, LLONG_MIN, LLONG_MAX, &dv) != K_OK) dv = 0;
+        same = strtoll(o.ptr, NULL, 10) == dv;
     } else {
         same = d->dflt && strlen(o.ptr) == o.len && strcmp(o.ptr, d->dflt) == 0;
     }
@@ -875,7 +883,8 @@ static void config_rewrite_line(config_rewrite_state *st, const char *line, size
 static void config_rewrite_rest(config_rewrite_state *st) {
     for (size_t i = 0; i < defs_count; i++) {
         const config_def *d = defs[i];
-        if (!st->seen[i] && d->get != config_get_empty && !config_is_default(d))
+        if (!st->seen[i] && d->get != config_get_empty && d->get != config_get_refused &&
+            !config_is_default(d))
             config_write_directive(st->out, d);
     }
     if (ns) {
@@ -941,6 +950,11 @@ int config_is_secret(const char *name) {
     return d && (d->flags & CFG_SECRET);
 }
 
+int config_is_protected(const char *name) {
+    const config_def *d = config_find(name);
+    return d && (d->flags & CFG_PROTECTED);
+}
+
 typedef struct config_each_param {
     config_value_fn fn;
     void *priv;
@@ -957,9 +971,11 @@ void config_foreach_value(config_value_fn fn, void *priv) {
         /* Lines kept for their owner have no value to show (as in Valkey,
          * CONFIG GET lists neither loadmodule nor rename-command). */
         if (d->set == config_set_loadmodule || d->set == config_set_rename) continue;
+        if (d->flags & CFG_HIDDEN) continue;
         config_out o = {0};
         config_format(d, &o);
         fn(d->name, o.ptr, o.len, priv);
+        if (d->alias) fn(d->alias, o.ptr, o.len, priv);
         km_free(o.ptr);
     }
     config_each_param e = {fn, priv};

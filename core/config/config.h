@@ -4,10 +4,12 @@
  * Each owner of options declares its directives as one table (name, type,
  * where the value lives, default, bounds, whether CONFIG SET may change it)
  * and registers it; the server composes the tables (server_config.c). The
- * module system registers the dotted `<module>.<name>` namespace. Valkey
- * directives that Keel does not implement are accepted from files with a
- * warning, so a stock valkey.conf starts; those that protect the server are
- * refused.
+ * module system registers the dotted `<module>.<name>` namespace. Every
+ * Valkey 8.0.1 directive has a row; those Keel has no feature for are
+ * stored (CFG_NO_EFFECT: a file setting one is warned about), those that
+ * protect the server are refused but for a value asking for nothing
+ * (config_set_refused), and a few of later Valkey versions are accepted from
+ * files with a warning, so a stock valkey.conf starts.
  *
  * Threads: main thread. */
 #ifndef KEEL_CONFIG_H
@@ -35,6 +37,14 @@ typedef struct config_out {
 
 #define CFG_IMMUTABLE (1 << 0) /* start-up only */
 #define CFG_SECRET (1 << 1)    /* hidden from the slow log when set (requirepass) */
+#define CFG_HIDDEN (1 << 2)    /* CONFIG GET shows it only when asked by its exact name */
+/* CONFIG SET refuses it unless enable-protected-configs allows the client
+ * (checked by the CONFIG command, config_is_protected). */
+#define CFG_PROTECTED (1 << 3)
+/* Stored and reported only: Keel has no feature that reads it yet. A file
+ * or command line setting it to another value than its default is warned
+ * about at start-up; CONFIG SET accepts it silently. */
+#define CFG_NO_EFFECT (1 << 4)
 
 typedef struct config_enum {
     const char *name;
@@ -57,8 +67,11 @@ struct config_def {
     /* CFG_SPECIAL: parse and format by hand. */
     int (*set)(const config_def *d, int argc, char **argv, const char **err);
     void (*get)(const config_def *d, config_out *o);
-    /* Runs after a successful run-time change. */
-    void (*apply)(void);
+    /* Runs after a successful run-time change (CONFIG SET, not the file).
+     * Returns K_OK, or K_ERR with *err a static reason: the engine then puts
+     * the old value back (without applying it again: a failed apply leaves
+     * the old state in force) and the set fails with that reason. */
+    int (*apply)(const char **err);
     /* CFG_SPECIAL: frees what set allocated (config_free). */
     void (*free)(const config_def *d);
 };
@@ -93,6 +106,13 @@ void config_set_namespace(const config_namespace *ns);
 int config_set_loadmodule(const config_def *d, int argc, char **argv, const char **err);
 int config_set_rename(const config_def *d, int argc, char **argv, const char **err);
 void config_get_empty(const config_def *d, config_out *o);
+/* A Valkey directive Keel refuses (it protects the server and Keel lacks
+ * the feature) but that has a value asking for nothing ("cluster-enabled
+ * no"): set accepts only that value and refuses any other with the reason
+ * start-up gives; get shows it ("" when there is none). CONFIG REWRITE
+ * writes such a row only where the file already had it. */
+int config_set_refused(const config_def *d, int argc, char **argv, const char **err);
+void config_get_refused(const config_def *d, config_out *o);
 
 /* A `loadmodule` line, kept until the module system loads it. */
 typedef struct config_module_line {
@@ -147,8 +167,12 @@ void config_free(void);
 char *config_canonical_name(const char *name);
 /* 1 for directives whose values are secrets (hidden from the slow log). */
 int config_is_secret(const char *name);
-/* Every directive that has a value, then every namespace parameter, with
- * its current value (len bytes, valid during the call). */
+/* 1 for directives enable-protected-configs guards (dir, dbfilename). */
+int config_is_protected(const char *name);
+/* Every directive that has a value, under its name and under its alias
+ * (hidden ones left out, as CONFIG GET patterns leave them out), then every
+ * namespace parameter, with its current value (len bytes, valid during the
+ * call). */
 typedef void (*config_value_fn)(const char *name, const char *value, size_t len, void *priv);
 void config_foreach_value(config_value_fn fn, void *priv);
 

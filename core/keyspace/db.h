@@ -60,6 +60,27 @@ typedef struct db {
 
 /* The keyspace's options (db.c and evict.c): config directives point into
  * this struct. */
+/* The encoding thresholds of the aggregate types (Valkey's
+ * hash-max-listpack-entries and the like, with their ziplist aliases).
+ * CONFIG GET/SET/REWRITE keep them (server/server_config_compat.c) with
+ * Valkey 8.0.1's defaults and bounds; NOTHING READS THEM YET: the hash,
+ * list, set, sorted set, stream and HyperLogLog types will, when they come,
+ * through db_opts()->types. */
+typedef struct type_options {
+    int list_max_listpack_size;
+    int list_compress_depth;
+    long long stream_node_max_entries;
+    long long hash_max_listpack_entries;
+    long long set_max_intset_entries;
+    long long set_max_listpack_entries;
+    long long set_max_listpack_value;
+    long long zset_max_listpack_entries;
+    unsigned long long hash_max_listpack_value;
+    unsigned long long stream_node_max_bytes;
+    unsigned long long zset_max_listpack_value;
+    unsigned long long hll_sparse_max_bytes;
+} type_options;
+
 typedef struct db_options {
     int databases;                /* start-up only */
     unsigned long long maxmemory; /* 0: no limit */
@@ -68,6 +89,7 @@ typedef struct db_options {
     int lfu_log_factor;
     int lfu_decay_time;       /* minutes */
     int active_expire_effort; /* 1..10 */
+    type_options types;       /* not read yet: see type_options */
     /* Bytes the allocator still counts that another thread is about to
      * free (the I/O threads' large buffers): the memory check subtracts
      * them. NULL: none. */

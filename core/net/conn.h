@@ -109,6 +109,11 @@ static inline int conn_addr(conn *c, char *buf, size_t len, int remote) {
     return c->type->addr(c, buf, len, remote);
 }
 
+/* Moves a listening socket-type listener (tcp, unix) from src to dst: the
+ * loop's accept events carry the listener's address, so they are pointed at
+ * dst. src is left without sockets. */
+void conn_listener_move(conn_listener *dst, conn_listener *src, event_loop *el);
+
 /* Built-in types. */
 extern const conn_type conn_type_tcp;
 extern const conn_type conn_type_unix;

@@ -190,6 +190,14 @@ static int tcp_listen(conn_listener *l, event_loop *el, char *err, size_t errlen
     return K_OK;
 }
 
+void conn_listener_move(conn_listener *dst, conn_listener *src, event_loop *el) {
+    *dst = *src;
+    for (int i = 0; i < dst->count; i++)
+        event_add(el, dst->fds[i], EV_READABLE, sock_accept_event, dst);
+    src->count = 0;
+    src->bindaddr_count = 0;
+}
+
 static void sock_listen_close(conn_listener *l, event_loop *el) {
     for (int i = 0; i < l->count; i++) {
         event_del(el, l->fds[i], EV_READABLE);

@@ -68,17 +68,37 @@ void server_on_accept(conn *cn, void *priv) {
     cn->type->accept(cn, server_accept_done);
 }
 
+/* The TCP listener for the configured addresses and port, not yet
+ * listening. It owns copies of the addresses, so the old listener can be
+ * opened again after CONFIG SET bind replaced srv.bindaddr. No address:
+ * Valkey's default ones. */
+static void server_tcp_init(conn_listener *l) {
+    static char *const dflt[] = {"*", "-::*"};
+    int n = srv.bindaddr_count ? srv.bindaddr_count : 2;
+    *l = (conn_listener){.type = &conn_type_tcp, .port = srv.port, .backlog = srv.tcp_backlog,
+                         .on_accept = server_on_accept};
+    for (int i = 0; i < n; i++)
+        l->bindaddr[i] = km_strdup(srv.bindaddr_count ? srv.bindaddr[i] : dflt[i]);
+    l->bindaddr_count = n;
+}
+
+/* Closes l's sockets (if any) and frees its addresses. */
+static void server_tcp_free(conn_listener *l) {
+    if (!l->type) return;
+    l->type->listen_close(l, srv.el);
+    for (int i = 0; i < l->bindaddr_count; i++)
+        km_free(l->bindaddr[i]);
+    l->bindaddr_count = 0;
+}
+
 static int server_listen(char **err) {
     char msg[256];
     if (srv.port == 0 && !srv.unixsocket) {
         *err = km_strdup("Configured to not listen anywhere, exiting.");
         return K_ERR;
     }
-    conn_listener *tcp = &srv.listeners[0], *unx = &srv.listeners[1];
-    *tcp = (conn_listener){.type = &conn_type_tcp, .port = srv.port, .backlog = srv.tcp_backlog,
-                           .on_accept = server_on_accept};
-    for (int i = 0; i < srv.bindaddr_count; i++) tcp->bindaddr[i] = srv.bindaddr[i];
-    tcp->bindaddr_count = srv.bindaddr_count;
+    conn_listener *unx = &srv.listeners[1];
+    server_tcp_init(&srv.listeners[0]);
     *unx = (conn_listener){.type = &conn_type_unix, .path = srv.unixsocket, .perm = srv.unixsocketperm,
                            .backlog = srv.tcp_backlog, .on_accept = server_on_accept};
     for (int i = 0; i < 2; i++) {
@@ -88,6 +108,55 @@ static int server_listen(char **err) {
         }
     }
     return K_OK;
+}
+
+/* The new listener replaces the current one: the old sockets close. */
+static void server_tcp_adopt(conn_listener *next) {
+    server_tcp_free(&srv.listeners[0]);
+    conn_listener_move(&srv.listeners[0], next, srv.el);
+    log_write(LL_NOTICE, "Listening on TCP port %d", srv.port);
+}
+
+int server_rebind(void) {
+    conn_listener *cur = &srv.listeners[0];
+    if (!srv.el || !cur->type) return K_OK; /* not listening yet: start-up opens them */
+    if (srv.port == 0) {
+        if (!srv.listeners[1].count) {
+            log_write(LL_WARNING, "Refusing port 0: the server would listen nowhere (no unixsocket)");
+            return K_ERR;
+        }
+        server_tcp_free(cur);
+        server_tcp_init(cur);
+        log_write(LL_NOTICE, "TCP listening closed (port 0)");
+        return K_OK;
+    }
+    conn_listener next;
+    char msg[256];
+    server_tcp_init(&next);
+    if (next.type->listen(&next, srv.el, msg, sizeof(msg)) == K_OK) {
+        server_tcp_adopt(&next);
+        return K_OK;
+    }
+    next.type->listen_close(&next, srv.el); /* the addresses bound before the failure */
+    if (cur->count && cur->port == srv.port) {
+        /* Same port: the new addresses may collide with the old sockets. */
+        cur->type->listen_close(cur, srv.el);
+        if (next.type->listen(&next, srv.el, msg, sizeof(msg)) == K_OK) {
+            server_tcp_adopt(&next);
+            return K_OK;
+        }
+        next.type->listen_close(&next, srv.el);
+        char again[256];
+        if (cur->type->listen(cur, srv.el, again, sizeof(again)) != K_OK) {
+            cur->type->listen_close(cur, srv.el);
+            log_write(LL_WARNING, "Could not listen again on the previous addresses: %s", again);
+        }
+    }
+    for (int i = 0; i < next.bindaddr_count; i++)
+        km_free(next.bindaddr[i]);
+    log_write(LL_WARNING, "Failed to listen on port %d: %s; keeping the previous listeners", srv.port,
+              msg);
+    return K_ERR;
 }
 
 /* ---- the cron and the loop hooks ---- */
@@ -282,6 +351,7 @@ static size_t server_pending_free(void) {
 static const commands_env server_commands_env = {
     .enable_debug_cmd = &srv.enable_debug_cmd,
     .enable_module_cmd = &srv.enable_module_cmd,
+    .enable_protected_configs = &srv.compat.enable_protected_configs,
     .active_expire_enabled = &srv.active_expire_enabled,
     .lastsave = &srv.lastsave,
     .configfile = &srv.configfile,
@@ -362,8 +432,8 @@ void server_teardown(void) {
         client_free_closed();
     }
     module_teardown();
-    for (int i = 0; i < 2; i++)
-        if (srv.listeners[i].type) srv.listeners[i].type->listen_close(&srv.listeners[i], srv.el);
+    server_tcp_free(&srv.listeners[0]);
+    if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);
     if (srv.pidfile) unlink(srv.pidfile);
     commands_teardown();
     command_teardown();

@@ -14,6 +14,7 @@
 #include "event/event.h"
 #include "keyspace/db.h"
 #include "net/conn.h"
+#include "server/server_compat.h"
 #include "session/client.h"
 
 /* The server composes the subsystems: it owns each one's options and
@@ -27,6 +28,7 @@ typedef struct server {
     db_metrics db_stats;
     session_options session;
     session_metrics session_stats;
+    server_compat_options compat; /* Valkey directives without a feature yet */
 
     /* The server's own configuration (see server_config.c). */
     char *bindaddr[CONN_MAX_BINDS];
@@ -89,6 +91,15 @@ void server_teardown(void);
 /* The accept path of every listener, built-in or a module transport's:
  * admission (maxclients, protected mode), then the transport's accept. */
 void server_on_accept(conn *cn, void *priv);
+
+/* CONFIG SET bind / port: listens on srv.bindaddr at srv.port. A new port
+ * is opened before the old sockets close; the same port (a bind change)
+ * closes the old sockets first, as the addresses would collide, and opens
+ * them again when the new ones fail. Either way the clients connected stay,
+ * and on failure the old listeners are in force and K_ERR is returned (the
+ * reason is logged). Port 0 closes TCP listening, refused unless the unix
+ * socket listens. Before the server listens, nothing to do. */
+int server_rebind(void);
 
 /* Raises RLIMIT_NOFILE for maxclients, or lowers maxclients to fit. */
 void server_adjust_open_files(void);

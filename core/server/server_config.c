@@ -11,6 +11,7 @@
 #include "keyspace/evict.h"
 #include "module/module.h"
 #include "server/server.h"
+#include "server/server_compat.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +45,7 @@ static int set_bind(const config_def *d, int argc, char **argv, const char **err
         *err = "Too many bind addresses specified.";
         return K_ERR;
     }
+    if (argc == 1 && argv[0][0] == '\0') argc = 0; /* bind "": the default addresses */
     for (int i = 0; i < srv.bindaddr_count; i++)
         km_free(srv.bindaddr[i]);
     for (int i = 0; i < argc; i++)
@@ -141,14 +143,29 @@ static void get_no(const config_def *d, config_out *o) {
 
 /* ---- apply hooks ---- */
 
-static void apply_maxclients(void) {
+static int apply_maxclients(const char **err) {
     if (srv.el) server_adjust_open_files();
     int want = srv.maxclients + 128;
     if (srv.el && want > event_loop_setsize(srv.el)) event_loop_resize(srv.el, want);
+    return K_OK;
 }
 
-static void apply_maxmemory(void) {
+static int apply_maxmemory(const char **err) {
     if (srv.db.maxmemory && db_opts()) evict_check_maxmemory(); /* not before the keyspace exists */
+    return K_OK;
+}
+
+/* Valkey's texts for a rebind that failed (the log says why). */
+static int apply_port(const char **err) {
+    if (server_rebind() == K_OK) return K_OK;
+    *err = "Unable to listen on this port. Check server logs.";
+    return K_ERR;
+}
+
+static int apply_bind(const char **err) {
+    if (server_rebind() == K_OK) return K_OK;
+    *err = "Failed to bind to specified addresses.";
+    return K_ERR;
 }
 
 /* ---- the table ---- */
@@ -184,12 +201,12 @@ static void apply_maxmemory(void) {
 static const config_def server_config_table[] = {
     {.name = "bind",
      .kind = CFG_SPECIAL,
-     .flags = CFG_IMMUTABLE,
      .dflt = "* -::*",
      .set = set_bind,
      .get = get_bind,
+     .apply = apply_bind,
      .free = free_bind},
-    I("port", CFG_IMMUTABLE, port, "6379", 0, 65535, NULL),
+    I("port", 0, port, "6379", 0, 65535, apply_port),
     S("unixsocket", CFG_IMMUTABLE, unixsocket, ""),
     X("unixsocketperm", CFG_IMMUTABLE, &srv.unixsocketperm, "0", set_octal, get_octal),
     I("tcp-backlog", CFG_IMMUTABLE, tcp_backlog, "511", 0, INT_MAX, NULL),
@@ -237,6 +254,7 @@ static const config_def server_config_table[] = {
 
 void server_config_init(void) {
     config_register(server_config_table, K_ARRAY_LEN(server_config_table));
+    server_config_compat_init();
     module_config_setup();
     config_set_defaults();
     srv.active_expire_enabled = 1;

@@ -7,8 +7,12 @@
  * values that would break every client. */
 #include "harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* ---- helpers ---- */
 
@@ -221,6 +225,217 @@ START_TEST(test_bounds_protect_clients) {
 }
 END_TEST
 
+
+/* ---- CONFIG SET port / bind: rebinding ---- */
+
+/* 1 if a new connection to 127.0.0.1:port is accepted. */
+static int port_accepts(int port) {
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, (struct timeval){2, 0});
+    int ok = c && !c->err;
+    if (c) redisFree(c);
+    return ok;
+}
+
+/* A socket listening on 127.0.0.1:port, so the server cannot have it. */
+static int hold_port(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    socklen_t alen = sizeof(a);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+START_TEST(test_rebind_new_port) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    expect_ok(c, "SET k v");
+    int old = s->port, port = it_free_port();
+    expect_ok(c, "CONFIG SET port %d", port);
+    s->port = port;
+    /* the connection made before keeps working, the new port accepts, the
+     * old one refuses */
+    expect_bulk(c, "v", "GET k");
+    expect_reply(c, it_fmt("[\"port\",\"%d\"]", port), "CONFIG GET port");
+    redisContext *c2 = it_connect(s);
+    expect_bulk(c2, "v", "GET k");
+    ck_assert_msg(!port_accepts(old), "the old port %d still accepts", old);
+    it_stop(s);
+}
+END_TEST
+
+START_TEST(test_rebind_port_in_use_keeps_old) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    int busy, fd = hold_port(&busy);
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on "
+                 "this port. Check server logs.",
+                 "CONFIG SET port %d", busy);
+    expect_reply(c, it_fmt("[\"port\",\"%d\"]", s->port), "CONFIG GET port");
+    ck_assert_msg(port_accepts(s->port), "the old port stopped accepting");
+    expect_status(c, "PONG", "PING");
+    /* with other pairs: all or nothing */
+    expect_error_prefix(c, "ERR CONFIG SET failed (possibly related to argument 'port')",
+                        "CONFIG SET maxmemory 1mb port %d", busy);
+    expect_reply(c, "[\"maxmemory\",\"0\"]", "CONFIG GET maxmemory");
+    expect_reply(c, it_fmt("[\"port\",\"%d\"]", s->port), "CONFIG GET port");
+    close(fd);
+    ck_assert_msg(strstr(it_log_tail(s), "keeping the previous listeners"), "log:\n%s",
+                  it_log_tail(s));
+    it_stop(s);
+}
+END_TEST
+
+START_TEST(test_rebind_bind_change) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    /* the same port on other addresses: the old sockets close first */
+    expect_ok(c, "CONFIG SET bind %s", "127.0.0.1 -::1");
+    expect_reply(c, "[\"bind\",\"127.0.0.1 -::1\"]", "CONFIG GET bind");
+    ck_assert(port_accepts(s->port));
+    expect_status(c, "PONG", "PING");
+    /* an address the host lacks (TEST-NET-1): refused, the old ones listen
+     * again */
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to "
+                 "specified addresses.",
+                 "CONFIG SET bind %s", "127.0.0.1 192.0.2.1");
+    expect_reply(c, "[\"bind\",\"127.0.0.1 -::1\"]", "CONFIG GET bind");
+    ck_assert_msg(port_accepts(s->port), "nothing listens after a failed bind change");
+    /* bind and port together */
+    int port = it_free_port();
+    expect_ok(c, "CONFIG SET bind 127.0.0.1 port %d", port);
+    s->port = port;
+    ck_assert(port_accepts(port));
+    expect_status(c, "PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
+START_TEST(test_port_zero) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    /* no other listener: refused, the server would be unreachable */
+    expect_error_prefix(c, "ERR CONFIG SET failed (possibly related to argument 'port')",
+                        "CONFIG SET port 0");
+    ck_assert(port_accepts(s->port));
+    it_stop(s);
+
+    char *sock = it_fmt("/tmp/keel-it-port0-%d.sock", (int)getpid());
+    s = it_start("--unixsocket", sock, NULL);
+    c = it_connect(s);
+    int old = s->port;
+    expect_ok(c, "CONFIG SET port 0");
+    ck_assert_msg(!port_accepts(old), "TCP still listening after port 0");
+    expect_status(c, "PONG", "PING"); /* the connection made before stays */
+    redisContext *u = redisConnectUnix(sock);
+    ck_assert(u && !u->err);
+    redisReply *r = redisCommand(u, "CONFIG SET port %d", old);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CONFIG SET port over the unix socket");
+    freeReplyObject(r);
+    redisFree(u);
+    ck_assert(port_accepts(old));
+    it_stop(s);
+}
+END_TEST
+
+/* ---- every directive: Valkey's defaults, bounds, aliases, REWRITE ---- */
+
+START_TEST(test_config_get_compat) {
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    expect_reply(c, "[\"hash-max-listpack-entries\",\"512\"]", "CONFIG GET hash-max-listpack-entries");
+    expect_reply(c, "[\"hash-max-ziplist-value\",\"64\"]", "CONFIG GET hash-max-ziplist-value");
+    expect_reply(c, "[\"list-max-listpack-size\",\"-2\"]", "CONFIG GET list-max-listpack-size");
+    expect_reply(c, "[\"list-compress-depth\",\"0\"]", "CONFIG GET list-compress-depth");
+    expect_reply(c, "[\"set-max-intset-entries\",\"512\"]", "CONFIG GET set-max-intset-entries");
+    expect_reply(c, "[\"set-max-listpack-entries\",\"128\"]", "CONFIG GET set-max-listpack-entries");
+    expect_reply(c, "[\"set-max-listpack-value\",\"64\"]", "CONFIG GET set-max-listpack-value");
+    expect_reply(c, "[\"zset-max-listpack-entries\",\"128\"]", "CONFIG GET zset-max-listpack-entries");
+    expect_reply(c, "[\"zset-max-ziplist-value\",\"64\"]", "CONFIG GET zset-max-ziplist-value");
+    expect_reply(c, "[\"stream-node-max-bytes\",\"4096\"]", "CONFIG GET stream-node-max-bytes");
+    expect_reply(c, "[\"stream-node-max-entries\",\"100\"]", "CONFIG GET stream-node-max-entries");
+    expect_reply(c, "[\"hll-sparse-max-bytes\",\"3000\"]", "CONFIG GET hll-sparse-max-bytes");
+    /* a primary's replicaof, under either name */
+    expect_reply(c, "[\"replicaof\",\"\"]", "CONFIG GET replicaof");
+    expect_reply(c, "[\"slaveof\",\"\"]", "CONFIG GET slaveof");
+    expect_reply(c, "[\"SLAVEOF\",\"\"]", "CONFIG GET SLAVEOF"); /* the name as asked */
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'replicaof') - can't set "
+                 "immutable config",
+                 "CONFIG SET replicaof %s", "127.0.0.1 6380");
+    /* patterns find aliases, not hidden directives; exact names find both */
+    redisReply *r = it_cmd(c, "CONFIG GET *");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    int aliases = 0, hidden = 0, total = (int)r->elements / 2;
+    for (size_t i = 0; i < r->elements; i += 2) {
+        aliases += !strcmp(r->element[i]->str, "slave-read-only");
+        hidden += !strcmp(r->element[i]->str, "key-load-delay");
+    }
+    ck_assert_int_eq(aliases, 1);
+    ck_assert_int_eq(hidden, 0);
+    ck_assert_int_ge(total, 214); /* Valkey 8.0.1's count */
+    expect_reply(c, "[\"key-load-delay\",\"0\"]", "CONFIG GET key-load-delay");
+    /* bounds and Valkey's error texts */
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'list-compress-depth') - "
+                 "argument must be between 0 and 2147483647 inclusive",
+                 "CONFIG SET list-compress-depth -1");
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-value') - "
+                 "argument must be a memory value",
+                 "CONFIG SET hash-max-listpack-value abc");
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) "
+                 "must be one of the following: everysec, always, no",
+                 "CONFIG SET appendfsync sometimes");
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected "
+                 "config",
+                 "CONFIG SET dir /tmp");
+    expect_error(c,
+                 "ERR CONFIG SET failed (possibly related to argument 'tls-port') - TLS is not "
+                 "available in Keel yet, so the connections would not be encrypted",
+                 "CONFIG SET tls-port 6380");
+    expect_ok(c, "CONFIG SET tls-port 0 maxmemory-clients 0");
+    /* stored and given back */
+    expect_ok(c, "CONFIG SET hash-max-ziplist-entries 100 appendfsync always");
+    expect_reply(c, "[\"hash-max-listpack-entries\",\"100\"]", "CONFIG GET hash-max-listpack-entries");
+    expect_reply(c, "[\"appendfsync\",\"always\"]", "CONFIG GET appendfsync");
+    it_stop(s);
+}
+END_TEST
+
+START_TEST(test_compat_rewrite_round_trip) {
+    it_server *s = it_start_conf("port 6379\nappendfsync always\nzset-max-ziplist-entries 64\n", NULL);
+    ck_assert_msg(strstr(it_log_tail(s), "directive 'appendfsync' has no effect in Keel"), "log:\n%s",
+                  it_log_tail(s));
+    redisContext *c = it_connect(s);
+    expect_ok(c, "CONFIG SET set-max-intset-entries 1000 notify-keyspace-events KEx");
+    expect_ok(c, "CONFIG SET latency-tracking-info-percentiles %s", "50 99.99");
+    expect_ok(c, "CONFIG REWRITE");
+    char *text = it_read_file(s->conf);
+    ck_assert_msg(has_line_starting(text, "appendfsync always"), "file:\n%s", text);
+    ck_assert_msg(has_line_starting(text, "zset-max-listpack-entries 64"), "file:\n%s", text);
+    ck_assert_msg(has_line_starting(text, "set-max-intset-entries 1000"), "file:\n%s", text);
+    ck_assert_msg(has_line_starting(text, "notify-keyspace-events xKE"), "file:\n%s", text);
+    ck_assert_msg(!has_line_starting(text, "replicaof"), "file:\n%s", text);
+    it_server *s2 = it_start_conf(text, NULL);
+    redisContext *c2 = it_connect(s2);
+    expect_reply(c2, "[\"zset-max-listpack-entries\",\"64\"]", "CONFIG GET zset-max-listpack-entries");
+    expect_reply(c2, "[\"set-max-intset-entries\",\"1000\"]", "CONFIG GET set-max-intset-entries");
+    expect_reply(c2, "[\"notify-keyspace-events\",\"xKE\"]", "CONFIG GET notify-keyspace-events");
+    expect_reply(c2, "[\"latency-tracking-info-percentiles\",\"50 99.99\"]",
+                 "CONFIG GET latency-tracking-info-percentiles");
+    expect_reply(c2, "[\"appendfsync\",\"always\"]", "CONFIG GET appendfsync");
+}
+END_TEST
+
 static Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = it_tcase_bare(s, "config");
@@ -233,6 +448,12 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, test_rename_command_errors);
     tcase_add_test(tc, test_user_directive_refused);
     tcase_add_test(tc, test_bounds_protect_clients);
+    tcase_add_test(tc, test_rebind_new_port);
+    tcase_add_test(tc, test_rebind_port_in_use_keeps_old);
+    tcase_add_test(tc, test_rebind_bind_change);
+    tcase_add_test(tc, test_port_zero);
+    tcase_add_test(tc, test_config_get_compat);
+    tcase_add_test(tc, test_compat_rewrite_round_trip);
     return s;
 }
 

@@ -589,8 +589,9 @@ START_TEST(test_config_set_errors) {
                  "CONFIG SET maxmemory-samples 100");
     expect_error(
         C,
-        "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config",
-        "CONFIG SET port 1234");
+        "ERR CONFIG SET failed (possibly related to argument 'tcp-backlog') - can't set immutable "
+        "config",
+        "CONFIG SET tcp-backlog 1234");
     expect_error(
         C, "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter",
         "CONFIG SET maxmemory 1mb maxmemory 2mb");

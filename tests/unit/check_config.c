@@ -276,19 +276,19 @@ START_TEST(test_set_invalid) {
     expect_set_err("save", "900 1", "no persistence");
     expect_set_err("appendonly", "yes", "no persistence");
     expect_set_err("no-such-option", "1", "Unknown option 'no-such-option'");
-    /* known to Valkey but not implemented: CONFIG SET refuses it */
-    expect_set_err("appendfsync", "everysec", "Unknown option");
+    /* known only to later Valkey versions: accepted from files, no row */
+    expect_set_err("log-format", "legacy", "Unknown option");
     ck_assert_int_eq(srv.hz, 10);
     ck_assert_int_eq(srv.db.maxmemory_policy, MAXMEMORY_NOEVICTION);
 }
 END_TEST
 
 START_TEST(test_set_immutable) {
-    expect_set_err("port", "7000", "immutable");
-    ck_assert_int_eq(srv.port, 6379);
+    expect_set_err("tcp-backlog", "7000", "immutable");
+    ck_assert_int_eq(srv.tcp_backlog, 511);
     expect_set_err("databases", "4", "immutable");
     ck_assert_int_eq(srv.db.databases, 16);
-    expect_set_err("bind", "127.0.0.1", "immutable");
+    expect_set_err("unixsocketperm", "700", "immutable");
     expect_set_err("daemonize", "yes", "immutable");
     expect_set_err("unixsocket", "/tmp/x.sock", "immutable");
     expect_set_err("enable-debug-command", "yes", "immutable");
@@ -616,14 +616,14 @@ static char *escaped_line(const char *name, const char *value, size_t len) {
 
 typedef struct snapshot {
     size_t n;
-    const char *names[128];
-    char *values[128];
-    size_t lens[128];
+    const char *names[512];
+    char *values[512];
+    size_t lens[512];
 } snapshot;
 
 static void snapshot_take(snapshot *sn) {
-    sn->n = config_names(sn->names, 128);
-    ck_assert_uint_lt(sn->n, 128);
+    sn->n = config_names(sn->names, 512);
+    ck_assert_uint_lt(sn->n, 512);
     for (size_t i = 0; i < sn->n; i++) {
         sn->values[i] = config_get_value(sn->names[i], &sn->lens[i]);
         ck_assert_ptr_nonnull(sn->values[i]);
@@ -709,8 +709,8 @@ START_TEST(test_rewrite_hostile_every_directive) {
     for (size_t h = 0; h <= K_ARRAY_LEN(hostile); h++) {
         const char *v = h < K_ARRAY_LEN(hostile) ? hostile[h] : long_value;
         size_t len = h < K_ARRAY_LEN(hostile) ? strlen(v) : sizeof(long_value);
-        const char *names[128];
-        size_t n = config_names(names, 128), accepted = 0;
+        const char *names[512];
+        size_t n = config_names(names, 512), accepted = 0;
         for (size_t i = 0; i < n; i++) {
             char *line = escaped_line(names[i], v, len), msg[512];
             accepted += load(NULL, line, msg, sizeof(msg)) == 0;
@@ -836,6 +836,209 @@ START_TEST(test_rename_command_lines) {
 }
 END_TEST
 
+
+/* ---- apply hooks that fail, the compatibility rows ----------------------- */
+
+static int apply_calls;
+static int test_number;
+static char *test_words;
+
+/* Refuses 13 (a rebind that could not listen). */
+static int apply_refuse_13(const char **err) {
+    apply_calls++;
+    if (test_number != 13) return K_OK;
+    *err = "Unable to listen on this port. Check server logs.";
+    return K_ERR;
+}
+
+static int set_words(const config_def *d, int argc, char **argv, const char **err) {
+    size_t n = 1;
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 1;
+    char *w = km_calloc(1, n);
+    for (int i = 0; i < argc; i++) {
+        if (i) strcat(w, " ");
+        strcat(w, argv[i]);
+    }
+    km_free(test_words);
+    test_words = w;
+    return K_OK;
+}
+
+static void get_words(const config_def *d, config_out *o) {
+    config_out_cstr(o, test_words ? test_words : "");
+}
+
+static int apply_refuse_bad(const char **err) {
+    if (!test_words || !strstr(test_words, "bad")) return K_OK;
+    *err = "Failed to bind to specified addresses.";
+    return K_ERR;
+}
+
+static void free_words(const config_def *d) {
+    km_free(test_words);
+    test_words = NULL;
+}
+
+static const config_def apply_table[] = {
+    {.name = "test-number", .kind = CFG_INT, .value = &test_number, .dflt = "1", .min = 0, .max = 100,
+     .apply = apply_refuse_13},
+    {.name = "test-words", .kind = CFG_SPECIAL, .dflt = "a b", .set = set_words, .get = get_words,
+     .apply = apply_refuse_bad, .free = free_words},
+};
+
+START_TEST(test_failed_apply_restores) {
+    ck_assert_int_eq(config_register(apply_table, K_ARRAY_LEN(apply_table)), 0);
+    config_set_defaults();
+    apply_calls = 0;
+    expect_set_ok("test-number", "7");
+    ck_assert_int_eq(apply_calls, 1);
+    expect_set_err("test-number", "13", "Unable to listen on this port");
+    ck_assert_int_eq(test_number, 7); /* the old value, not applied again */
+    ck_assert_int_eq(apply_calls, 2);
+    expect_set_ok("test-words", "x y z");
+    expect_get("test-words", "x y z");
+    expect_set_err("test-words", "x bad", "Failed to bind");
+    expect_get("test-words", "x y z"); /* restored word by word */
+    /* a file sets without applying: start-up opens what it configures */
+    char msg[512];
+    ck_assert_int_eq(load(NULL, "test-number 13\n", msg, sizeof(msg)), 0);
+    ck_assert_int_eq(test_number, 13);
+    ck_assert_int_eq(apply_calls, 2);
+}
+END_TEST
+
+START_TEST(test_bind_port_settable) {
+    /* Not listening yet (no event loop): the change is kept for start-up. */
+    expect_set_ok("port", "7001");
+    ck_assert_int_eq(srv.port, 7001);
+    expect_set_ok("bind", "127.0.0.1 -::1");
+    expect_get("bind", "127.0.0.1 -::1");
+    expect_set_ok("bind", "");
+    ck_assert_int_eq(srv.bindaddr_count, 0);
+    expect_set_err("port", "65536", "argument must be between 0 and 65535 inclusive");
+    expect_set_err("bind", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17", "Too many bind addresses");
+    ck_assert_int_eq(srv.port, 7001);
+}
+END_TEST
+
+START_TEST(test_encoding_knobs) {
+    /* Valkey 8.0.1's defaults, in the keyspace's type_options */
+    const type_options *t = &srv.db.types;
+    ck_assert_int_eq(t->hash_max_listpack_entries, 512);
+    ck_assert_uint_eq(t->hash_max_listpack_value, 64);
+    ck_assert_int_eq(t->list_max_listpack_size, -2);
+    ck_assert_int_eq(t->list_compress_depth, 0);
+    ck_assert_int_eq(t->set_max_intset_entries, 512);
+    ck_assert_int_eq(t->set_max_listpack_entries, 128);
+    ck_assert_int_eq(t->set_max_listpack_value, 64);
+    ck_assert_int_eq(t->zset_max_listpack_entries, 128);
+    ck_assert_uint_eq(t->zset_max_listpack_value, 64);
+    ck_assert_uint_eq(t->stream_node_max_bytes, 4096);
+    ck_assert_int_eq(t->stream_node_max_entries, 100);
+    ck_assert_uint_eq(t->hll_sparse_max_bytes, 3000);
+    expect_get("list-max-ziplist-size", "-2");
+    /* an alias sets the same value */
+    expect_set_ok("hash-max-ziplist-entries", "100");
+    expect_get("hash-max-listpack-entries", "100");
+    expect_set_ok("zset-max-ziplist-value", "1kb");
+    ck_assert_uint_eq(t->zset_max_listpack_value, 1024);
+    expect_set_ok("list-max-listpack-size", "-5");
+    ck_assert_int_eq(t->list_max_listpack_size, -5);
+    expect_set_err("list-compress-depth", "-1", "argument must be between 0 and 2147483647 inclusive");
+    expect_set_err("set-max-intset-entries", "x", "argument couldn't be parsed into an integer");
+    expect_set_err("hll-sparse-max-bytes", "-1", "argument must be a memory value");
+    expect_set_err("list-max-listpack-size", "1.5", "argument couldn't be parsed into an integer");
+}
+END_TEST
+
+START_TEST(test_compat_rows) {
+    /* defaults and errors as in Valkey 8.0.1 */
+    expect_get("appendfsync", "everysec");
+    expect_get("repl-backlog-size", "10485760");
+    expect_get("dbfilename", "dump.rdb");
+    expect_get("proc-title-template", "{title} {listen-addr} {server-mode}");
+    expect_get("syslog-ident", "valkey");
+    expect_get("oom-score-adj-values", "0 200 800");
+    expect_get("latency-tracking-info-percentiles", "50 99 99.9");
+    expect_get("shutdown-on-sigterm", "default");
+    expect_get("notify-keyspace-events", "");
+    expect_get("lazyfree-lazy-eviction", "yes");
+    expect_get("replica-read-only", "yes");
+    expect_get("slave-read-only", "yes");
+    expect_set_err("appendfsync", "sometimes",
+                   "argument(s) must be one of the following: everysec, always, no");
+    expect_set_err("repl-timeout", "0", "argument must be between 1 and 2147483647 inclusive");
+    expect_set_err("rdbchecksum", "no", "can't set immutable config");
+    expect_set_ok("appendfsync", "always");
+    expect_get("appendfsync", "always");
+    expect_set_ok("masterauth", "secret");
+    expect_get("primaryauth", "secret");
+    ck_assert(config_is_secret("masterauth"));
+    ck_assert(config_is_protected("dir") && config_is_protected("dbfilename"));
+    expect_set_ok("notify-keyspace-events", "KEA");
+    expect_get("notify-keyspace-events", "AKE");
+    expect_set_ok("notify-keyspace-events", "Exg$");
+    expect_get("notify-keyspace-events", "g$xE");
+    expect_set_err("notify-keyspace-events", "KEq", "Invalid event class character");
+    expect_set_ok("latency-tracking-info-percentiles", "50 99.99 100");
+    expect_get("latency-tracking-info-percentiles", "50 99.99 100");
+    expect_set_ok("latency-tracking-info-percentiles", "");
+    expect_get("latency-tracking-info-percentiles", "");
+    expect_set_err("latency-tracking-info-percentiles", "101", "should sit between [0.0,100.0]");
+    expect_set_err("oom-score-adj-values", "0 200 3000", "between -2000 and 2000");
+    expect_set_ok("shutdown-on-sigint", "nosave now");
+    expect_get("shutdown-on-sigint", "now nosave");
+    expect_set_err("shutdown-on-sigint", "save nosave", "can't be used simultaneously");
+    /* replicaof answers "" as a primary does; setting it is refused */
+    expect_get("replicaof", "");
+    expect_get("slaveof", "");
+    expect_set_err("replicaof", "127.0.0.1 6380", "can't set immutable config");
+    /* refused directives keep the value that asks for nothing */
+    expect_get("cluster-enabled", "no");
+    expect_get("tls-port", "0");
+    expect_set_ok("tls-port", "0");
+    expect_set_err("tls-port", "6380", "TLS is not available");
+    expect_set_err("min-slaves-to-write", "1", "replication is not available");
+    expect_set_ok("maxmemory-clients", "0");
+    char msg[512];
+    ck_assert_int_eq(load(NULL, "cluster-enabled no\ntls-port 0\n", msg, sizeof(msg)), 0);
+    ck_assert_int_ne(load(NULL, "cluster-enabled yes\n", msg, sizeof(msg)), 0);
+    ck_assert_msg(strstr(msg, "'cluster-enabled' is not supported"), "error \"%s\"", msg);
+    ck_assert_int_ne(load(NULL, "replicaof 127.0.0.1 6380\n", msg, sizeof(msg)), 0);
+    ck_assert_msg(strstr(msg, "'replicaof' is not supported"), "error \"%s\"", msg);
+}
+END_TEST
+
+START_TEST(test_compat_rewrite) {
+    /* Changed rows are written, defaults (negative ones too) and refused
+     * rows are not, and everything reads back. */
+    expect_set_ok("appendfsync", "no");
+    expect_set_ok("hash-max-listpack-entries", "64");
+    expect_set_ok("notify-keyspace-events", "Kx");
+    expect_set_ok("oom-score-adj-values", "1 2 3");
+    const char *path = write_file(2, "compat.conf", "# top\nlist-max-ziplist-size -2\n");
+    char *err = NULL;
+    ck_assert_msg(config_rewrite_file(path, &err) == 0, "rewrite failed: %s", err);
+    FILE *f = fopen(path, "r");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    ck_assert_msg(strstr(text, "\nappendfsync no\n"), "file:\n%s", text);
+    ck_assert_msg(strstr(text, "\nhash-max-listpack-entries 64\n"), "file:\n%s", text);
+    ck_assert_msg(strstr(text, "\nnotify-keyspace-events xK\n"), "file:\n%s", text);
+    ck_assert_msg(strstr(text, "\noom-score-adj-values 1 2 3\n"), "file:\n%s", text);
+    ck_assert_msg(strstr(text, "\nlist-max-listpack-size -2\n"), "file:\n%s", text);
+    ck_assert_msg(!strstr(text, "zset-max-listpack-entries"), "default written:\n%s", text);
+    ck_assert_msg(!strstr(text, "replicaof") && !strstr(text, "aclfile") &&
+                      !strstr(text, "cluster-enabled") && !strstr(text, "tls-port"),
+                  "refused row written:\n%s", text);
+    rewrite_and_reload("compatibility rows");
+    expect_get("appendfsync", "no");
+    expect_get("notify-keyspace-events", "xK");
+}
+END_TEST
+
 static Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("values");
@@ -850,6 +1053,10 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, test_obuf_limit_all_or_nothing);
     tcase_add_test(tc, test_get_formatting);
     tcase_add_test(tc, test_get_formatting_misc);
+    tcase_add_test(tc, test_failed_apply_restores);
+    tcase_add_test(tc, test_bind_port_settable);
+    tcase_add_test(tc, test_encoding_knobs);
+    tcase_add_test(tc, test_compat_rows);
     suite_add_tcase(s, tc);
 
     TCase *files = tcase_create("files");
@@ -872,6 +1079,7 @@ static Suite *config_suite(void) {
     tcase_add_test(hostile_tc, test_values_keep_every_byte);
     tcase_add_test(hostile_tc, test_nul_refused_outside_binary_values);
     tcase_add_test(hostile_tc, test_bounds_like_valkey);
+    tcase_add_test(hostile_tc, test_compat_rewrite);
     suite_add_tcase(s, hostile_tc);
     return s;
 }
