@@ -117,6 +117,26 @@ wait_ready() {
 # Arguments appended for every server started (e.g. --loadmodule for Keel).
 EXTRA_SERVER_ARGS=()
 
+# CPU pinning, the project's benchmark method: on a machine with 2 or more
+# CPUs every server runs on CPU $BENCH_SERVER_CPU (default 0) and every load
+# generator on CPU $BENCH_CLIENT_CPU (default 1), so the two never compete
+# for one core and each run sees the same placement. BENCH_PIN=0 turns it
+# off (e.g. to measure I/O threads, which need more than one core).
+if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    SERVER_PIN=(taskset -c "${BENCH_SERVER_CPU:-0}")
+    CLIENT_PIN=(taskset -c "${BENCH_CLIENT_CPU:-1}")
+else
+    SERVER_PIN=()
+    CLIENT_PIN=()
+fi
+pinning_desc() {
+    if [ ${#SERVER_PIN[@]} -gt 0 ]; then
+        echo "server pinned to CPU ${BENCH_SERVER_CPU:-0}, load generator to CPU ${BENCH_CLIENT_CPU:-1} (taskset)"
+    else
+        echo "no CPU pinning"
+    fi
+}
+
 # start_server NAME DIR [PREFIX...] -- BINARY: starts BINARY (optionally under
 # PREFIX, e.g. valgrind) with the common arguments on a free port; sets
 # SERVER_PID and SERVER_PORT. Tries another port if the first is taken.
@@ -132,7 +152,7 @@ start_server() {
         pick_port
         mapfile -d '' args < <(common_server_args "$PORT" "$dir")
         args+=("${EXTRA_SERVER_ARGS[@]}")
-        "${prefix[@]}" "$bin" "${args[@]}" >"$dir/stdout.log" 2>&1 </dev/null &
+        "${SERVER_PIN[@]}" "${prefix[@]}" "$bin" "${args[@]}" >"$dir/stdout.log" 2>&1 </dev/null &
         SERVER_PID=$!
         SERVER_PORT=$PORT
         BENCH_PIDS+=("$SERVER_PID")
@@ -175,7 +195,7 @@ forget_pid() {
 BENCH_CLIENT=""
 run_client() {
     local limit=$1 out=$2 err=$3 rc=0; shift 3
-    timeout "$limit" "$@" >"$out" 2>>"$err" </dev/null &
+    timeout "$limit" "${CLIENT_PIN[@]}" "$@" >"$out" 2>>"$err" </dev/null &
     BENCH_CLIENT=$!
     wait "$BENCH_CLIENT" || rc=$?
     BENCH_CLIENT=""

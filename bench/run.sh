@@ -128,7 +128,7 @@ mkdir -p "$(dirname "$OUT")"
 
 load_start=$(load_avg)
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "bench: load average at start: $load_start ($(nproc) CPUs)"
+echo "bench: load average at start: $load_start ($(nproc) CPUs); $(pinning_desc)"
 if awk -v l="${load_start%% *}" 'BEGIN { exit !(l > 0.5) }'; then
     echo "bench: warning: the machine is not idle; numbers will be noisy" >&2
 fi
@@ -293,6 +293,7 @@ nbase=$(requests 1 3 set)
     echo "- date: $started_at, run time ${elapsed}s$([ "$QUICK" = 1 ] && echo ', --quick')"
     echo "- machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), Linux $(uname -r)"
     echo "- load average (1/5/15 min): $load_start at start, $load_end at end"
+    echo "- placement: $(pinning_desc); servers alternate within each round, medians over rounds"
     for i in "${!NAMES[@]}"; do
         v=$(server_version "${BINS[$i]}")
         [ "${NAMES[$i]}" = keel ] && v+=", $keel_rev"
