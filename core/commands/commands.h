@@ -24,6 +24,7 @@ extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
 extern const command_family commands_config;
+extern const command_family commands_debug;
 
 /* What the commands need from the server that composes them, handed in at
  * setup so no command reaches up into the server: its settings (read live)
