@@ -19,8 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#define ERR_DEBUG_NO_PERSISTENCE(what) \
-    "ERR DEBUG " what " is not available: Keel has no persistence yet (no RDB or AOF to save or load)"
+#define ERR_DEBUG_NO_PERSISTENCE(what)                                                             \
+    "ERR DEBUG " what                                                                              \
+    " is not available: Keel has no persistence yet (no RDB or AOF to save or load)"
 
 /* A NUL-terminated copy of an argument, cut to fit buf. */
 static const char *arg_cstr(const karg *a, char *buf, size_t size) {
@@ -37,7 +38,8 @@ static int arg_atoi(const karg *a) {
 }
 
 static void debug_unknown(client *c) {
-    reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
+    reply_errorf(c,
+                 "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
                  (int)(c->argv[1].len > 128 ? 128 : c->argv[1].len), c->argv[1].ptr);
 }
 
@@ -76,7 +78,8 @@ static void debug_help(client *c) {
     };
     reply_array(c, (long long)K_ARRAY_LEN(help) + 3);
     reply_simple(c, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
+    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
+        reply_simple(c, help[i]);
     reply_simple(c, "HELP");
     reply_simple(c, "    Print this help.");
 }
@@ -96,11 +99,13 @@ static void debug_object(client *c) {
     int lfu = db_policy_is_lfu(db_opts()->maxmemory_policy);
     const kobj *v = e->val;
     char line[512];
-    int n = snprintf(line, sizeof(line), "Value at:%p refcount:%d encoding:%s", (const void *)v, (int)v->refcount,
-                     obj_encoding_name(v));
-    if (!fast) n += snprintf(line + n, sizeof(line) - (size_t)n, " serializedlength:%zu", obj_strlen(v));
-    snprintf(line + n, sizeof(line) - (size_t)n, " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u",
-             e->lru, lfu ? 0ULL : (unsigned long long)db_idle_seconds(e), lfu ? db_lfu_freq(e) : 0u,
+    int n = snprintf(line, sizeof(line), "Value at:%p refcount:%d encoding:%s", (const void *)v,
+                     (int)v->refcount, obj_encoding_name(v));
+    if (!fast)
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " serializedlength:%zu", obj_strlen(v));
+    snprintf(line + n, sizeof(line) - (size_t)n,
+             " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u", e->lru,
+             lfu ? 0ULL : (unsigned long long)db_idle_seconds(e), lfu ? db_lfu_freq(e) : 0u,
              lfu ? e->lru >> 8 : 0u);
     reply_simple(c, line);
 }
@@ -117,14 +122,19 @@ static void debug_protocol(client *c) {
         reply_double(c, 3.141);
     } else if (karg_eq(t, "bignum")) {
         static const char big[] = "1234567999999999999999999999999999999";
-        if (c->resp >= 3) reply_raw(c, "(1234567999999999999999999999999999999\r\n", sizeof(big) + 2);
-        else reply_bulk(c, big, sizeof(big) - 1);
+        if (c->resp >= 3)
+            reply_raw(c, "(1234567999999999999999999999999999999\r\n", sizeof(big) + 2);
+        else
+            reply_bulk(c, big, sizeof(big) - 1);
     } else if (karg_eq(t, "null")) {
         reply_null(c);
     } else if (karg_eq(t, "array") || karg_eq(t, "set")) {
-        if (karg_eq(t, "array")) reply_array(c, 3);
-        else reply_set(c, 3);
-        for (int j = 0; j < 3; j++) reply_int(c, j);
+        if (karg_eq(t, "array"))
+            reply_array(c, 3);
+        else
+            reply_set(c, 3);
+        for (int j = 0; j < 3; j++)
+            reply_int(c, j);
     } else if (karg_eq(t, "map")) {
         reply_map(c, 3);
         for (int j = 0; j < 3; j++) {
@@ -134,7 +144,8 @@ static void debug_protocol(client *c) {
     } else if (karg_eq(t, "attrib")) {
         /* An attribute is no reply of its own: a real one follows it. */
         if (c->resp >= 3) {
-            static const char attr[] = "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n";
+            static const char attr[] =
+                "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n";
             reply_raw(c, attr, sizeof(attr) - 1);
         }
         reply_bulk_cstr(c, "Some real reply following the attribute");
@@ -151,8 +162,9 @@ static void debug_protocol(client *c) {
     } else if (karg_eq(t, "verbatim")) {
         reply_verbatim(c, "This is a verbatim\nstring", 25, "txt");
     } else {
-        reply_error(c, "ERR Wrong protocol type name. Please use one of the following: "
-                       "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false");
+        reply_error(
+            c, "ERR Wrong protocol type name. Please use one of the following: "
+               "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false");
     }
 }
 
@@ -161,8 +173,8 @@ static void debug_protocol(client *c) {
 static void debug_sleep(client *c) {
     char buf[64];
     double secs = strtod(arg_cstr(&c->argv[2], buf, sizeof(buf)), NULL);
-    if (!(secs > 0)) secs = 0;         /* also NaN */
-    if (secs > 1e9) secs = 1e9;        /* keeps tv_sec in range */
+    if (!(secs > 0)) secs = 0;  /* also NaN */
+    if (secs > 1e9) secs = 1e9; /* keeps tv_sec in range */
     long long us = (long long)(secs * 1000000);
     struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {

@@ -208,9 +208,10 @@ static size_t string_mem_usage(const kobj *o) {
 }
 
 /* Keeps the encoding: an INT stays an INT, a RAW string stays RAW (it may
- * be growing). */
+ * be growing). A shared integer gets an object of its own, as Valkey's
+ * COPY gives. */
 static kobj *string_copy(const kobj *o) {
-    if (o->encoding == OBJ_ENC_INT) return obj_int_unshared(o->v.ival); /* a new object, as Valkey's COPY */
+    if (o->encoding == OBJ_ENC_INT) return obj_int_unshared(o->v.ival);
     if (o->encoding == OBJ_ENC_RAW) return obj_string_raw(o->v.ptr, o->len);
     return obj_string(o->v.ptr, o->len);
 }

@@ -68,7 +68,8 @@ START_TEST(test_protocol_resp3) {
         {"array", "[:0,:1,:2]"},
         {"set", "~[:0,:1,:2]"},
         {"map", "{:0:#f,:1:#t,:2:#f}"},
-        {"attrib", "|{{\"key-popularity\":[\"key:123\",:90]}:\"Some real reply following the attribute\"}"},
+        {"attrib",
+         "|{{\"key-popularity\":[\"key:123\",:90]}:\"Some real reply following the attribute\"}"},
         {"push", ">[\"server-cpu-usage\",:42]"},
         {"true", "#t"},
         {"false", "#f"},
@@ -78,7 +79,8 @@ START_TEST(test_protocol_resp3) {
         it_raw_cmd(r, "DEBUG", "PROTOCOL", cases[i].type, NULL);
         expect_raw(r, cases[i].want);
         /* push is out of band: the real reply follows it */
-        if (!strcmp(cases[i].type, "push")) expect_raw(r, "\"Some real reply following the push reply\"");
+        if (!strcmp(cases[i].type, "push"))
+            expect_raw(r, "\"Some real reply following the push reply\"");
     }
     it_raw_cmd(r, "PING", NULL);
     expect_raw(r, "+PONG");
@@ -123,16 +125,20 @@ END_TEST
 /* "Value at:<ptr> refcount:<n> encoding:<enc> serializedlength:<n> lru:<n>
  * lru_seconds_idle:<n> lfu_freq:<n> lfu_access_time_minutes:<n>" */
 static const char *debug_object(redisContext *c, const char *key, int fast) {
-    redisReply *r = fast ? it_cmd(c, "DEBUG OBJECT %s fast", key) : it_cmd(c, "DEBUG OBJECT %s", key);
-    ck_assert_msg(r->type == REDIS_REPLY_STATUS, "DEBUG OBJECT %s: type %d %s", key, r->type, r->str ? r->str : "");
+    redisReply *r =
+        fast ? it_cmd(c, "DEBUG OBJECT %s fast", key) : it_cmd(c, "DEBUG OBJECT %s", key);
+    ck_assert_msg(r->type == REDIS_REPLY_STATUS, "DEBUG OBJECT %s: type %d %s", key, r->type,
+                  r->str ? r->str : "");
     return r->str;
 }
 
 static char *field(const char *line, const char *name) {
     size_t nl = strlen(name);
     const char *p = strstr(line, it_fmt(" %s:", name));
-    if (p) p += nl + 2;
-    else if (!strncmp(line, name, nl) && line[nl] == ':') p = line + nl + 1;
+    if (p)
+        p += nl + 2;
+    else if (!strncmp(line, name, nl) && line[nl] == ':')
+        p = line + nl + 1;
     ck_assert_msg(p, "no %s in \"%s\"", name, line);
     size_t n = strcspn(p, " ");
     return it_fmt("%.*s", (int)n, p);
@@ -156,8 +162,10 @@ START_TEST(test_object) {
     unsigned refc, lru, freq, mins;
     unsigned long long slen, idle;
     char enc[16];
-    int n = sscanf(line, "Value at:%31s refcount:%u encoding:%15s serializedlength:%llu lru:%u lru_seconds_idle:%llu "
-                         "lfu_freq:%u lfu_access_time_minutes:%u",
+    int n = sscanf(line,
+                   "Value at:%31s refcount:%u encoding:%15s serializedlength:%llu lru:%u "
+                   "lru_seconds_idle:%llu "
+                   "lfu_freq:%u lfu_access_time_minutes:%u",
                    ptr, &refc, enc, &slen, &lru, &idle, &freq, &mins);
     ck_assert_int_eq(n, 8);
 
@@ -169,8 +177,9 @@ START_TEST(test_object) {
     line = debug_object(c, "str", 0);
     ck_assert_str_eq(field(line, "serializedlength"), "11");
     expect_error(c, "ERR no such key", "DEBUG OBJECT nosuchkey");
-    expect_error(c, "ERR unknown subcommand or wrong number of arguments for 'OBJECT'. Try DEBUG HELP.",
-                 "DEBUG OBJECT a b c");
+    expect_error(
+        c, "ERR unknown subcommand or wrong number of arguments for 'OBJECT'. Try DEBUG HELP.",
+        "DEBUG OBJECT a b c");
 }
 END_TEST
 
@@ -188,7 +197,8 @@ START_TEST(test_shared_integers) {
     expect_int(c, 9999, "INCR foo");
     expect_int(c, 2147483647, "OBJECT REFCOUNT foo");
     expect_ok(c, "SET other 9999"); /* the same shared object */
-    expect_int(c, 10000, "INCR foo"); /* leaves the range: a private object, not the shared one changed */
+    expect_int(c, 10000,
+               "INCR foo"); /* leaves the range: a private object, not the shared one changed */
     expect_int(c, 1, "OBJECT REFCOUNT foo");
     expect_bulk(c, "9999", "GET other");
     expect_int(c, 2147483647, "OBJECT REFCOUNT other");
@@ -269,11 +279,14 @@ START_TEST(test_replybuffer) {
     expect_ok(c, "DEBUG REPLYBUFFER PEAK-RESET-TIME 100");
     expect_ok(c, "DEBUG REPLYBUFFER RESIZING 0");
     expect_ok(c, "DEBUG REPLYBUFFER RESIZING 1");
-    expect_error(c, "ERR value is not an integer or out of range", "DEBUG REPLYBUFFER PEAK-RESET-TIME soon");
-    expect_error(c, "ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'. Try DEBUG HELP.",
-                 "DEBUG REPLYBUFFER SHRINK 1");
-    expect_error(c, "ERR unknown subcommand or wrong number of arguments for 'replybuffer'. Try DEBUG HELP.",
-                 "DEBUG replybuffer resizing");
+    expect_error(c, "ERR value is not an integer or out of range",
+                 "DEBUG REPLYBUFFER PEAK-RESET-TIME soon");
+    expect_error(
+        c, "ERR unknown subcommand or wrong number of arguments for 'REPLYBUFFER'. Try DEBUG HELP.",
+        "DEBUG REPLYBUFFER SHRINK 1");
+    expect_error(
+        c, "ERR unknown subcommand or wrong number of arguments for 'replybuffer'. Try DEBUG HELP.",
+        "DEBUG replybuffer resizing");
 }
 END_TEST
 
@@ -309,19 +322,28 @@ START_TEST(test_persistence_and_help) {
     expect_error_prefix(c, "ERR DEBUG LOADAOF is not available", "DEBUG LOADAOF");
     expect_error_prefix(c, "ERR DEBUG DIGEST is not available", "DEBUG DIGEST");
     expect_error_prefix(c, "ERR DEBUG DIGEST-VALUE is not available", "DEBUG DIGEST-VALUE k");
-    expect_error(c, "ERR unknown subcommand or wrong number of arguments for 'nosuch'. Try DEBUG HELP.",
-                 "DEBUG nosuch");
-    expect_error(c, "ERR unknown subcommand or wrong number of arguments for 'JMAP'. Try DEBUG HELP.", "DEBUG JMAP");
+    expect_error(
+        c, "ERR unknown subcommand or wrong number of arguments for 'nosuch'. Try DEBUG HELP.",
+        "DEBUG nosuch");
+    expect_error(c,
+                 "ERR unknown subcommand or wrong number of arguments for 'JMAP'. Try DEBUG HELP.",
+                 "DEBUG JMAP");
 
     redisReply *r = it_cmd(c, "DEBUG HELP");
     ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
-    ck_assert_str_eq(r->element[0]->str, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    ck_assert_str_eq(r->element[0]->str,
+                     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
     ck_assert_str_eq(r->element[r->elements - 2]->str, "HELP");
-    const char *want[] = {"OBJECT <key> [fast]", "PROTOCOL <type>", "SLEEP <seconds>", "SET-ACTIVE-EXPIRE <0|1>",
-                          "REPLYBUFFER RESIZING <0|1>", "RELOAD [option ...]"};
+    const char *want[] = {"OBJECT <key> [fast]",
+                          "PROTOCOL <type>",
+                          "SLEEP <seconds>",
+                          "SET-ACTIVE-EXPIRE <0|1>",
+                          "REPLYBUFFER RESIZING <0|1>",
+                          "RELOAD [option ...]"};
     for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
         int found = 0;
-        for (size_t i = 0; i < r->elements; i++) found |= !strcmp(r->element[i]->str, want[w]);
+        for (size_t i = 0; i < r->elements; i++)
+            found |= !strcmp(r->element[i]->str, want[w]);
         ck_assert_msg(found, "DEBUG HELP lacks %s", want[w]);
     }
 }
