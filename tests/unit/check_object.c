@@ -493,7 +493,9 @@ START_TEST(test_shared_ints_are_shared) {
     ck_assert(!obj_is_shared(neg) && !obj_is_shared(big));
     ck_assert_uint_eq(neg->refcount, 1);
     ck_assert_uint_eq(big->refcount, 1);
-    ck_assert_ptr_ne(obj_int(OBJ_SHARED_INTEGERS), big);
+    kobj *big2 = obj_int(OBJ_SHARED_INTEGERS);
+    ck_assert_ptr_ne(big2, big);
+    obj_decref(big2);
     obj_decref(neg);
     obj_decref(big);
     obj_decref(a);
