@@ -1,8 +1,8 @@
 /* cmd_server.c -- connection and server commands: PING, ECHO, HELLO, AUTH,
  * QUIT, RESET, CLIENT, TIME, SHUTDOWN, SAVE/BGSAVE/LASTSAVE (which
- * answer without persistence), DEBUG, plus the table
- * entries for INFO, CONFIG and SLOWLOG whose bodies live with their
- * subsystems. */
+ * answer without persistence), and the table entry for SLOWLOG, whose body
+ * lives with the slow log. COMMAND is in cmd_command.c, CONFIG in
+ * cmd_config.c, DEBUG in cmd_debug.c, INFO in server/info.c. */
 #include "commands/commands.h"
 
 #include "common/common.h"
@@ -16,7 +16,6 @@
 #include "session/slowlog.h"
 
 #include <string.h>
-#include <unistd.h>
 
 static void cmd_ping(client *c) {
     if (c->argc > 2) {
@@ -525,42 +524,6 @@ static void cmd_lastsave(client *c) {
     reply_int(c, *commands_env_get()->lastsave);
 }
 
-/* ---- DEBUG ---- */
-
-int protected_command_allowed(client *c, int setting, const char *name) {
-    if (setting == 1) return 1;
-    if (setting == 2 && c->conn && conn_is_loopback(c->conn)) return 1;
-    reply_errorf(c, "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", you can run "
-                    "it from a local connection, otherwise you need to set this option in the configuration file, "
-                    "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
-    return 0;
-}
-
-static void cmd_debug(client *c) {
-    if (!protected_command_allowed(c, *commands_env_get()->enable_debug_cmd, "DEBUG")) return;
-    const karg *sub = &c->argv[1];
-    if (karg_eq(sub, "sleep") && c->argc == 3) {
-        long double secs;
-        if (!str_to_ld(c->argv[2].ptr, c->argv[2].len, &secs) || secs < 0) {
-            reply_error(c, "ERR value is not a valid float");
-            return;
-        }
-        usleep((useconds_t)(secs * 1000000));
-        reply_ok(c);
-    } else if (karg_eq(sub, "set-active-expire") && c->argc == 3) {
-        *commands_env_get()->active_expire_enabled = karg_eq(&c->argv[2], "1");
-        reply_ok(c);
-    } else if (karg_eq(sub, "help")) {
-        reply_array(c, 3);
-        reply_simple(c, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-        reply_simple(c, "SLEEP <seconds>");
-        reply_simple(c, "SET-ACTIVE-EXPIRE <0|1>");
-    } else {
-        reply_errorf(c, "ERR unknown subcommand '%.*s'. Try DEBUG HELP.", (int)(sub->len > 128 ? 128 : sub->len),
-                     sub->ptr);
-    }
-}
-
 
 #define SRV_CMD(n, p, a, f, s, v) \
     {.name = n, .proc = p, .arity = a, .flags = f, .group = "server", .summary = s, .since = v}
@@ -623,8 +586,6 @@ static command server_table[] = {
             "Saves the dataset to disk in the background (refused: Keel has no persistence).", "1.0.0"),
     SRV_CMD("lastsave", cmd_lastsave, 1, CMD_LOADING | CMD_STALE | CMD_FAST,
             "The Unix time of the last save (Keel never saves: its start time).", "1.0.0"),
-    SRV_CMD("debug", cmd_debug, -2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
-            "A container for debugging commands.", "1.0.0"),
 };
 
 const command_family commands_server = {server_table, K_ARRAY_LEN(server_table)};

@@ -355,8 +355,12 @@ static void incr_generic(client *c, long long by) {
         return;
     }
     long long v = cur + by;
-    /* Update an unshared INT object in place: no allocation per INCR. */
-    if (e && e->val->encoding == OBJ_ENC_INT && e->val->refcount == 1) {
+    /* Update an unshared INT object in place: no allocation per INCR. A
+     * result in the shared range stores the shared object instead (as
+     * Valkey does); a shared object (refcount OBJ_SHARED_REFCOUNT) is never
+     * modified. */
+    int shared = v >= 0 && v < OBJ_SHARED_INTEGERS;
+    if (e && !shared && e->val->encoding == OBJ_ENC_INT && e->val->refcount == 1) {
         char tmp[24];
         e->val->v.ival = v;
         e->val->len = ll_to_str(tmp, v);

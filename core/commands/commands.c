@@ -4,9 +4,13 @@
 
 #include "commands/multi.h"
 #include "common/common.h"
+#include "session/reply.h"
+
+#include <string.h>
 
 static const command_family *const builtin_families[] = {
-    &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_config, &commands_command,
+    &commands_string, &commands_keys,   &commands_server,  &commands_multi,
+    &commands_config, &commands_command, &commands_debug,
 };
 
 int commands_register(command *cmd) {
@@ -35,4 +39,13 @@ void commands_setup(const commands_env *e) {
 void commands_teardown(void) {
     multi_teardown();
     env = NULL;
+}
+
+int protected_command_allowed(client *c, int setting, const char *name) {
+    if (setting == 1) return 1;
+    if (setting == 2 && c->conn && conn_is_loopback(c->conn)) return 1;
+    reply_errorf(c, "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", you can run "
+                    "it from a local connection, otherwise you need to set this option in the configuration file, "
+                    "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
+    return 0;
 }

@@ -25,6 +25,7 @@ extern const command_family commands_server;
 extern const command_family commands_multi;
 extern const command_family commands_config;
 extern const command_family commands_command;
+extern const command_family commands_debug;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

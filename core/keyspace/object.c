@@ -104,12 +104,33 @@ static kobj *obj_new(uint8_t encoding, size_t extra) {
     return o;
 }
 
-kobj *obj_int(int64_t value) {
+kobj *obj_int_unshared(int64_t value) {
     kobj *o = obj_new(OBJ_ENC_INT, 0);
     char tmp[24];
     o->len = ll_to_str(tmp, value);
     o->v.ival = value;
     return o;
+}
+
+/* The shared integers: static, so never freed; filled before main() runs
+ * (a constructor, not a setup call, so every user of the keyspace library,
+ * the unit tests included, finds them ready without a setup order). */
+static kobj shared_ints[OBJ_SHARED_INTEGERS];
+
+__attribute__((constructor)) static void obj_shared_ints_init(void) {
+    for (int i = 0; i < OBJ_SHARED_INTEGERS; i++) {
+        kobj *o = &shared_ints[i];
+        o->refcount = OBJ_SHARED_REFCOUNT;
+        o->type = OBJ_STRING;
+        o->encoding = OBJ_ENC_INT;
+        o->len = i < 10 ? 1 : i < 100 ? 2 : i < 1000 ? 3 : 4;
+        o->v.ival = i;
+    }
+}
+
+kobj *obj_int(int64_t value) {
+    if (value >= 0 && value < OBJ_SHARED_INTEGERS) return &shared_ints[value];
+    return obj_int_unshared(value);
 }
 
 static kobj *obj_embstr(const char *s, size_t len) {
@@ -187,9 +208,10 @@ static size_t string_mem_usage(const kobj *o) {
 }
 
 /* Keeps the encoding: an INT stays an INT, a RAW string stays RAW (it may
- * be growing). */
+ * be growing). A shared integer gets an object of its own, as Valkey's
+ * COPY gives. */
 static kobj *string_copy(const kobj *o) {
-    if (o->encoding == OBJ_ENC_INT) return obj_int(o->v.ival);
+    if (o->encoding == OBJ_ENC_INT) return obj_int_unshared(o->v.ival);
     if (o->encoding == OBJ_ENC_RAW) return obj_string_raw(o->v.ptr, o->len);
     return obj_string(o->v.ptr, o->len);
 }
@@ -213,7 +235,7 @@ const obj_type *obj_type_of(const kobj *o) {
 }
 
 void obj_decref(kobj *o) {
-    if (--o->refcount > 0) return;
+    if (o->refcount == OBJ_SHARED_REFCOUNT || --o->refcount > 0) return;
     const obj_type *t = types[o->type];
     if (t) t->free_value(o);
     km_free(o);
@@ -267,6 +289,8 @@ kobj *obj_make_writable(kobj *o, size_t need) {
 }
 
 size_t obj_mem_usage(const kobj *o) {
+    /* A shared integer is no allocation: count its header, as Valkey does. */
+    if (obj_is_shared(o)) return sizeof(kobj);
     const obj_type *t = types[o->type];
     return km_usable(o) + (t ? t->mem_usage(o) : 0);
 }

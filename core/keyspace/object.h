@@ -11,7 +11,21 @@
  * instead of copying it, so an object lives until its last reference is
  * dropped, even after the key was overwritten or deleted.
  *
- * Threads: references are taken and dropped on the main thread. */
+ * Small integers are shared, as in Valkey: obj_string/obj_int of a value in
+ * 0..OBJ_SHARED_INTEGERS-1 return one preallocated INT object per value
+ * whose refcount is OBJ_SHARED_REFCOUNT and never changes (obj_incref and
+ * obj_decref leave it alone, so it is never freed and never overflows). A
+ * shared object must never be modified: obj_make_writable copies it, and
+ * code that updates a value in place checks obj_is_shared (or refcount ==
+ * 1, which a shared object never has).
+ *
+ * Valkey stops sharing when maxmemory is set with an LRU/LFU policy,
+ * because its access clock lives in the object and a shared object cannot
+ * hold one clock per key. Keel keeps the clock in db_entry (keyspace/db.h),
+ * so sharing is always safe here and Keel always shares.
+ *
+ * Threads: references are taken and dropped on the main thread; shared
+ * objects are read-only, so any thread may read them. */
 #ifndef KEEL_OBJECT_H
 #define KEEL_OBJECT_H
 
@@ -24,6 +38,12 @@
 #define OBJ_ENC_RAW 0
 #define OBJ_ENC_INT 1
 #define OBJ_ENC_EMBSTR 8
+
+/* Integers 0..OBJ_SHARED_INTEGERS-1 are shared objects (Valkey's value). */
+#define OBJ_SHARED_INTEGERS 10000
+/* The refcount of a shared object (Valkey's OBJ_SHARED_REFCOUNT, INT_MAX):
+ * OBJECT REFCOUNT reports it as is. */
+#define OBJ_SHARED_REFCOUNT 0x7fffffffu
 
 /* Strings up to this length are embedded (header + bytes fit 64 bytes). */
 #define OBJ_EMBSTR_MAX 44
@@ -83,10 +103,17 @@ kobj *obj_string_raw(const char *s, size_t len);
 kobj *obj_string_adopt(char *buf, size_t len, size_t cap);
 /* An empty RAW string with room for cap bytes, to be filled by the caller. */
 kobj *obj_string_alloc(size_t cap);
+/* An INT object; the shared one for 0..OBJ_SHARED_INTEGERS-1. */
 kobj *obj_int(int64_t value);
+/* An INT object of its own (refcount 1) even for a small value. */
+kobj *obj_int_unshared(int64_t value);
+
+static inline int obj_is_shared(const kobj *o) {
+    return o->refcount == OBJ_SHARED_REFCOUNT;
+}
 
 static inline kobj *obj_incref(kobj *o) {
-    o->refcount++;
+    if (o->refcount != OBJ_SHARED_REFCOUNT) o->refcount++;
     return o;
 }
 void obj_decref(kobj *o);
@@ -104,7 +131,7 @@ int obj_get_int(const kobj *o, int64_t *out);
 
 /* Makes a string value writable in place (RAW, refcount 1, room for at least
  * need bytes); returns the object to store, which may be a new one (the
- * caller's reference to o is consumed). */
+ * caller's reference to o is consumed). A shared object is always copied. */
 kobj *obj_make_writable(kobj *o, size_t need);
 
 /* Bytes this object uses (header, buffers), for MEMORY USAGE and sampling. */

@@ -85,7 +85,9 @@ START_TEST(test_int_encoding) {
         kobj *o = mkstr(cases[i].s);
         ck_assert_msg(o->encoding == OBJ_ENC_INT, "\"%s\" should be INT", cases[i].s);
         ck_assert_int_eq(o->type, OBJ_STRING);
-        ck_assert_uint_eq(o->refcount, 1);
+        /* 0..9999 are the shared objects, the others are private */
+        int small = cases[i].v >= 0 && cases[i].v < OBJ_SHARED_INTEGERS;
+        ck_assert_uint_eq(o->refcount, small ? OBJ_SHARED_REFCOUNT : 1);
         ck_assert(o->v.ival == cases[i].v);
         ck_assert_str_eq(obj_encoding_name(o), "int");
         expect_bytes(o, cases[i].s);
@@ -201,7 +203,7 @@ END_TEST
 /* ---- reference counts ---------------------------------------------------- */
 
 START_TEST(test_refcount) {
-    kobj *objs[3] = {mkstr("42"), mkstr("short"), obj_string_raw("a longer raw string value", 25)};
+    kobj *objs[3] = {mkstr("42000"), mkstr("short"), obj_string_raw("a longer raw string value", 25)};
     for (int i = 0; i < 3; i++) {
         kobj *o = objs[i];
         ck_assert_uint_eq(o->refcount, 1);
@@ -471,6 +473,87 @@ START_TEST(test_str_to_ld) {
 }
 END_TEST
 
+/* ---- shared integers ------------------------------------------------------ */
+
+START_TEST(test_shared_ints_are_shared) {
+    kobj *a = mkstr("42"), *b = obj_int(42), *z = obj_string("0", 1), *top = obj_int(OBJ_SHARED_INTEGERS - 1);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_uint_eq(a->refcount, OBJ_SHARED_REFCOUNT);
+    ck_assert_uint_eq(OBJ_SHARED_REFCOUNT, 2147483647u); /* what OBJECT REFCOUNT reports, as Valkey */
+    ck_assert(obj_is_shared(a) && obj_is_shared(z) && obj_is_shared(top));
+    ck_assert_int_eq(a->encoding, OBJ_ENC_INT);
+    ck_assert(z->v.ival == 0 && top->v.ival == OBJ_SHARED_INTEGERS - 1);
+    ck_assert_uint_eq(obj_strlen(top), 4);
+    ck_assert_uint_eq(obj_strlen(z), 1);
+    expect_bytes(a, "42");
+    ck_assert_str_eq(obj_encoding_name(a), "int");
+    ck_assert_uint_eq(obj_mem_usage(a), sizeof(kobj));
+    /* just outside the range: private objects */
+    kobj *neg = obj_int(-1), *big = obj_int(OBJ_SHARED_INTEGERS);
+    ck_assert(!obj_is_shared(neg) && !obj_is_shared(big));
+    ck_assert_uint_eq(neg->refcount, 1);
+    ck_assert_uint_eq(big->refcount, 1);
+    kobj *big2 = obj_int(OBJ_SHARED_INTEGERS);
+    ck_assert_ptr_ne(big2, big);
+    obj_decref(big2);
+    obj_decref(neg);
+    obj_decref(big);
+    obj_decref(a);
+    obj_decref(b);
+    obj_decref(z);
+    obj_decref(top);
+}
+END_TEST
+
+START_TEST(test_shared_refcount_never_moves) {
+    kobj *o = obj_int(7);
+    /* far more drops than takes: never freed (ASan would see a bad free) */
+    for (int i = 0; i < 100000; i++) obj_decref(o);
+    ck_assert_uint_eq(o->refcount, OBJ_SHARED_REFCOUNT);
+    /* and takes never overflow it */
+    for (int i = 0; i < 100000; i++) ck_assert_ptr_eq(obj_incref(o), o);
+    ck_assert_uint_eq(o->refcount, OBJ_SHARED_REFCOUNT);
+    ck_assert(o->v.ival == 7);
+    expect_bytes(o, "7");
+    /* a private object just below the mark is counted as usual */
+    kobj *p = obj_int(123456);
+    obj_incref(p);
+    ck_assert_uint_eq(p->refcount, 2);
+    obj_decref(p);
+    obj_decref(p);
+}
+END_TEST
+
+START_TEST(test_shared_writable_copies) {
+    kobj *o = obj_int(99);
+    kobj *w = obj_make_writable(o, 8);
+    ck_assert_ptr_ne(w, o);
+    ck_assert_int_eq(w->encoding, OBJ_ENC_RAW);
+    ck_assert_uint_eq(w->refcount, 1);
+    expect_bytes(w, "99");
+    memcpy(w->v.ptr + 2, "xx", 3);
+    w->len = 4;
+    expect_bytes(w, "99xx");
+    /* the shared object is untouched and still shared */
+    ck_assert_ptr_eq(obj_int(99), o);
+    ck_assert_uint_eq(o->refcount, OBJ_SHARED_REFCOUNT);
+    ck_assert(o->v.ival == 99);
+    expect_bytes(o, "99");
+    obj_decref(w);
+}
+END_TEST
+
+START_TEST(test_shared_copy_is_private) {
+    kobj *o = obj_int(5);
+    kobj *c = obj_copy(o);
+    ck_assert_ptr_ne(c, o);
+    ck_assert_uint_eq(c->refcount, 1);
+    ck_assert_int_eq(c->encoding, OBJ_ENC_INT);
+    ck_assert(c->v.ival == 5);
+    obj_decref(c);
+}
+END_TEST
+
 static Suite *object_suite(void) {
     Suite *s = suite_create("object");
     TCase *enc = tcase_create("encodings");
@@ -489,6 +572,13 @@ static Suite *object_suite(void) {
     tcase_add_test(ref, test_writable_from_embstr_and_int);
     tcase_add_test(ref, test_get_int);
     suite_add_tcase(s, ref);
+
+    TCase *shared = tcase_create("shared");
+    tcase_add_test(shared, test_shared_ints_are_shared);
+    tcase_add_test(shared, test_shared_refcount_never_moves);
+    tcase_add_test(shared, test_shared_writable_copies);
+    tcase_add_test(shared, test_shared_copy_is_private);
+    suite_add_tcase(s, shared);
 
     TCase *num = tcase_create("numbers");
     tcase_add_test(num, test_str_to_ll);
