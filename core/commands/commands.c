@@ -4,9 +4,13 @@
 
 #include "commands/multi.h"
 #include "common/common.h"
+#include "session/reply.h"
+
+#include <stdio.h>
 
 static const command_family *const builtin_families[] = {
     &commands_string, &commands_keys, &commands_server, &commands_multi, &commands_config,
+    &commands_memory,
 };
 
 static const commands_env *env;
@@ -28,4 +32,16 @@ void commands_setup(const commands_env *e) {
 void commands_teardown(void) {
     multi_teardown();
     env = NULL;
+}
+
+void commands_reply_help(client *c, const char *container, const char *const *lines, size_t n) {
+    char header[96];
+    snprintf(header, sizeof(header), "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+             container);
+    reply_array(c, (long long)n + 3);
+    reply_simple(c, header);
+    for (size_t i = 0; i < n; i++)
+        reply_simple(c, lines[i]);
+    reply_simple(c, "HELP");
+    reply_simple(c, "    Print this help.");
 }

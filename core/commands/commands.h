@@ -24,6 +24,7 @@ extern const command_family commands_keys;
 extern const command_family commands_server;
 extern const command_family commands_multi;
 extern const command_family commands_config;
+extern const command_family commands_memory;
 
 /* What the commands need from the server that composes them, handed in at
  * setup so no command reaches up into the server: its settings (read live)
@@ -48,6 +49,10 @@ const commands_env *commands_env_get(void);
  * 1 (yes) or 2 (local connections only). Replies Valkey's refusal and
  * returns 0 when not allowed. */
 int protected_command_allowed(client *c, int setting, const char *name);
+
+/* A container's HELP reply as Valkey lays it out: a header line, the
+ * lines given, then HELP itself. */
+void commands_reply_help(client *c, const char *container, const char *const *lines, size_t n);
 
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);
