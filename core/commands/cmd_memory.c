@@ -175,7 +175,7 @@ static void memory_stats(client *c) {
 /* ---- MEMORY DOCTOR ---- */
 
 #define DOCTOR_MB (1024 * 1024)
-#define DOCTOR_SMALL (5 * DOCTOR_MB) /* below this there is nothing to judge */
+#define DOCTOR_SMALL (5 * DOCTOR_MB)  /* below this there is nothing to judge */
 #define DOCTOR_WASTE (10 * DOCTOR_MB) /* overheads smaller than this are no issue */
 
 /* The same checks as Valkey's doctor, with the same thresholds, in Keel's
@@ -189,52 +189,58 @@ static void memory_doctor_report(sbuf *b) {
     sbuf head = {0};
 
     if (mh.total_allocated < DOCTOR_SMALL) {
-        sbuf_appendf(b, "Memory doctor: this instance holds very little data (under 5MB allocated), "
-                        "too little to tell a memory problem from normal start-up overhead. "
-                        "Run MEMORY DOCTOR again once it has a working dataset.\n");
+        sbuf_appendf(b,
+                     "Memory doctor: this instance holds very little data (under 5MB allocated), "
+                     "too little to tell a memory problem from normal start-up overhead. "
+                     "Run MEMORY DOCTOR again once it has a working dataset.\n");
         mem_overhead_release(&mh);
         return;
     }
     if (mem_ratio(mh.peak_allocated, mh.total_allocated) > 1.5) {
         findings++;
-        sbuf_appendf(&head,
-                     " * Memory peak: the instance once used more than 1.5 times the memory it uses now "
-                     "(peak %zu bytes, now %zu). Freed memory is often kept by the allocator, so the "
-                     "RSS and the fragmentation ratio stay high after a peak; it is reused as the "
-                     "dataset grows again. MEMORY PURGE may give part of it back to the system.\n\n",
-                     mh.peak_allocated, mh.total_allocated);
+        sbuf_appendf(
+            &head,
+            " * Memory peak: the instance once used more than 1.5 times the memory it uses now "
+            "(peak %zu bytes, now %zu). Freed memory is often kept by the allocator, so the "
+            "RSS and the fragmentation ratio stay high after a peak; it is reused as the "
+            "dataset grows again. MEMORY PURGE may give part of it back to the system.\n\n",
+            mh.peak_allocated, mh.total_allocated);
     }
     if (mh.total_frag > 1.4 && mh.total_frag_bytes > DOCTOR_WASTE) {
         findings++;
-        sbuf_appendf(&head,
-                     " * High RSS overhead: the process's resident memory is %.2f times what it has "
-                     "allocated (%lld bytes more). This follows a memory peak (see above if one is "
-                     "listed) or a workload that fragments the allocator's memory. The allocator in "
-                     "use is \"%s\".\n\n",
-                     mh.total_frag, mh.total_frag_bytes, km_allocator_name());
+        sbuf_appendf(
+            &head,
+            " * High RSS overhead: the process's resident memory is %.2f times what it has "
+            "allocated (%lld bytes more). This follows a memory peak (see above if one is "
+            "listed) or a workload that fragments the allocator's memory. The allocator in "
+            "use is \"%s\".\n\n",
+            mh.total_frag, mh.total_frag_bytes, km_allocator_name());
     }
     if (mh.allocator_frag > 1.1 && mh.allocator_frag_bytes > DOCTOR_WASTE) {
         findings++;
-        sbuf_appendf(&head,
-                     " * Allocator fragmentation: %lld bytes sit in free regions of partly used "
-                     "small-size pages (ratio %.2f). It usually follows a memory peak, or many values "
-                     "of changing sizes.\n\n",
-                     mh.allocator_frag_bytes, mh.allocator_frag);
+        sbuf_appendf(
+            &head,
+            " * Allocator fragmentation: %lld bytes sit in free regions of partly used "
+            "small-size pages (ratio %.2f). It usually follows a memory peak, or many values "
+            "of changing sizes.\n\n",
+            mh.allocator_frag_bytes, mh.allocator_frag);
     }
     if (mh.allocator_rss > 1.1 && mh.allocator_rss_bytes > DOCTOR_WASTE) {
         findings++;
-        sbuf_appendf(&head,
-                     " * Allocator RSS overhead: the allocator keeps %lld resident bytes more than its "
-                     "active pages (ratio %.2f), usually after a memory peak. MEMORY PURGE returns "
-                     "them to the system.\n\n",
-                     mh.allocator_rss_bytes, mh.allocator_rss);
+        sbuf_appendf(
+            &head,
+            " * Allocator RSS overhead: the allocator keeps %lld resident bytes more than its "
+            "active pages (ratio %.2f), usually after a memory peak. MEMORY PURGE returns "
+            "them to the system.\n\n",
+            mh.allocator_rss_bytes, mh.allocator_rss);
     }
     if (mh.rss_extra > 1.1 && mh.rss_extra_bytes > DOCTOR_WASTE) {
         findings++;
-        sbuf_appendf(&head,
-                     " * Non-allocator RSS: the process is resident for %lld bytes more than the "
-                     "allocator holds (ratio %.2f); modules or mapped files may use that memory.\n\n",
-                     mh.rss_extra_bytes, mh.rss_extra);
+        sbuf_appendf(
+            &head,
+            " * Non-allocator RSS: the process is resident for %lld bytes more than the "
+            "allocator holds (ratio %.2f); modules or mapped files may use that memory.\n\n",
+            mh.rss_extra_bytes, mh.rss_extra);
     }
     if (nclients && mh.clients_normal / nclients > 200 * 1024) {
         findings++;
@@ -282,8 +288,10 @@ static void memory_malloc_stats(client *c) {
 }
 
 static void memory_purge(client *c) {
-    if (km_purge() == 0) reply_ok(c);
-    else reply_error(c, "ERR Error purging dirty pages");
+    if (km_purge() == 0)
+        reply_ok(c);
+    else
+        reply_error(c, "ERR Error purging dirty pages");
 }
 
 static void memory_help(client *c) {

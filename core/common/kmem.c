@@ -343,22 +343,47 @@ static unsigned km_ctl_unsigned(const char *name) {
 }
 
 /* Free regions in the small-size slabs in use, summed over the bins of all
- * arenas: memory the allocator holds active but cannot hand to other sizes. */
-static size_t km_frag_smallbins(void) {
+ * arenas: memory the allocator holds active but cannot hand to other sizes.
+ * The bins' region sizes and counts never change: read once; the counters
+ * are read through MIBs (a name lookup per read would cost more than the
+ * rest of INFO). */
+#define KM_MAX_BINS 128
+static unsigned km_nbins;
+static size_t km_bin_reg_size[KM_MAX_BINS], km_bin_nregs[KM_MAX_BINS];
+static size_t km_mib_curslabs[6], km_mib_curregs[6];
+static int km_bins_ready = -1; /* -1 not tried, 0 unavailable, 1 ready */
+
+static int km_bins_setup(void) {
     unsigned nbins = km_ctl_unsigned("arenas.nbins");
-    size_t total = 0;
-    char name[128];
+    if (nbins == 0 || nbins > KM_MAX_BINS) return 0;
+    char name[64];
     for (unsigned j = 0; j < nbins; j++) {
         snprintf(name, sizeof(name), "arenas.bin.%u.size", j);
-        size_t reg_size = km_ctl_size(name);
+        km_bin_reg_size[j] = km_ctl_size(name);
         snprintf(name, sizeof(name), "arenas.bin.%u.nregs", j);
-        size_t nregs = km_ctl_unsigned(name);
-        snprintf(name, sizeof(name), "stats.arenas.%d.bins.%u.curslabs", MALLCTL_ARENAS_ALL, j);
-        size_t curslabs = km_ctl_size(name);
-        snprintf(name, sizeof(name), "stats.arenas.%d.bins.%u.curregs", MALLCTL_ARENAS_ALL, j);
-        size_t curregs = km_ctl_size(name);
-        size_t capacity = nregs * curslabs;
-        if (capacity > curregs) total += (capacity - curregs) * reg_size;
+        km_bin_nregs[j] = km_ctl_unsigned(name);
+    }
+    size_t len = 6;
+    if (mallctlnametomib("stats.arenas.0.bins.0.curslabs", km_mib_curslabs, &len) != 0 || len != 6) return 0;
+    len = 6;
+    if (mallctlnametomib("stats.arenas.0.bins.0.curregs", km_mib_curregs, &len) != 0 || len != 6) return 0;
+    km_mib_curslabs[2] = km_mib_curregs[2] = MALLCTL_ARENAS_ALL;
+    km_nbins = nbins;
+    return 1;
+}
+
+static size_t km_frag_smallbins(void) {
+    if (km_bins_ready < 0) km_bins_ready = km_bins_setup();
+    if (!km_bins_ready) return 0;
+    size_t total = 0;
+    for (unsigned j = 0; j < km_nbins; j++) {
+        size_t curslabs = 0, curregs = 0, sz = sizeof(size_t);
+        km_mib_curslabs[4] = km_mib_curregs[4] = j;
+        if (mallctlbymib(km_mib_curslabs, 6, &curslabs, &sz, NULL, 0) != 0) continue;
+        sz = sizeof(size_t);
+        if (mallctlbymib(km_mib_curregs, 6, &curregs, &sz, NULL, 0) != 0) continue;
+        size_t capacity = km_bin_nregs[j] * curslabs;
+        if (capacity > curregs) total += (capacity - curregs) * km_bin_reg_size[j];
     }
     return total;
 }

@@ -236,6 +236,8 @@ static void info_memory(sbuf *b) {
     info_bytes(b, "used_memory", mh.total_allocated);
     info_bytes(b, "used_memory_rss", mh.process_rss);
     info_bytes(b, "used_memory_peak", mh.peak_allocated);
+    /* Not in Valkey 8.0.1 (later Valkeys print it): unix seconds of the peak. */
+    sbuf_appendf(b, "used_memory_peak_time:%lld\r\n", km_peak_memory_time() / 1000);
     sbuf_appendf(b, "used_memory_peak_perc:%.2f%%\r\n", mh.peak_perc);
     sbuf_appendf(b, "used_memory_overhead:%zu\r\nused_memory_startup:%zu\r\n", mh.overhead_total,
                  mh.startup_allocated);

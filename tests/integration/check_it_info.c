@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The INFO text of one section (tracked). */
 static char *info_text(const char *section) {
@@ -86,20 +87,20 @@ END_TEST
 START_TEST(test_info_memory_fields) {
     EXPECT_FIELDS("memory", "used_memory", "used_memory_human", "used_memory_rss",
                   "used_memory_rss_human", "used_memory_peak", "used_memory_peak_human",
-                  "used_memory_peak_perc", "used_memory_overhead", "used_memory_startup",
-                  "used_memory_dataset", "used_memory_dataset_perc", "allocator_allocated",
-                  "allocator_active", "allocator_resident", "allocator_muzzy",
-                  "total_system_memory", "total_system_memory_human", "used_memory_lua",
-                  "used_memory_vm_eval", "used_memory_lua_human", "used_memory_scripts_eval",
-                  "number_of_cached_scripts", "number_of_functions", "number_of_libraries",
-                  "used_memory_vm_functions", "used_memory_vm_total", "used_memory_vm_total_human",
-                  "used_memory_functions", "used_memory_scripts", "used_memory_scripts_human",
-                  "maxmemory", "maxmemory_human", "maxmemory_policy", "allocator_frag_ratio",
-                  "allocator_frag_bytes", "allocator_rss_ratio", "allocator_rss_bytes",
-                  "rss_overhead_ratio", "rss_overhead_bytes", "mem_fragmentation_ratio",
-                  "mem_fragmentation_bytes", "mem_not_counted_for_evict", "mem_replication_backlog",
-                  "mem_total_replication_buffers", "mem_clients_slaves", "mem_clients_normal",
-                  "mem_cluster_links", "mem_aof_buffer", "mem_allocator",
+                  "used_memory_peak_time", "used_memory_peak_perc", "used_memory_overhead",
+                  "used_memory_startup", "used_memory_dataset", "used_memory_dataset_perc",
+                  "allocator_allocated", "allocator_active", "allocator_resident",
+                  "allocator_muzzy", "total_system_memory", "total_system_memory_human",
+                  "used_memory_lua", "used_memory_vm_eval", "used_memory_lua_human",
+                  "used_memory_scripts_eval", "number_of_cached_scripts", "number_of_functions",
+                  "number_of_libraries", "used_memory_vm_functions", "used_memory_vm_total",
+                  "used_memory_vm_total_human", "used_memory_functions", "used_memory_scripts",
+                  "used_memory_scripts_human", "maxmemory", "maxmemory_human", "maxmemory_policy",
+                  "allocator_frag_ratio", "allocator_frag_bytes", "allocator_rss_ratio",
+                  "allocator_rss_bytes", "rss_overhead_ratio", "rss_overhead_bytes",
+                  "mem_fragmentation_ratio", "mem_fragmentation_bytes", "mem_not_counted_for_evict",
+                  "mem_replication_backlog", "mem_total_replication_buffers", "mem_clients_slaves",
+                  "mem_clients_normal", "mem_cluster_links", "mem_aof_buffer", "mem_allocator",
                   "mem_overhead_db_hashtable_rehashing", "active_defrag_running",
                   "lazyfree_pending_objects", "lazyfreed_objects");
 }
@@ -110,7 +111,8 @@ END_TEST
  * start-up memory is part of the overhead, the machine has memory, the
  * allocator and the process hold at least what is allocated. */
 START_TEST(test_info_memory_sane) {
-    for (int i = 0; i < 200; i++) it_cmd(C, "SET key:%d %0128d", i, i);
+    for (int i = 0; i < 200; i++)
+        it_cmd(C, "SET key:%d %0128d", i, i);
     long long used = it_info_int(C, "memory", "used_memory");
     ck_assert_int_gt(used, 0);
     ck_assert_int_ge(it_info_int(C, "memory", "used_memory_peak"), used);
@@ -153,6 +155,8 @@ START_TEST(test_info_memory_peak) {
     it_cmd(C, "DEL big");
     long long used = it_info_int(C, "memory", "used_memory");
     ck_assert_int_gt(it_info_int(C, "memory", "used_memory_peak"), used + (3 << 20));
+    long long peak_time = it_info_int(C, "memory", "used_memory_peak_time");
+    ck_assert_int_le(llabs(peak_time - (long long)time(NULL)), 5);
     expect_status(C, "OK", "CONFIG RESETSTAT");
     ck_assert_int_lt(it_info_int(C, "memory", "used_memory_peak"), used + (1 << 20));
 }
@@ -182,19 +186,19 @@ START_TEST(test_info_stats_fields) {
         "stats", "total_connections_received", "total_commands_processed",
         "instantaneous_ops_per_sec", "total_net_input_bytes", "total_net_output_bytes",
         "total_net_repl_input_bytes", "total_net_repl_output_bytes", "instantaneous_input_kbps",
-        "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps",
-        "rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err", "expired_keys",
-        "expired_stale_perc", "expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds",
-        "evicted_keys", "evicted_clients", "evicted_scripts", "total_eviction_exceeded_time",
-        "current_eviction_exceeded_time", "keyspace_hits", "keyspace_misses", "pubsub_channels",
-        "pubsub_patterns", "pubsubshard_channels", "latest_fork_usec", "total_forks",
-        "migrate_cached_sockets", "slave_expires_tracked_keys", "active_defrag_hits",
-        "active_defrag_misses", "active_defrag_key_hits", "active_defrag_key_misses",
-        "total_active_defrag_time", "current_active_defrag_time", "tracking_total_keys",
-        "tracking_total_items", "tracking_total_prefixes", "unexpected_error_replies",
-        "total_error_replies", "dump_payload_sanitizations", "total_reads_processed",
-        "total_writes_processed", "io_threaded_reads_processed", "io_threaded_writes_processed",
-        "io_threaded_freed_objects", "io_threaded_poll_processed",
+        "instantaneous_output_kbps", "instantaneous_input_repl_kbps",
+        "instantaneous_output_repl_kbps", "rejected_connections", "sync_full", "sync_partial_ok",
+        "sync_partial_err", "expired_keys", "expired_stale_perc", "expired_time_cap_reached_count",
+        "expire_cycle_cpu_milliseconds", "evicted_keys", "evicted_clients", "evicted_scripts",
+        "total_eviction_exceeded_time", "current_eviction_exceeded_time", "keyspace_hits",
+        "keyspace_misses", "pubsub_channels", "pubsub_patterns", "pubsubshard_channels",
+        "latest_fork_usec", "total_forks", "migrate_cached_sockets", "slave_expires_tracked_keys",
+        "active_defrag_hits", "active_defrag_misses", "active_defrag_key_hits",
+        "active_defrag_key_misses", "total_active_defrag_time", "current_active_defrag_time",
+        "tracking_total_keys", "tracking_total_items", "tracking_total_prefixes",
+        "unexpected_error_replies", "total_error_replies", "dump_payload_sanitizations",
+        "total_reads_processed", "total_writes_processed", "io_threaded_reads_processed",
+        "io_threaded_writes_processed", "io_threaded_freed_objects", "io_threaded_poll_processed",
         "io_threaded_total_prefetch_batches", "io_threaded_total_prefetch_entries",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "reply_buffer_shrinks", "reply_buffer_expands", "eventloop_cycles",
@@ -211,7 +215,8 @@ START_TEST(test_info_stats_counters) {
     long long reads = it_info_int(C, "stats", "total_reads_processed");
     long long writes = it_info_int(C, "stats", "total_writes_processed");
     long long cycles = it_info_int(C, "stats", "eventloop_cycles");
-    for (int i = 0; i < 10; i++) expect_status(C, "PONG", "PING");
+    for (int i = 0; i < 10; i++)
+        expect_status(C, "PONG", "PING");
     ck_assert_int_ge(it_info_int(C, "stats", "total_reads_processed"), reads + 10);
     ck_assert_int_ge(it_info_int(C, "stats", "total_writes_processed"), writes + 10);
     ck_assert_int_ge(it_info_int(C, "stats", "eventloop_cycles"), cycles + 10);
@@ -226,15 +231,19 @@ END_TEST
 /* CPU times come from getrusage and grow with work. */
 START_TEST(test_info_cpu) {
     EXPECT_FIELDS("cpu", "used_cpu_sys", "used_cpu_user", "used_cpu_sys_children",
-                  "used_cpu_user_children", "used_cpu_sys_main_thread", "used_cpu_user_main_thread");
+                  "used_cpu_user_children", "used_cpu_sys_main_thread",
+                  "used_cpu_user_main_thread");
     double before = info_double("cpu", "used_cpu_user") + info_double("cpu", "used_cpu_sys");
     double thread_before = info_double("cpu", "used_cpu_user_main_thread");
     long long until = it_mstime() + 5000;
-    while (info_double("cpu", "used_cpu_user") + info_double("cpu", "used_cpu_sys") <= before + 0.02 &&
+    while (info_double("cpu", "used_cpu_user") + info_double("cpu", "used_cpu_sys") <=
+               before + 0.02 &&
            it_mstime() < until) {
-        for (int i = 0; i < 200; i++) it_cmd(C, "INFO everything");
+        for (int i = 0; i < 200; i++)
+            it_cmd(C, "INFO everything");
     }
-    ck_assert(info_double("cpu", "used_cpu_user") + info_double("cpu", "used_cpu_sys") > before + 0.02);
+    ck_assert(info_double("cpu", "used_cpu_user") + info_double("cpu", "used_cpu_sys") >
+              before + 0.02);
     ck_assert(info_double("cpu", "used_cpu_user_main_thread") >= thread_before);
     ck_assert(info_double("cpu", "used_cpu_user_children") == 0.0);
 }
@@ -244,9 +253,9 @@ END_TEST
  * only when asked for; "module_list" names the modules section. */
 START_TEST(test_info_sections) {
     redisReply *r = it_cmd(C, "INFO");
-    const char *order[] = {"# Server", "# Clients", "# Memory", "# Persistence", "# Stats",
-                           "# Replication", "# CPU", "# Modules", "# Errorstats", "# Cluster",
-                           "# Keyspace"};
+    const char *order[] = {"# Server",     "# Clients",     "# Memory",  "# Persistence",
+                           "# Stats",      "# Replication", "# CPU",     "# Modules",
+                           "# Errorstats", "# Cluster",     "# Keyspace"};
     const char *last = r->str;
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         const char *p = strstr(r->str, order[i]);
@@ -270,14 +279,37 @@ END_TEST
 /* ---- MEMORY ---- */
 
 static const char *const stats_fields[] = {
-    "peak.allocated", "total.allocated", "startup.allocated", "replication.backlog",
-    "clients.slaves", "clients.normal", "cluster.links", "aof.buffer", "lua.caches",
-    "functions.caches", "overhead.db.hashtable.lut", "overhead.db.hashtable.rehashing",
-    "overhead.total", "db.dict.rehashing.count", "keys.count", "keys.bytes-per-key",
-    "dataset.bytes", "dataset.percentage", "peak.percentage", "allocator.allocated",
-    "allocator.active", "allocator.resident", "allocator.muzzy", "allocator-fragmentation.ratio",
-    "allocator-fragmentation.bytes", "allocator-rss.ratio", "allocator-rss.bytes",
-    "rss-overhead.ratio", "rss-overhead.bytes", "fragmentation", "fragmentation.bytes",
+    "peak.allocated",
+    "total.allocated",
+    "startup.allocated",
+    "replication.backlog",
+    "clients.slaves",
+    "clients.normal",
+    "cluster.links",
+    "aof.buffer",
+    "lua.caches",
+    "functions.caches",
+    "overhead.db.hashtable.lut",
+    "overhead.db.hashtable.rehashing",
+    "overhead.total",
+    "db.dict.rehashing.count",
+    "keys.count",
+    "keys.bytes-per-key",
+    "dataset.bytes",
+    "dataset.percentage",
+    "peak.percentage",
+    "allocator.allocated",
+    "allocator.active",
+    "allocator.resident",
+    "allocator.muzzy",
+    "allocator-fragmentation.ratio",
+    "allocator-fragmentation.bytes",
+    "allocator-rss.ratio",
+    "allocator-rss.bytes",
+    "rss-overhead.ratio",
+    "rss-overhead.bytes",
+    "fragmentation",
+    "fragmentation.bytes",
 };
 
 static const redisReply *stats_get(const redisReply *r, const char *name) {
@@ -298,7 +330,8 @@ START_TEST(test_memory_stats_resp2) {
     ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
     ck_assert_int_eq(r->elements, 2 * (31 + 2));
     for (size_t i = 0; i < sizeof(stats_fields) / sizeof(stats_fields[0]); i++)
-        ck_assert_msg(stats_get(r, stats_fields[i]) != NULL, "MEMORY STATS lacks %s", stats_fields[i]);
+        ck_assert_msg(stats_get(r, stats_fields[i]) != NULL, "MEMORY STATS lacks %s",
+                      stats_fields[i]);
     const redisReply *db3 = stats_get(r, "db.3");
     ck_assert_ptr_nonnull(db3);
     ck_assert_ptr_nonnull(stats_get(r, "db.0"));
@@ -312,7 +345,8 @@ START_TEST(test_memory_stats_resp2) {
     ck_assert_int_eq(stats_get(r, "keys.count")->integer, 2);
     long long total = stats_get(r, "total.allocated")->integer;
     ck_assert_int_ge(stats_get(r, "peak.allocated")->integer, total);
-    ck_assert_int_eq(stats_get(r, "overhead.total")->integer + stats_get(r, "dataset.bytes")->integer, total);
+    ck_assert_int_eq(
+        stats_get(r, "overhead.total")->integer + stats_get(r, "dataset.bytes")->integer, total);
     ck_assert_int_gt(stats_get(r, "startup.allocated")->integer, 0);
     ck_assert_int_gt(stats_get(r, "clients.normal")->integer, 0);
     ck_assert_int_eq(stats_get(r, "lua.caches")->integer, 0);
@@ -367,14 +401,17 @@ START_TEST(test_memory_doctor) {
     ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
     ck_assert_ptr_nonnull(strstr(r->str, "very little data"));
     /* With a dataset, and once a peak far above it: the peak is a finding. */
-    for (int i = 0; i < 8; i++) it_cmd(C, "SET big:%d %b", i, it_random_bytes(1 << 20, (unsigned)i), (size_t)(1 << 20));
+    for (int i = 0; i < 8; i++)
+        it_cmd(C, "SET big:%d %b", i, it_random_bytes(1 << 20, (unsigned)i), (size_t)(1 << 20));
     r = it_cmd(C, "MEMORY DOCTOR");
     ck_assert_ptr_null(strstr(r->str, "very little data"));
     ck_assert_ptr_null(strstr(r->str, "Memory peak"));
     for (int i = 0; i < 20; i++)
-        it_cmd(C, "SET peak:%d %b", i, it_random_bytes(1 << 20, (unsigned)i + 100), (size_t)(1 << 20));
+        it_cmd(C, "SET peak:%d %b", i, it_random_bytes(1 << 20, (unsigned)i + 100),
+               (size_t)(1 << 20));
     it_cmd(C, "INFO memory"); /* samples the new peak */
-    for (int i = 0; i < 20; i++) it_cmd(C, "DEL peak:%d", i);
+    for (int i = 0; i < 20; i++)
+        it_cmd(C, "DEL peak:%d", i);
     r = it_cmd(C, "MEMORY DOCTOR");
     ck_assert_msg(strstr(r->str, "Memory peak") != NULL, "no peak finding: %s", r->str);
     ck_assert_ptr_nonnull(strstr(r->str, "finding"));
@@ -403,14 +440,17 @@ START_TEST(test_memory_help_and_errors) {
     redisReply *r = it_cmd(C, "MEMORY HELP");
     ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
     ck_assert_int_eq(r->elements, 14);
-    ck_assert_str_eq(r->element[0]->str, "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    ck_assert_str_eq(r->element[0]->str,
+                     "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
     ck_assert_str_eq(r->element[1]->str, "DOCTOR");
     ck_assert_str_eq(r->element[3]->str, "MALLOC-STATS");
     ck_assert_str_eq(r->element[5]->str, "PURGE");
     expect_reply(C, "-ERR wrong number of arguments for 'memory|stats' command", "MEMORY STATS x");
-    expect_reply(C, "-ERR wrong number of arguments for 'memory|doctor' command", "MEMORY DOCTOR x");
+    expect_reply(C, "-ERR wrong number of arguments for 'memory|doctor' command",
+                 "MEMORY DOCTOR x");
     expect_reply(C, "-ERR wrong number of arguments for 'memory|purge' command", "MEMORY PURGE x");
-    expect_reply(C, "-ERR wrong number of arguments for 'memory|malloc-stats' command", "MEMORY MALLOC-STATS x");
+    expect_reply(C, "-ERR wrong number of arguments for 'memory|malloc-stats' command",
+                 "MEMORY MALLOC-STATS x");
     expect_reply(C, "-ERR wrong number of arguments for 'memory|usage' command", "MEMORY USAGE");
     expect_reply(C, "-ERR wrong number of arguments for 'memory' command", "MEMORY");
     expect_error_prefix(C, "ERR unknown subcommand 'FOO'", "MEMORY FOO");
