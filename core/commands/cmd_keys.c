@@ -1,7 +1,7 @@
 /* cmd_keys.c -- the generic keyspace command family: deleting, renaming,
  * copying and moving keys, listing and scanning the keyspace, expiry
  * (EXPIRE/TTL and friends), database selection and swapping, flushing, and
- * the OBJECT and MEMORY introspection containers.
+ * the OBJECT introspection container.
  *
  * Lookups follow the flavour Valkey uses for each command, because it shows
  * in INFO (keyspace_hits/misses) and in OBJECT IDLETIME/FREQ:
@@ -593,19 +593,6 @@ static void cmd_persist(client *c) {
 
 /* ---- container commands: OBJECT, MEMORY ---- */
 
-/* Valkey's help layout: a header, the lines, then HELP itself. */
-static void reply_help(client *c, const char *container, const char *const *lines, size_t n) {
-    char header[96];
-    snprintf(header, sizeof(header),
-             "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", container);
-    reply_array(c, (long long)n + 3);
-    reply_simple(c, header);
-    for (size_t i = 0; i < n; i++)
-        reply_simple(c, lines[i]);
-    reply_simple(c, "HELP");
-    reply_simple(c, "    Print this help.");
-}
-
 /* The key of OBJECT <sub> <key>; replies null when it does not exist. */
 static db_entry *object_lookup(client *c) {
     db_entry *e = lookup_notouch(c->db, &c->argv[2]);
@@ -664,86 +651,7 @@ static void object_help(client *c) {
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
     };
-    reply_help(c, "OBJECT", lines, K_ARRAY_LEN(lines));
-}
-
-/* MEMORY USAGE options: [SAMPLES count]. Strings have nothing to sample,
- * but the option is validated as Valkey does. */
-static int memory_parse_samples(client *c) {
-    for (int j = 3; j < c->argc; j++) {
-        long long samples;
-        if (!karg_eq(&c->argv[j], "samples") || j + 1 >= c->argc) {
-            reply_syntax_error(c);
-            return 0;
-        }
-        if (!arg_to_ll(c, &c->argv[++j], &samples)) return 0;
-        if (samples < 0) {
-            reply_syntax_error(c);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Bytes of the entry (header and embedded key) plus the value. Like
- * Valkey's dbFind() this neither touches nor counts the key, but a key that
- * has expired is reported missing. */
-static void memory_usage(client *c) {
-    const karg *key = &c->argv[2];
-    if (!memory_parse_samples(c)) return;
-    db_entry *e = hashtable_find(c->db->keys, key->ptr, key->len);
-    if (!e || db_is_expired(e)) {
-        reply_null(c);
-        return;
-    }
-    reply_int(c, (long long)(km_usable(e) + obj_mem_usage(e->val)));
-}
-
-/* MEMORY STATS: the overall figures Valkey reports that Keel can measure
- * (jemalloc's accounting); per-database overheads are folded into
- * dataset.bytes. */
-static void memory_stats(client *c) {
-    size_t used = km_used_memory(), rss = km_resident_memory();
-    size_t keys = 0, overhead = 0;
-    for (int i = 0; i < db_num(); i++) {
-        db *d = db_get(i);
-        keys += db_size(d);
-        overhead += hashtable_mem_usage(d->keys) + hashtable_mem_usage(d->expires);
-    }
-    size_t peak = km_peak_memory();
-    size_t dataset = used > overhead ? used - overhead : 0;
-    reply_map(c, 10);
-    reply_bulk_cstr(c, "peak.allocated");
-    reply_int(c, (long long)peak);
-    reply_bulk_cstr(c, "total.allocated");
-    reply_int(c, (long long)used);
-    reply_bulk_cstr(c, "clients.normal");
-    reply_int(c, (long long)client_count());
-    reply_bulk_cstr(c, "overhead.hashtable.main");
-    reply_int(c, (long long)overhead);
-    reply_bulk_cstr(c, "keys.count");
-    reply_int(c, (long long)keys);
-    reply_bulk_cstr(c, "keys.bytes-per-key");
-    reply_int(c, keys ? (long long)(used / keys) : 0);
-    reply_bulk_cstr(c, "dataset.bytes");
-    reply_int(c, (long long)dataset);
-    reply_bulk_cstr(c, "dataset.percentage");
-    reply_double(c, used ? 100.0 * (double)dataset / (double)used : 0.0);
-    reply_bulk_cstr(c, "peak.percentage");
-    reply_double(c, peak ? 100.0 * (double)used / (double)peak : 0.0);
-    reply_bulk_cstr(c, "fragmentation");
-    reply_double(c, used ? (double)rss / (double)used : 0.0);
-}
-
-static void memory_help(client *c) {
-    static const char *const lines[] = {
-        "STATS",
-        "    Return information about the memory usage of the server.",
-        "USAGE <key> [SAMPLES <count>]",
-        "    Return memory in bytes used by <key> and its value. Nested values are",
-        "    sampled up to <count> times (default: 5, 0 means sample all).",
-    };
-    reply_help(c, "MEMORY", lines, K_ARRAY_LEN(lines));
+    commands_reply_help(c, "OBJECT", lines, K_ARRAY_LEN(lines));
 }
 
 /* ---- the table (arity, flags, key positions, group, since: Valkey's) ---- */
@@ -767,13 +675,6 @@ static command object_subcommands[] = {
     SUB("idletime", object_idletime, 3, 2, "Returns the time since the last access to an object."),
     SUB("refcount", object_refcount, 3, 2, "Returns the reference count of a value of a key."),
     HELP_SUB(object_help),
-    {.name = NULL},
-};
-
-static command memory_subcommands[] = {
-    SUB("usage", memory_usage, -3, 2, "Estimates the memory usage of a key."),
-    {.name = "stats", .proc = memory_stats, .arity = 2, .summary = "Returns details about memory usage."},
-    HELP_SUB(memory_help),
     {.name = NULL},
 };
 
@@ -806,8 +707,6 @@ static command keys_table[] = {
     KEY_CMD("persist", cmd_persist, 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "generic", "Removes the expiration time of a key.", "2.2.0"),
     {.name = "object", .arity = -2, .group = "generic", .since = "2.2.3",
      .summary = "A container for object introspection commands.", .subcommands = object_subcommands},
-    {.name = "memory", .arity = -2, .group = "server", .since = "4.0.0",
-     .summary = "A container for memory diagnostics commands.", .subcommands = memory_subcommands},
 };
 /* clang-format on */
 

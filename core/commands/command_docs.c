@@ -677,6 +677,15 @@ static const command_arg keys_args_57[] = {
 
 static const char *const lastsave_tips[] = {"nondeterministic_output"};
 
+static const char *const memory_doctor_tips[] = {
+    "nondeterministic_output", "request_policy:all_shards", "response_policy:special"};
+
+static const char *const memory_malloc_stats_tips[] = {
+    "nondeterministic_output", "request_policy:all_shards", "response_policy:special"};
+
+static const char *const memory_purge_tips[] = {"request_policy:all_shards",
+                                                "response_policy:all_succeeded"};
+
 static const char *const memory_stats_tips[] = {
     "nondeterministic_output", "request_policy:all_shards", "response_policy:special"};
 
@@ -1744,7 +1753,25 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "4.0.0",
      .complexity = "Depends on subcommand."},
+    {.fullname = "memory|doctor",
+     .group = "server",
+     .since = "4.0.0",
+     .complexity = "O(1)",
+     .tips = memory_doctor_tips,
+     .num_tips = 3},
     {.fullname = "memory|help", .group = "server", .since = "4.0.0", .complexity = "O(1)"},
+    {.fullname = "memory|malloc-stats",
+     .group = "server",
+     .since = "4.0.0",
+     .complexity = "Depends on how much memory is allocated, could be slow",
+     .tips = memory_malloc_stats_tips,
+     .num_tips = 3},
+    {.fullname = "memory|purge",
+     .group = "server",
+     .since = "4.0.0",
+     .complexity = "Depends on how much memory is allocated, could be slow",
+     .tips = memory_purge_tips,
+     .num_tips = 2},
     {.fullname = "memory|stats",
      .group = "server",
      .since = "4.0.0",

@@ -26,6 +26,7 @@ extern const command_family commands_multi;
 extern const command_family commands_config;
 extern const command_family commands_command;
 extern const command_family commands_debug;
+extern const command_family commands_memory;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);
@@ -58,6 +59,10 @@ const commands_env *commands_env_get(void);
  * 1 (yes) or 2 (local connections only). Replies Valkey's refusal and
  * returns 0 when not allowed. */
 int protected_command_allowed(client *c, int setting, const char *name);
+
+/* A container's HELP reply as Valkey lays it out: a header line, the
+ * lines given, then HELP itself. */
+void commands_reply_help(client *c, const char *container, const char *const *lines, size_t n);
 
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);

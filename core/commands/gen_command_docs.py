@@ -28,7 +28,7 @@ del unlink exists touch type rename renamenx move copy keys scan randomkey
 dbsize select swapdb flushdb flushall expire pexpire expireat pexpireat ttl
 pttl expiretime pexpiretime persist
 object object|encoding object|freq object|idletime object|refcount object|help
-memory memory|usage memory|stats memory|help
+memory memory|usage memory|stats memory|doctor memory|malloc-stats memory|purge memory|help
 ping echo hello auth quit reset
 client client|id client|getname client|setname client|list client|info
 client|kill client|setinfo client|no-touch client|reply client|no-evict

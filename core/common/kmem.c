@@ -21,6 +21,7 @@ size_t __sanitizer_get_heap_size(void);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void km_oom(size_t size) {
     fprintf(stderr, "keel: out of memory allocating %zu bytes\n", size);
@@ -267,12 +268,175 @@ size_t km_resident_memory(void) {
  * it; INFO used_memory_peak). Main thread. */
 static size_t peak_memory;
 
+static long long peak_memory_ms;
+static size_t startup_memory;
+static int startup_marked;
+
+static long long km_unix_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 size_t km_peak_memory(void) {
     size_t used = km_used_memory();
-    if (used > peak_memory) peak_memory = used;
+    if (used > peak_memory) {
+        peak_memory = used;
+        peak_memory_ms = km_unix_ms();
+    }
     return peak_memory;
 }
 
 void km_reset_peak_memory(void) {
     peak_memory = 0;
+    peak_memory_ms = 0;
 }
+
+long long km_peak_memory_time(void) {
+    return peak_memory_ms;
+}
+
+void km_mark_startup(void) {
+    if (startup_marked) return;
+    startup_memory = km_used_memory();
+    startup_marked = 1;
+}
+
+size_t km_startup_memory(void) {
+    return startup_memory;
+}
+
+size_t km_process_rss(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long vsize = 0, pages = 0;
+    int ok = f && fscanf(f, "%llu %llu", &vsize, &pages) == 2;
+    if (f) fclose(f);
+    if (!ok) return km_resident_memory();
+    return (size_t)(pages * (unsigned long long)sysconf(_SC_PAGESIZE));
+}
+
+size_t km_system_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+#ifdef KEEL_HAVE_JEMALLOC
+#define KM_STR_(x) #x
+#define KM_STR(x) KM_STR_(x)
+
+const char *km_allocator_name(void) {
+    return "jemalloc-" KM_STR(JEMALLOC_VERSION_MAJOR) "." KM_STR(JEMALLOC_VERSION_MINOR) "." KM_STR(
+        JEMALLOC_VERSION_BUGFIX);
+}
+
+static size_t km_ctl_size(const char *name) {
+    size_t value = 0, sz = sizeof(value);
+    if (mallctl(name, &value, &sz, NULL, 0) != 0) return 0;
+    return value;
+}
+
+static unsigned km_ctl_unsigned(const char *name) {
+    unsigned value = 0;
+    size_t sz = sizeof(value);
+    if (mallctl(name, &value, &sz, NULL, 0) != 0) return 0;
+    return value;
+}
+
+/* Free regions in the small-size slabs in use, summed over the bins of all
+ * arenas: memory the allocator holds active but cannot hand to other sizes.
+ * The bins' region sizes and counts never change: read once; the counters
+ * are read through MIBs (a name lookup per read would cost more than the
+ * rest of INFO). */
+#define KM_MAX_BINS 128
+static unsigned km_nbins;
+static size_t km_bin_reg_size[KM_MAX_BINS], km_bin_nregs[KM_MAX_BINS];
+static size_t km_mib_curslabs[6], km_mib_curregs[6];
+static int km_bins_ready = -1; /* -1 not tried, 0 unavailable, 1 ready */
+
+static int km_bins_setup(void) {
+    unsigned nbins = km_ctl_unsigned("arenas.nbins");
+    if (nbins == 0 || nbins > KM_MAX_BINS) return 0;
+    char name[64];
+    for (unsigned j = 0; j < nbins; j++) {
+        snprintf(name, sizeof(name), "arenas.bin.%u.size", j);
+        km_bin_reg_size[j] = km_ctl_size(name);
+        snprintf(name, sizeof(name), "arenas.bin.%u.nregs", j);
+        km_bin_nregs[j] = km_ctl_unsigned(name);
+    }
+    size_t len = 6;
+    if (mallctlnametomib("stats.arenas.0.bins.0.curslabs", km_mib_curslabs, &len) != 0 || len != 6) return 0;
+    len = 6;
+    if (mallctlnametomib("stats.arenas.0.bins.0.curregs", km_mib_curregs, &len) != 0 || len != 6) return 0;
+    km_mib_curslabs[2] = km_mib_curregs[2] = MALLCTL_ARENAS_ALL;
+    km_nbins = nbins;
+    return 1;
+}
+
+static size_t km_frag_smallbins(void) {
+    if (km_bins_ready < 0) km_bins_ready = km_bins_setup();
+    if (!km_bins_ready) return 0;
+    size_t total = 0;
+    for (unsigned j = 0; j < km_nbins; j++) {
+        size_t curslabs = 0, curregs = 0, sz = sizeof(size_t);
+        km_mib_curslabs[4] = km_mib_curregs[4] = j;
+        if (mallctlbymib(km_mib_curslabs, 6, &curslabs, &sz, NULL, 0) != 0) continue;
+        sz = sizeof(size_t);
+        if (mallctlbymib(km_mib_curregs, 6, &curregs, &sz, NULL, 0) != 0) continue;
+        size_t capacity = km_bin_nregs[j] * curslabs;
+        if (capacity > curregs) total += (capacity - curregs) * km_bin_reg_size[j];
+    }
+    return total;
+}
+
+void km_allocator_stats_get(km_allocator_stats *st) {
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    uint64_t epoch = 1;
+    size_t sz = sizeof(epoch);
+    mallctl("epoch", &epoch, &sz, &epoch, sz);
+    st->allocated = km_ctl_size("stats.allocated");
+    st->active = km_ctl_size("stats.active");
+    st->resident = km_ctl_size("stats.resident");
+    char name[64];
+    snprintf(name, sizeof(name), "stats.arenas.%d.pmuzzy", MALLCTL_ARENAS_ALL);
+    st->muzzy = km_ctl_size(name) * km_ctl_size("arenas.page");
+    st->frag_smallbins = km_frag_smallbins();
+}
+
+typedef struct km_report_ctx {
+    void (*out)(void *priv, const char *text);
+    void *priv;
+} km_report_ctx;
+
+static void km_report_write(void *opaque, const char *text) {
+    km_report_ctx *ctx = opaque;
+    ctx->out(ctx->priv, text);
+}
+
+int km_allocator_report(void (*out)(void *priv, const char *text), void *priv) {
+    km_report_ctx ctx = {out, priv};
+    malloc_stats_print(km_report_write, &ctx, NULL);
+    return 0;
+}
+
+int km_purge(void) {
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%d.purge", MALLCTL_ARENAS_ALL);
+    return mallctl(name, NULL, NULL, NULL, 0) == 0 ? 0 : -1;
+}
+#else
+const char *km_allocator_name(void) {
+    return "libc";
+}
+
+void km_allocator_stats_get(km_allocator_stats *st) {
+    *st = (km_allocator_stats){0};
+}
+
+int km_allocator_report(void (*out)(void *priv, const char *text), void *priv) {
+    return -1;
+}
+
+int km_purge(void) {
+    return 0;
+}
+#endif

@@ -60,5 +60,41 @@ size_t km_resident_memory(void);
  * CONFIG RESETSTAT starts it again. */
 size_t km_peak_memory(void);
 void km_reset_peak_memory(void);
+/* The unix time in ms of the last new peak (0 before the first sample). */
+long long km_peak_memory_time(void);
+
+/* Used memory when start-up finished (INFO used_memory_startup, MEMORY
+ * STATS startup.allocated): km_mark_startup records it, once. */
+void km_mark_startup(void);
+size_t km_startup_memory(void);
+
+/* The allocator's own view, as INFO memory and MEMORY STATS report it
+ * (jemalloc's stats.allocated/active/resident, the muzzy pages, and the
+ * bytes of free regions in partly used small-size slabs: external
+ * fragmentation). Without jemalloc the fields are 0. Refreshes the
+ * statistics epoch: microseconds, callers are commands and the cron. */
+typedef struct km_allocator_stats {
+    size_t allocated;
+    size_t active;
+    size_t resident;
+    size_t muzzy;
+    size_t frag_smallbins;
+} km_allocator_stats;
+void km_allocator_stats_get(km_allocator_stats *st);
+
+/* The process's resident set size (/proc/self/statm; the allocator's
+ * resident figure where that cannot be read). */
+size_t km_process_rss(void);
+/* Physical memory of the machine, bytes (0 if unknown). */
+size_t km_system_memory(void);
+/* "jemalloc-5.3.0", or "libc" without jemalloc. */
+const char *km_allocator_name(void);
+/* The allocator's statistics report as text (jemalloc's
+ * malloc_stats_print), passed to out in pieces; returns 0, or -1 without
+ * jemalloc (nothing is written). */
+int km_allocator_report(void (*out)(void *priv, const char *text), void *priv);
+/* Hands the dirty pages of every arena back to the kernel; 0 on success,
+ * -1 if the allocator refused (0 without jemalloc: nothing to purge). */
+int km_purge(void);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void sbuf_appendf(sbuf *b, const char *fmt, ...) {
     va_list ap;
@@ -24,4 +25,16 @@ void sbuf_appendf(sbuf *b, const char *fmt, ...) {
         if (n > 0 && b->cap - b->len <= (size_t)n) b->cap = b->len + (size_t)n + 1;
         b->data = km_realloc(b->data, b->cap);
     }
+}
+
+void sbuf_append(sbuf *b, const char *s, size_t len) {
+    if (b->cap - b->len <= len || !b->data) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len <= len) cap *= 2;
+        b->data = km_realloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, len);
+    b->len += len;
+    b->data[b->len] = '\0';
 }

@@ -15,5 +15,7 @@ typedef struct sbuf {
 } sbuf;
 
 void sbuf_appendf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends len bytes (any bytes), keeping the buffer NUL-terminated. */
+void sbuf_append(sbuf *b, const char *s, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "session/command.h"
 #include "commands/commands.h"
+#include "commands/memory.h"
 #include "commands/multi.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -87,12 +88,18 @@ void info_track_instantaneous(void) {
             (srv.session_stats.total_net_input_bytes - srv.inst_last_in) * 1000000 / (long long)dt;
         srv.inst_out_samples[i] = (srv.session_stats.total_net_output_bytes - srv.inst_last_out) *
                                   1000000 / (long long)dt;
+        long long cycles = srv.stats.eventloop_cycles - srv.inst_last_el_cycles;
+        long long awake = srv.stats.eventloop_duration_sum - srv.inst_last_el_duration;
+        srv.inst_el_cycles_samples[i] = cycles * 1000000 / (long long)dt;
+        srv.inst_el_duration_samples[i] = cycles ? awake / cycles : 0; /* µs per iteration */
         srv.inst_idx = (i + 1) % INST_SAMPLES;
     }
     srv.inst_last_us = now;
     srv.inst_last_ops = srv.session_stats.total_commands_processed;
     srv.inst_last_in = srv.session_stats.total_net_input_bytes;
     srv.inst_last_out = srv.session_stats.total_net_output_bytes;
+    srv.inst_last_el_cycles = srv.stats.eventloop_cycles;
+    srv.inst_last_el_duration = srv.stats.eventloop_duration_sum;
 }
 
 /* ---- single fields (the module API's stat_get) ---- */
@@ -153,28 +160,42 @@ int info_stat_get(const char *name, long long *value) {
 
 /* ---- sections ---- */
 
+static void info_listeners(sbuf *b) {
+    const conn_listener *tcp = &srv.listeners[0], *unx = &srv.listeners[1];
+    if (tcp->type && tcp->port) {
+        sbuf_appendf(b, "listener0:name=%s", tcp->type->name);
+        for (int i = 0; i < tcp->bindaddr_count; i++) sbuf_appendf(b, ",bind=%s", tcp->bindaddr[i]);
+        sbuf_appendf(b, ",port=%d\r\n", tcp->port);
+    }
+    if (unx->type && unx->path) sbuf_appendf(b, "listener1:name=%s,bind=%s\r\n", unx->type->name, unx->path);
+}
+
+/* Valkey's fields in Valkey's order, keel_version added. Keel is never
+ * supervised (process_supervised:no) and has no availability zone set. */
 static void info_server(sbuf *b) {
-    struct utsname u;
-    uname(&u);
+    static struct utsname u;
+    static int have_uname;
+    if (!have_uname) uname(&u), have_uname = 1; /* it never changes */
     uint64_t uptime = (event_mono_us() - srv.start_us) / 1000000;
-    sbuf_appendf(
-        b,
-        "# "
-        "Server\r\nredis_version:%s\r\nvalkey_version:%s\r\nkeel_version:%s\r\nserver_name:keel\r\n"
-        "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nserver_mode:"
-        "standalone\r\n"
-        "redis_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\nmonotonic_clock:POSIX "
-        "clock_gettime\r\n"
-        "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
-        "tcp_port:%d\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
-        "hz:%d\r\nconfigured_hz:%d\r\nlru_clock:%u\r\nexecutable:%s\r\nconfig_file:%s\r\n"
-        "io_threads_active:%d\r\n",
-        KEEL_REDIS_COMPAT_VERSION, KEEL_VALKEY_COMPAT_VERSION, KEEL_VERSION, u.sysname, u.release,
-        u.machine, (int)sizeof(long) * 8, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
-        (int)srv.pid, srv.runid, srv.port, (unsigned long long)event_now_us(),
-        (unsigned long long)uptime, (unsigned long long)uptime / 86400, srv.hz, srv.hz,
-        db_lru_clock(), srv.executable ? srv.executable : "", srv.configfile ? srv.configfile : "",
-        io_threads_active() > 0);
+    sbuf_appendf(b, "# Server\r\n");
+    sbuf_appendf(b, "redis_version:%s\r\nserver_name:keel\r\nvalkey_version:%s\r\nkeel_version:%s\r\n",
+                 KEEL_REDIS_COMPAT_VERSION, KEEL_VALKEY_COMPAT_VERSION, KEEL_VERSION);
+    sbuf_appendf(b, "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\n");
+    sbuf_appendf(b, "redis_mode:standalone\r\nos:%s %s %s\r\narch_bits:%d\r\n", u.sysname, u.release, u.machine,
+                 (int)sizeof(long) * 8);
+    sbuf_appendf(b, "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n");
+    sbuf_appendf(b, "gcc_version:%d.%d.%d\r\nprocess_id:%d\r\nprocess_supervised:no\r\nrun_id:%s\r\n", __GNUC__,
+                 __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)srv.pid, srv.runid);
+    sbuf_appendf(b, "tcp_port:%d\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n",
+                 srv.port, (unsigned long long)event_now_us(), (unsigned long long)uptime,
+                 (unsigned long long)uptime / 86400);
+    sbuf_appendf(b, "hz:%d\r\nconfigured_hz:%d\r\nlru_clock:%u\r\n", srv.hz, srv.hz, db_lru_clock());
+    sbuf_appendf(b, "executable:%s\r\nconfig_file:%s\r\nio_threads_active:%d\r\navailability_zone:\r\n",
+                 srv.executable ? srv.executable : "", srv.configfile ? srv.configfile : "",
+                 io_threads_active() > 0);
+    /* server_mode (Valkey's name when extended-redis-compatibility is off)
+     * is printed as redis_mode only: Valkey prints one of the two. */
+    info_listeners(b);
 }
 
 static void info_clients(sbuf *b) {
@@ -192,59 +213,129 @@ static void info_clients(sbuf *b) {
         client_count(), srv.maxclients, max_qbuf, max_obuf, watching, watched_keys);
 }
 
-static void info_memory(sbuf *b) {
-    size_t used = km_used_memory(), rss = km_resident_memory(), peak = km_peak_memory();
-    char h_used[32], h_peak[32], h_rss[32], h_max[32];
-    bytes_human(h_used, sizeof(h_used), used);
-    bytes_human(h_peak, sizeof(h_peak), peak);
-    bytes_human(h_rss, sizeof(h_rss), rss);
-    bytes_human(h_max, sizeof(h_max), srv.db.maxmemory);
-    const char *policy = "noeviction";
+static const char *info_policy_name(void) {
     static const char *names[] = {"noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
                                   "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"};
-    if (srv.db.maxmemory_policy >= 0 && srv.db.maxmemory_policy < 8)
-        policy = names[srv.db.maxmemory_policy];
-    sbuf_appendf(
-        b,
-        "# Memory\r\nused_memory:%zu\r\nused_memory_human:%s\r\nused_memory_rss:%zu\r\n"
-        "used_memory_rss_human:%s\r\nused_memory_peak:%llu\r\nused_memory_peak_human:%s\r\n"
-        "maxmemory:%llu\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
-        "mem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\nlazyfree_pending_objects:0\r\n",
-        used, h_used, rss, h_rss, (unsigned long long)peak, h_peak, srv.db.maxmemory, h_max, policy,
-        used ? (double)rss / (double)used : 0.0,
-#ifdef KEEL_HAVE_JEMALLOC
-        "jemalloc"
-#else
-        "libc"
-#endif
-    );
+    if (srv.db.maxmemory_policy >= 0 && srv.db.maxmemory_policy < 8) return names[srv.db.maxmemory_policy];
+    return "noeviction";
 }
 
+/* A byte count and its human form, as Valkey prints most memory fields. */
+static void info_bytes(sbuf *b, const char *name, unsigned long long n) {
+    char h[32];
+    bytes_human(h, sizeof(h), n);
+    sbuf_appendf(b, "%s:%llu\r\n%s_human:%s\r\n", name, n, name, h);
+}
+
+/* Valkey's fields in Valkey's order. Keel has no scripting, replication,
+ * AOF, cluster or active defragmentation: their memory reads 0. */
+static void info_memory(sbuf *b) {
+    mem_overhead mh;
+    mem_overhead_get(&mh);
+    char h[32];
+    sbuf_appendf(b, "# Memory\r\n");
+    info_bytes(b, "used_memory", mh.total_allocated);
+    info_bytes(b, "used_memory_rss", mh.process_rss);
+    info_bytes(b, "used_memory_peak", mh.peak_allocated);
+    /* Not in Valkey 8.0.1 (later Valkeys print it): unix seconds of the peak. */
+    sbuf_appendf(b, "used_memory_peak_time:%lld\r\n", km_peak_memory_time() / 1000);
+    sbuf_appendf(b, "used_memory_peak_perc:%.2f%%\r\n", mh.peak_perc);
+    sbuf_appendf(b, "used_memory_overhead:%zu\r\nused_memory_startup:%zu\r\n", mh.overhead_total,
+                 mh.startup_allocated);
+    sbuf_appendf(b, "used_memory_dataset:%zu\r\nused_memory_dataset_perc:%.2f%%\r\n", mh.dataset,
+                 mh.dataset_perc);
+    sbuf_appendf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n",
+                 mh.alloc.allocated, mh.alloc.active, mh.alloc.resident);
+    sbuf_appendf(b, "allocator_muzzy:%zu\r\n", mh.alloc.muzzy);
+    info_bytes(b, "total_system_memory", km_system_memory());
+    bytes_human(h, sizeof(h), 0);
+    sbuf_appendf(b,
+                 "used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:%s\r\n"
+                 "used_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\n"
+                 "number_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\n"
+                 "used_memory_vm_total_human:%s\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\n"
+                 "used_memory_scripts_human:%s\r\n",
+                 h, h, h);
+    info_bytes(b, "maxmemory", srv.db.maxmemory);
+    sbuf_appendf(b, "maxmemory_policy:%s\r\n", info_policy_name());
+    sbuf_appendf(b, "allocator_frag_ratio:%.2f\r\nallocator_frag_bytes:%lld\r\n", mh.allocator_frag,
+                 mh.allocator_frag_bytes);
+    sbuf_appendf(b, "allocator_rss_ratio:%.2f\r\nallocator_rss_bytes:%lld\r\n", mh.allocator_rss,
+                 mh.allocator_rss_bytes);
+    sbuf_appendf(b, "rss_overhead_ratio:%.2f\r\nrss_overhead_bytes:%lld\r\n", mh.rss_extra, mh.rss_extra_bytes);
+    sbuf_appendf(b, "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n", mh.total_frag,
+                 mh.total_frag_bytes);
+    /* Eviction counts everything allocated but the values being freed on
+     * I/O threads, which it does not count for evict either. */
+    sbuf_appendf(b, "mem_not_counted_for_evict:0\r\nmem_replication_backlog:%zu\r\n", mh.repl_backlog);
+    sbuf_appendf(b, "mem_total_replication_buffers:0\r\nmem_clients_slaves:%zu\r\nmem_clients_normal:%zu\r\n",
+                 mh.clients_replicas, mh.clients_normal);
+    sbuf_appendf(b, "mem_cluster_links:%zu\r\nmem_aof_buffer:%zu\r\nmem_allocator:%s\r\n", mh.cluster_links,
+                 mh.aof_buffer, km_allocator_name());
+    sbuf_appendf(b, "mem_overhead_db_hashtable_rehashing:%zu\r\nactive_defrag_running:0\r\n",
+                 mh.overhead_db_hashtable_rehashing);
+    sbuf_appendf(b, "lazyfree_pending_objects:%zu\r\nlazyfreed_objects:%lld\r\n", io_threads_free_pending(),
+                 io_stats.frees);
+    mem_overhead_release(&mh);
+}
+
+static long long info_cmd_usec_sum;
+
+static void info_sum_cmd_usec(command *cmd, void *priv) {
+    info_cmd_usec_sum += cmd->usec;
+}
+
+/* Valkey's fields in Valkey's order; those of features Keel lacks
+ * (replication, pub/sub, forks, defragmentation, client tracking, scripts,
+ * ACL users, key prefetching, reply-buffer resizing) read 0. */
 static void info_stats(sbuf *b) {
-    sbuf_appendf(
-        b,
-        "# Stats\r\ntotal_connections_received:%lld\r\ntotal_commands_processed:%lld\r\n"
-        "instantaneous_ops_per_sec:%lld\r\ntotal_net_input_bytes:%lld\r\ntotal_net_output_bytes:%"
-        "lld\r\n"
-        "instantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\n"
-        "rejected_connections:%lld\r\nexpired_keys:%lld\r\nexpired_time_cap_reached_count:%lld\r\n"
-        "evicted_keys:%lld\r\nevicted_clients:%lld\r\nkeyspace_hits:%lld\r\nkeyspace_misses:%"
-        "lld\r\n"
-        "pubsub_channels:0\r\npubsub_patterns:0\r\nclient_query_buffer_limit_disconnections:%"
-        "lld\r\n"
-        "client_output_buffer_limit_disconnections:%lld\r\ntotal_error_replies:%lld\r\n"
-        "unexpected_error_replies:%lld\r\nio_threaded_reads_processed:%lld\r\n"
-        "io_threaded_writes_processed:%lld\r\nio_threaded_freed_objects:%lld\r\n",
-        srv.session_stats.total_connections_received, srv.session_stats.total_commands_processed,
-        inst_avg(srv.inst_ops_samples), srv.session_stats.total_net_input_bytes,
-        srv.session_stats.total_net_output_bytes, inst_avg(srv.inst_in_samples) / 1024.0,
-        inst_avg(srv.inst_out_samples) / 1024.0, srv.session_stats.rejected_connections,
-        srv.db_stats.expired_keys, srv.db_stats.expired_time_cap_reached_count,
-        srv.db_stats.evicted_keys, srv.session_stats.evicted_clients, srv.db_stats.keyspace_hits,
-        srv.db_stats.keyspace_misses, srv.session_stats.client_query_buffer_limit_disconnections,
-        srv.session_stats.client_output_buffer_limit_disconnections,
-        srv.session_stats.total_error_replies, srv.session_stats.unexpected_error_replies,
-        io_stats.reads, io_stats.writes, io_stats.frees);
+    const session_metrics *ss = &srv.session_stats;
+    const db_metrics *ds = &srv.db_stats;
+    info_cmd_usec_sum = 0;
+    command_foreach_all(info_sum_cmd_usec, NULL);
+    sbuf_appendf(b, "# Stats\r\n");
+    sbuf_appendf(b, "total_connections_received:%lld\r\ntotal_commands_processed:%lld\r\n",
+                 ss->total_connections_received, ss->total_commands_processed);
+    sbuf_appendf(b, "instantaneous_ops_per_sec:%lld\r\n", inst_avg(srv.inst_ops_samples));
+    sbuf_appendf(b, "total_net_input_bytes:%lld\r\ntotal_net_output_bytes:%lld\r\n", ss->total_net_input_bytes,
+                 ss->total_net_output_bytes);
+    sbuf_appendf(b, "total_net_repl_input_bytes:0\r\ntotal_net_repl_output_bytes:0\r\n");
+    sbuf_appendf(b, "instantaneous_input_kbps:%.2f\r\ninstantaneous_output_kbps:%.2f\r\n",
+                 inst_avg(srv.inst_in_samples) / 1024.0, inst_avg(srv.inst_out_samples) / 1024.0);
+    sbuf_appendf(b, "instantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\n");
+    sbuf_appendf(b, "rejected_connections:%lld\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n",
+                 ss->rejected_connections);
+    sbuf_appendf(b, "expired_keys:%lld\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:%lld\r\n",
+                 ds->expired_keys, ds->expired_time_cap_reached_count);
+    sbuf_appendf(b, "expire_cycle_cpu_milliseconds:0\r\nevicted_keys:%lld\r\nevicted_clients:%lld\r\n",
+                 ds->evicted_keys, ss->evicted_clients);
+    sbuf_appendf(b, "evicted_scripts:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\n");
+    sbuf_appendf(b, "keyspace_hits:%lld\r\nkeyspace_misses:%lld\r\n", ds->keyspace_hits, ds->keyspace_misses);
+    sbuf_appendf(b, "pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"
+                    "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
+                    "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+                    "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+                    "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
+                    "tracking_total_prefixes:0\r\n");
+    sbuf_appendf(b, "unexpected_error_replies:%lld\r\ntotal_error_replies:%lld\r\n", ss->unexpected_error_replies,
+                 ss->total_error_replies);
+    sbuf_appendf(b, "dump_payload_sanitizations:0\r\ntotal_reads_processed:%lld\r\ntotal_writes_processed:%lld\r\n",
+                 ss->total_reads_processed, ss->total_writes_processed);
+    sbuf_appendf(b,
+                 "io_threaded_reads_processed:%lld\r\nio_threaded_writes_processed:%lld\r\n"
+                 "io_threaded_freed_objects:%lld\r\nio_threaded_poll_processed:0\r\n"
+                 "io_threaded_total_prefetch_batches:0\r\nio_threaded_total_prefetch_entries:0\r\n",
+                 io_stats.reads, io_stats.writes, io_stats.frees);
+    sbuf_appendf(b,
+                 "client_query_buffer_limit_disconnections:%lld\r\nclient_output_buffer_limit_disconnections:%lld\r\n",
+                 ss->client_query_buffer_limit_disconnections, ss->client_output_buffer_limit_disconnections);
+    sbuf_appendf(b, "reply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n");
+    sbuf_appendf(b, "eventloop_cycles:%lld\r\neventloop_duration_sum:%lld\r\neventloop_duration_cmd_sum:%lld\r\n",
+                 srv.stats.eventloop_cycles, srv.stats.eventloop_duration_sum, info_cmd_usec_sum);
+    sbuf_appendf(b, "instantaneous_eventloop_cycles_per_sec:%lld\r\ninstantaneous_eventloop_duration_usec:%lld\r\n",
+                 inst_avg(srv.inst_el_cycles_samples), inst_avg(srv.inst_el_duration_samples));
+    sbuf_appendf(b, "acl_access_denied_auth:0\r\nacl_access_denied_cmd:0\r\nacl_access_denied_key:0\r\n"
+                    "acl_access_denied_channel:0\r\n");
 }
 
 /* Keel has no replication: it reports itself as a primary with no replicas,
@@ -253,7 +344,8 @@ static void info_replication(sbuf *b) {
     sbuf_appendf(
         b,
         "# "
-        "Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
+        "Replication\r\nrole:master\r\nconnected_slaves:0\r\nreplicas_waiting_psync:0\r\n"
+        "master_failover_state:no-failover\r\n"
         "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
         "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
         "repl_backlog_size:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
@@ -266,13 +358,18 @@ static void info_replication(sbuf *b) {
  * since then is at risk (rdb_changes_since_last_save), which is what
  * monitoring alerts on. */
 static void info_persistence(sbuf *b) {
-    sbuf_appendf(
-        b,
-        "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:%lld\r\n"
-        "rdb_bgsave_in_progress:0\r\nrdb_last_save_time:%lld\r\nrdb_last_bgsave_status:ok\r\n"
-        "rdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\n"
-        "aof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
-        srv.dirty, srv.lastsave);
+    sbuf_appendf(b,
+                 "# Persistence\r\nloading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\n"
+                 "current_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\n"
+                 "current_save_keys_total:0\r\nrdb_changes_since_last_save:%lld\r\nrdb_bgsave_in_progress:0\r\n"
+                 "rdb_last_save_time:%lld\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\n"
+                 "rdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\nrdb_last_cow_size:0\r\n"
+                 "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\naof_enabled:0\r\n"
+                 "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\n"
+                 "aof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\n"
+                 "aof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\n"
+                 "module_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+                 srv.dirty, srv.lastsave);
 }
 
 static void info_module_line(const char *name, uint32_t version, const char *path, int argc,
@@ -286,12 +383,20 @@ static void info_modules(sbuf *b) {
     module_foreach(info_module_line, b);
 }
 
+static void info_rusage(sbuf *b, const char *suffix, int who) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    sbuf_appendf(b, "used_cpu_sys%s:%ld.%06ld\r\nused_cpu_user%s:%ld.%06ld\r\n", suffix, (long)ru.ru_stime.tv_sec,
+                 (long)ru.ru_stime.tv_usec, suffix, (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
+}
+
+/* The process (every thread), its children (Keel forks none), and the main
+ * thread alone (INFO runs on it). */
 static void info_cpu(sbuf *b) {
-    struct rusage self;
-    getrusage(RUSAGE_SELF, &self);
-    sbuf_appendf(b, "# CPU\r\nused_cpu_sys:%ld.%06ld\r\nused_cpu_user:%ld.%06ld\r\n",
-                 (long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
-                 (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec);
+    sbuf_appendf(b, "# CPU\r\n");
+    info_rusage(b, "", RUSAGE_SELF);
+    info_rusage(b, "_children", RUSAGE_CHILDREN);
+    info_rusage(b, "_main_thread", RUSAGE_THREAD);
 }
 
 static void info_keyspace(sbuf *b) {
@@ -334,11 +439,31 @@ typedef struct info_section {
     int in_default;
 } info_section;
 
+/* Keel keeps no latency histograms (as Valkey with latency-tracking off:
+ * the section is empty) and runs no cluster. */
+static void info_latencystats(sbuf *b) {
+    sbuf_appendf(b, "# Latencystats\r\n");
+}
+
+static void info_cluster(sbuf *b) {
+    sbuf_appendf(b, "# Cluster\r\ncluster_enabled:0\r\n");
+}
+
+/* Valkey's sections in Valkey's order, and its default set. */
 static const info_section sections[] = {
-    {"server", info_server, 1},   {"clients", info_clients, 1},         {"memory", info_memory, 1},
-    {"persistence", info_persistence, 1}, {"stats", info_stats, 1}, {"replication", info_replication, 1},
-    {"cpu", info_cpu, 1},         {"modules", info_modules, 1}, {"keyspace", info_keyspace, 1},
-    {"commandstats", info_commandstats, 0}, {"errorstats", info_errorstats, 1},
+    {"server", info_server, 1},
+    {"clients", info_clients, 1},
+    {"memory", info_memory, 1},
+    {"persistence", info_persistence, 1},
+    {"stats", info_stats, 1},
+    {"replication", info_replication, 1},
+    {"cpu", info_cpu, 1},
+    {"modules", info_modules, 1},
+    {"commandstats", info_commandstats, 0},
+    {"errorstats", info_errorstats, 1},
+    {"latencystats", info_latencystats, 0},
+    {"cluster", info_cluster, 1},
+    {"keyspace", info_keyspace, 1},
 };
 
 static int info_wanted(const char *name, int in_default, int argc, const karg *argv) {
@@ -346,6 +471,7 @@ static int info_wanted(const char *name, int in_default, int argc, const karg *a
     for (int i = 0; i < argc; i++) {
         if (karg_eq(&argv[i], name) || karg_eq(&argv[i], "all") || karg_eq(&argv[i], "everything")) return 1;
         if (karg_eq(&argv[i], "default") && in_default) return 1;
+        if (!strcmp(name, "modules") && karg_eq(&argv[i], "module_list")) return 1; /* Valkey's alias */
     }
     return 0;
 }

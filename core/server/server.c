@@ -209,9 +209,12 @@ static void server_before_sleep(event_loop *el) {
         srv.shutdown_asap = 1;
     }
     if (srv.shutdown_asap) event_loop_stop(el);
+    srv.stats.eventloop_cycles++;
+    if (srv.el_awake_us) srv.stats.eventloop_duration_sum += (long long)(event_mono_us() - srv.el_awake_us);
 }
 
 static void server_after_sleep(event_loop *el) {
+    srv.el_awake_us = event_mono_us();
     io_threads_awake();
     io_threads_adjust(event_fired(el), srv.events_per_io_thread);
     event_update_cached_time();
@@ -335,11 +338,14 @@ static void server_reset_stats(void) {
     reply_errorstats_reset();
 }
 
+METRICS_DESCS(server_metric_descs, server_metrics, SERVER_METRICS);
+
 const metric_group *server_metric_groups(size_t *count) {
-    static metric_group groups[2];
+    static metric_group groups[3];
     groups[0] =
         (metric_group){&srv.session_stats, session_metric_descs, session_metric_descs_count};
     groups[1] = (metric_group){&srv.db_stats, db_metric_descs, db_metric_descs_count};
+    groups[2] = (metric_group){&srv.stats, server_metric_descs, server_metric_descs_count};
     *count = K_ARRAY_LEN(groups);
     return groups;
 }
@@ -410,6 +416,7 @@ int server_setup(char **err) {
     event_set_after_sleep(srv.el, server_after_sleep);
     server_setup_signals();
     server_write_pidfile();
+    km_mark_startup(); /* INFO used_memory_startup */
     return K_OK;
 }
 

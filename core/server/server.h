@@ -17,6 +17,16 @@
 #include "server/server_compat.h"
 #include "session/client.h"
 
+/* The event loop's own counters, named as their INFO stats fields:
+ * iterations, and the microseconds spent awake (from the wake-up to the
+ * end of before-sleep). */
+#define SERVER_METRICS(X, T)                                                                       \
+    X(T, eventloop_cycles)                                                                         \
+    X(T, eventloop_duration_sum)
+METRICS_STRUCT(server_metrics, SERVER_METRICS);
+extern const metric_desc server_metric_descs[];
+extern const size_t server_metric_descs_count;
+
 /* The server composes the subsystems: it owns each one's options and
  * counters (the config directive table points into them, INFO prints them)
  * and hands them in at setup. What is left here is the orchestrator's own
@@ -29,6 +39,7 @@ typedef struct server {
     session_options session;
     session_metrics session_stats;
     server_compat_options compat; /* Valkey directives without a feature yet */
+    server_metrics stats; /* the event loop's */
 
     /* The server's own configuration (see server_config.c). */
     char *bindaddr[CONN_MAX_BINDS];
@@ -72,6 +83,10 @@ typedef struct server {
     int inst_idx;
     long long inst_last_ops, inst_last_in, inst_last_out;
     uint64_t inst_last_us;
+    long long inst_el_cycles_samples[16];
+    long long inst_el_duration_samples[16];
+    long long inst_last_el_cycles, inst_last_el_duration;
+    uint64_t el_awake_us; /* when the loop last woke up (0: not yet) */
 } server;
 
 extern server srv;

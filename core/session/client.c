@@ -432,6 +432,7 @@ static void client_read_step(client *c) {
 /* Finishes a read step on the main thread. Returns K_ERR if c was freed. */
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
+    stats->total_reads_processed++;
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -699,6 +700,7 @@ static void client_write_handler(conn *cn);
  * writability while replies remain. Returns K_ERR if c was freed. */
 static int client_write_done(client *c) {
     size_t w = c->io_written;
+    stats->total_writes_processed++;
     c->net_out += (long long)w;
     stats->total_net_output_bytes += (long long)w;
     client_consume_reply(c, w);
@@ -839,6 +841,19 @@ void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {
     }
 }
 
+/* What CLIENT LIST reports as tot-mem, summed over every client. */
+static size_t client_memory(const client *c) {
+    return c->qbuf_cap + c->reply_bytes + c->mbytes + sizeof(client);
+}
+
+size_t client_memory_total(void) {
+    io_threads_quiesce();
+    size_t total = 0;
+    for (client *c = clients_head; c; c = c->next)
+        total += client_memory(c);
+    return total;
+}
+
 static void client_flags_str(client *c, char *buf) {
     char *p = buf;
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
@@ -883,7 +898,7 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
         c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, client_watch_count(c),
         client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
-        c->reply_bytes, c->qbuf_cap + c->reply_bytes + c->mbytes + sizeof(client),
+        c->reply_bytes, client_memory(c),
         (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
         last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp,
         c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in, c->net_out,

@@ -63,7 +63,9 @@ typedef struct session_options {
     X(T, total_error_replies)                                                                      \
     X(T, unexpected_error_replies)                                                                 \
     X(T, client_query_buffer_limit_disconnections)                                                 \
-    X(T, client_output_buffer_limit_disconnections)
+    X(T, client_output_buffer_limit_disconnections)                                                \
+    X(T, total_reads_processed)                                                                    \
+    X(T, total_writes_processed)
 METRICS_STRUCT(session_metrics, SESSION_METRICS);
 extern const metric_desc session_metric_descs[];
 extern const size_t session_metric_descs_count;
@@ -261,6 +263,9 @@ size_t client_info_line(client *c, char *buf, size_t len);
 
 /* For INFO clients. */
 void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf);
+/* Memory held by all clients (the sum of CLIENT LIST's tot-mem): INFO
+ * mem_clients_normal, MEMORY STATS clients.normal. */
+size_t client_memory_total(void);
 client *client_by_id(uint64_t id);
 
 #endif
