@@ -7,6 +7,9 @@
 #
 # Options:
 #   --valkey PATH   also benchmark this valkey-server (see bench/README.md)
+#   --baseline PATH also benchmark this Keel build (e.g. one built from the
+#                   commit before a change, outside the repository), in the
+#                   same rounds, as the column "Keel baseline"
 #   --keel PATH     Keel binary (default: build/release/keel-server)
 #   --keel-desc S   how to describe that binary in the output (e.g. a commit)
 #   --redis PATH    Redis binary (default: /usr/bin/redis-server)
@@ -36,6 +39,7 @@ source "$BENCH_DIR/lib.sh"
 KEEL="$ROOT/build/release/keel-server"
 REDIS=/usr/bin/redis-server
 VALKEY=""
+BASELINE=""
 KEEL_DESC=""
 QUICK=0
 REPS=3
@@ -45,11 +49,12 @@ TESTS_ARG="set,get,incr,mget"
 SIZES_ARG="3,1024"
 IO_ARG=1
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --valkey) VALKEY=${2:?--valkey needs a path}; shift 2 ;;
+        --baseline) BASELINE=${2:?--baseline needs a path}; shift 2 ;;
         --keel) KEEL=${2:?--keel needs a path}; shift 2 ;;
         --keel-desc) KEEL_DESC=${2:?}; shift 2 ;;
         --redis) REDIS=${2:?--redis needs a path}; shift 2 ;;
@@ -70,6 +75,7 @@ if [ ! -x "$KEEL" ]; then
 fi
 [ -x "$REDIS" ] || die "$REDIS not found (apt-get install redis-server)"
 [ -z "$VALKEY" ] || [ -x "$VALKEY" ] || die "$VALKEY is not an executable"
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "$BASELINE is not an executable"
 command -v redis-benchmark >/dev/null || die "redis-benchmark not found (apt-get install redis-tools)"
 command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install redis-tools)"
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
@@ -81,6 +87,9 @@ TITLES=(Keel Redis)
 BINS=("$KEEL" "$REDIS")
 if [ -n "$VALKEY" ]; then
     NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY")
+fi
+if [ -n "$BASELINE" ]; then
+    NAMES+=(keelbase); TITLES+=("Keel baseline"); BINS+=("$BASELINE")
 fi
 # The instances: every server once per io-threads value (lib.sh); INST is
 # the key in the raw data, ITITLE the label.
@@ -297,6 +306,7 @@ nbase=$(requests 1 3 set)
     for i in "${!NAMES[@]}"; do
         v=$(server_version "${BINS[$i]}")
         [ "${NAMES[$i]}" = keel ] && v+=", $keel_rev"
+        [ "${NAMES[$i]}" = keelbase ] && v+=", binary $BASELINE"
         echo "- ${TITLES[$i]}: $v"
     done
     echo "- client: redis-benchmark -c 50 --threads 1 -n $nbase at -P 1, $((nbase * 10)) at -P 16 (MGET: half that, a tenth at -P 16 with -d over 100)$([ -n "$KEYSPACE" ] && echo ", -r $KEYSPACE")"
