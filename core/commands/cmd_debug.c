@@ -199,6 +199,12 @@ static void debug_populate(client *c) {
     long long count, size = 0;
     if (!arg_positive(c, &c->argv[2], &count)) return;
     if (c->argc == 5 && !arg_positive(c, &c->argv[4], &size)) return;
+    /* A value no client could have written: refused rather than letting a
+     * typo allocate all memory. */
+    if (size > session_opts()->proto_max_bulk_len) {
+        reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
     const char *prefix = "key";
     int plen = 3;
     if (c->argc >= 4) {

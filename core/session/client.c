@@ -172,6 +172,7 @@ static void client_free_now(client *c) {
     km_free(c->name);
     km_free(c->lib_name);
     km_free(c->lib_ver);
+    km_free(c->reply_deferred); /* only if a command left a header open */
     km_free(c);
 }
 
@@ -590,7 +591,7 @@ static int client_precheck(client *c) {
     }
     int needs_memory =
         (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
-    if (db_opts()->maxmemory && needs_memory && evict_check_maxmemory() != K_OK) {
+    if (needs_memory && db_opts()->maxmemory && evict_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }

@@ -308,6 +308,11 @@ START_TEST(test_populate_and_log) {
     expect_ok(c, "DEBUG POPULATE 0");
     expect_error(c, "ERR value is out of range, must be positive", "DEBUG POPULATE -1");
     expect_error(c, "ERR value is not an integer or out of range", "DEBUG POPULATE x");
+    /* A size past proto-max-bulk-len is refused, not allocated (it used
+     * to end the server with "out of memory"). */
+    expect_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                 "DEBUG POPULATE 1 huge 100000000000000");
+    expect_int(c, 0, "EXISTS huge:0");
 
     expect_ok(c, "DEBUG LOG hello-from-the-test");
     it_wait_until(strstr(it_read_file(s->log), "DEBUG LOG: hello-from-the-test") != NULL, 5000);
