@@ -99,7 +99,8 @@ void db_remove_hook(db_hook_fn fn, void *priv) {
 }
 
 static void db_announce_change(const db_change *ch) {
-    for (int i = 0; i < hook_count; i++)
+    /* Hooks never add or remove hooks (db.h), so the count is read once. */
+    for (int i = 0, n = hook_count; i < n; i++)
         hooks[i].fn(ch, hooks[i].priv);
 }
 
@@ -289,16 +290,21 @@ kobj *db_value_writable(db *d, db_entry *e, size_t need) {
     return e->val;
 }
 
-void db_replace_value(db *d, db_entry *e, kobj *val) {
+/* Also db_set's step, inlined there: SET's path. */
+static inline void db_replace_value_inline(db *d, db_entry *e, kobj *val) {
     db_swap_value(e, val);
-    db_signal_modified(d, e->key, e->keylen);
+    db_announce(d, e->key, e->keylen, DB_EV_MODIFIED, 1);
+}
+
+void db_replace_value(db *d, db_entry *e, kobj *val) {
+    db_replace_value_inline(d, e, val);
 }
 
 db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
     db_entry *e = db_lookup_quiet(d, key, len);
     if (!e) return db_add(d, key, len, val);
     if (!(flags & DB_SET_KEEPTTL)) db_persist_quiet(d, e);
-    db_replace_value(d, e, val);
+    db_replace_value_inline(d, e, val);
     return e;
 }
 

@@ -145,7 +145,8 @@ int db_num(void);
 const db_options *db_opts(void);
 db_metrics *db_stats(void);
 
-/* Hooks run in the order added; a hook must not modify the keyspace.
+/* Hooks run in the order added; a hook must not modify the keyspace, nor
+ * add or remove hooks.
  * Returns K_OK, or K_ERR for a hook already added with the same priv. */
 int db_add_hook(db_hook_fn fn, void *priv);
 void db_remove_hook(db_hook_fn fn, void *priv);

@@ -236,8 +236,11 @@ const obj_type *obj_type_of(const kobj *o) {
 
 void obj_decref(kobj *o) {
     if (o->refcount == OBJ_SHARED_REFCOUNT || --o->refcount > 0) return;
-    const obj_type *t = types[o->type];
-    if (t) t->free_value(o);
+    /* Strings, the common case, skip the indirect call. */
+    if (K_LIKELY(o->type == OBJ_STRING))
+        string_free_value(o);
+    else if (types[o->type])
+        types[o->type]->free_value(o);
     km_free(o);
 }
 

@@ -24,30 +24,22 @@
 
 METRICS_DESCS(session_metric_descs, session_metrics, SESSION_METRICS);
 
-static const session_options *opts;
-static session_metrics *stats;
+const session_options *session_opts_in_use;
+session_metrics *session_stats_in_use;
 static client *clients_head;
 static unsigned long connected_clients;
 static uint64_t next_client_id;
 static client *current_client;
 
 void session_setup(const session_options *o, session_metrics *m) {
-    opts = o;
-    stats = m;
+    session_opts_in_use = o;
+    session_stats_in_use = m;
 }
 
 void session_teardown(void) {
-    opts = NULL;
-    stats = NULL;
+    session_opts_in_use = NULL;
+    session_stats_in_use = NULL;
     next_client_id = 0;
-}
-
-const session_options *session_opts(void) {
-    return opts;
-}
-
-session_metrics *session_stats(void) {
-    return stats;
 }
 
 client *client_list_head(void) {
@@ -118,13 +110,13 @@ client *client_create(conn *cn) {
     c->ctime = c->last_interaction = event_cached_ms();
     client_set_db(c, 0);
     resp_parser_init(&c->parser);
-    c->parser.max_bulk_len = opts->proto_max_bulk_len;
-    if (!opts->requirepass.ptr) c->flags |= CLIENT_AUTHENTICATED;
+    c->parser.max_bulk_len = session_opts()->proto_max_bulk_len;
+    if (!session_opts()->requirepass.ptr) c->flags |= CLIENT_AUTHENTICATED;
     if (cn) {
         cn->private_data = c;
         conn_set_nodelay(cn, 1);
-        if (opts->tcp_keepalive > 0 && !cn->type->is_local)
-            conn_set_keepalive(cn, opts->tcp_keepalive);
+        if (session_opts()->tcp_keepalive > 0 && !cn->type->is_local)
+            conn_set_keepalive(cn, session_opts()->tcp_keepalive);
         conn_set_read_handler(cn, client_read_handler);
     }
     client_link(c);
@@ -300,8 +292,8 @@ static void client_run_request(client *c) {
 /* The limits a request is parsed under (set on the main thread: they
  * depend on configuration and authentication). */
 static void client_set_parse_limits(client *c) {
-    c->parser.unauthenticated = opts->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED);
-    c->parser.max_bulk_len = opts->proto_max_bulk_len;
+    c->parser.unauthenticated = session_opts()->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED);
+    c->parser.max_bulk_len = session_opts()->proto_max_bulk_len;
 }
 
 /* Parses and runs every complete request in the query buffer. */
@@ -343,10 +335,10 @@ static size_t client_pending_input(const client *c) {
 }
 
 static int client_qbuf_over_limit(client *c) {
-    if ((long long)client_pending_input(c) <= opts->client_max_querybuf_len) return 0;
+    if ((long long)client_pending_input(c) <= session_opts()->client_max_querybuf_len) return 0;
     log_write(LL_WARNING, "Closing client id=%llu that reached max query buffer length",
               (unsigned long long)c->id);
-    stats->client_query_buffer_limit_disconnections++;
+    session_stats()->client_query_buffer_limit_disconnections++;
     return 1;
 }
 
@@ -375,7 +367,7 @@ static ssize_t client_read_some(client *c) {
 /* Everything after bytes arrived, wherever they came from. */
 static void client_after_input(client *c, size_t n) {
     c->net_in += (long long)n;
-    stats->total_net_input_bytes += (long long)n;
+    session_stats()->total_net_input_bytes += (long long)n;
     c->last_interaction = event_cached_ms();
     if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
     /* Asynchronous: the caller still holds c after this returns. */
@@ -433,7 +425,7 @@ static void client_read_step(client *c) {
 /* Finishes a read step on the main thread. Returns K_ERR if c was freed. */
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
-    stats->total_reads_processed++;
+    session_stats()->total_reads_processed++;
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -580,7 +572,7 @@ static int client_precheck(client *c) {
         client_reject(c, err);
         return 0;
     }
-    if (opts->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) &&
+    if (session_opts()->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) &&
         !(cmd->flags & CMD_NO_AUTH)) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
@@ -701,9 +693,9 @@ static void client_write_handler(conn *cn);
  * writability while replies remain. Returns K_ERR if c was freed. */
 static int client_write_done(client *c) {
     size_t w = c->io_written;
-    stats->total_writes_processed++;
+    session_stats()->total_writes_processed++;
     c->net_out += (long long)w;
-    stats->total_net_output_bytes += (long long)w;
+    session_stats()->total_net_output_bytes += (long long)w;
     client_consume_reply(c, w);
     if (c->io_write_failed || (c->reply_bytes == 0 && (c->flags & CLIENT_CLOSE_AFTER_REPLY))) {
         client_free(c);
@@ -781,7 +773,7 @@ void client_setup(void) {
 /* ---- cron ---- */
 
 static int client_obuf_over_limit(client *c) {
-    const client_buffer_limit *l = &opts->obuf_limit_normal;
+    const client_buffer_limit *l = &session_opts()->obuf_limit_normal;
     unsigned long long used = c->reply_bytes;
     if (l->hard && used >= l->hard) return 1;
     if (!l->soft || used < l->soft) {
@@ -797,19 +789,19 @@ void client_cron(void) {
     for (client *c = clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        if (opts->maxidletime && c->conn &&
-            now - c->last_interaction > (int64_t)opts->maxidletime * 1000) {
+        if (session_opts()->maxidletime && c->conn &&
+            now - c->last_interaction > (int64_t)session_opts()->maxidletime * 1000) {
             log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
             continue;
         }
-        if ((opts->obuf_limit_normal.hard || opts->obuf_limit_normal.soft) &&
+        if ((session_opts()->obuf_limit_normal.hard || session_opts()->obuf_limit_normal.soft) &&
             client_obuf_over_limit(c)) {
             log_write(
                 LL_WARNING,
                 "Client id=%llu scheduled to be closed for overcoming of output buffer limits.",
                 (unsigned long long)c->id);
-            stats->client_output_buffer_limit_disconnections++;
+            session_stats()->client_output_buffer_limit_disconnections++;
             client_free_async(c);
         }
     }
@@ -818,9 +810,9 @@ void client_cron(void) {
 /* Checks the hard output limit as replies grow, so a client that reads
  * nothing cannot make the server buffer without bound between crons. */
 void client_check_obuf_now(client *c) {
-    if (opts->obuf_limit_normal.hard && c->reply_bytes >= opts->obuf_limit_normal.hard &&
+    if (session_opts()->obuf_limit_normal.hard && c->reply_bytes >= session_opts()->obuf_limit_normal.hard &&
         !(c->flags & CLIENT_CLOSE_ASAP)) {
-        stats->client_output_buffer_limit_disconnections++;
+        session_stats()->client_output_buffer_limit_disconnections++;
         client_free_async(c);
     }
 }

@@ -203,8 +203,16 @@ typedef struct client {
 /* Borrows opts and metrics until session_teardown (client.c). */
 void session_setup(const session_options *opts, session_metrics *metrics);
 void session_teardown(void);
-const session_options *session_opts(void);
-session_metrics *session_stats(void);
+/* The options and counters session_setup was handed. Exposed only so the
+ * accessors below inline: the request path reads them on every command. */
+extern const session_options *session_opts_in_use;
+extern session_metrics *session_stats_in_use;
+static inline const session_options *session_opts(void) {
+    return session_opts_in_use;
+}
+static inline session_metrics *session_stats(void) {
+    return session_stats_in_use;
+}
 
 /* Every client, doubly linked through next/prev; their number; the one
  * whose command runs now (NULL between commands). */
