@@ -153,14 +153,29 @@ static void multi_touch_db(db *d, db *other) {
     while (hashtable_iter_next(&it, &entry)) {
         watch_entry *we = entry;
         /* As in Valkey, only a key that exists (here or in the swapped-in
-         * database) counts as changed. */
-        int in_other = other && hashtable_find(other->keys, we->key, we->keylen);
-        if (!hashtable_find(d->keys, we->key, we->keylen) && !in_other) continue;
+         * database, stale or not) can count as changed. */
+        db_entry *here = hashtable_find(d->keys, we->key, we->keylen);
+        db_entry *there = other ? hashtable_find(other->keys, we->key, we->keylen) : NULL;
+        if (!here && !there) continue;
+        int there_stale = there && db_is_expired(there);
         for (int i = 0; i < we->count; i++) {
-            /* A key that was already expired when watched and now simply
-             * goes away is no logical change. */
-            if (we->watchers[i]->expired && !in_other) continue;
-            we->watchers[i]->c->flags |= CLIENT_DIRTY_CAS;
+            watched_key *wk = we->watchers[i];
+            if (wk->expired) {
+                /* Watched already expired: its going away is no logical
+                 * change (and what is left is a missing key), nor is its
+                 * replacement by another expired key. */
+                if (!there) {
+                    wk->expired = 0;
+                    continue;
+                }
+                if (there_stale) continue;
+            } else if (!here && there_stale) {
+                /* A missing key replaced by an expired one: still missing
+                 * to the client, and watched as an expired key from now. */
+                wk->expired = 1;
+                continue;
+            }
+            wk->c->flags |= CLIENT_DIRTY_CAS;
         }
     }
     hashtable_iter_reset(&it);

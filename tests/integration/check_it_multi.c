@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #define EXECABORT "EXECABORT Transaction discarded because of previous errors."
 #define NOT_IN_MULTI "ERR Command not allowed inside a transaction"
@@ -257,6 +258,59 @@ START_TEST(test_swapdb_touches_watched_keys) {
 }
 END_TEST
 
+/* EXEC on c answers [PONG]: the transaction of one PING ran. */
+static void expect_exec_ran(redisContext *c) {
+    redisReply *r = redisCommand(c, "EXEC");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 1, "EXEC did not run (type %d)", r->type);
+    ck_assert_str_eq(r->element[0]->str, "PONG");
+    freeReplyObject(r);
+}
+
+/* Valkey's rules for stale (expired, not yet deleted) keys under SWAPDB:
+ * a missing watched key replaced by a stale one, and a stale watched key
+ * replaced by another stale one, are no logical change; a stale watched key
+ * replaced by a live one is. Active expiry is off so the stale keys stay. */
+START_TEST(test_swapdb_and_stale_keys) {
+    it_server *s = it_start("--enable-debug-command", "yes", NULL);
+    redisContext *c = it_connect(s);
+    expect_ok(c, "DEBUG SET-ACTIVE-EXPIRE 0");
+    /* missing -> stale */
+    expect_ok(c, "SET x foo PX 1");
+    usleep(5000);
+    expect_ok(c, "SELECT 1");
+    expect_ok(c, "WATCH x");
+    expect_ok(c, "SWAPDB 0 1");
+    expect_ok(c, "MULTI");
+    expect_status(c, "QUEUED", "PING");
+    expect_exec_ran(c);
+    /* stale -> stale */
+    expect_ok(c, "FLUSHALL");
+    expect_ok(c, "SET x foo PX 1");
+    expect_ok(c, "SELECT 0");
+    expect_ok(c, "SET x bar PX 1");
+    usleep(5000);
+    expect_ok(c, "SELECT 1");
+    expect_ok(c, "WATCH x");
+    expect_ok(c, "SWAPDB 0 1");
+    expect_ok(c, "MULTI");
+    expect_status(c, "QUEUED", "PING");
+    expect_exec_ran(c);
+    /* stale -> live: a change */
+    expect_ok(c, "FLUSHALL");
+    expect_ok(c, "SET x foo PX 1");
+    expect_ok(c, "SELECT 0");
+    expect_ok(c, "SET x bar");
+    usleep(5000);
+    expect_ok(c, "SELECT 1");
+    expect_ok(c, "WATCH x");
+    expect_ok(c, "SWAPDB 0 1");
+    expect_ok(c, "MULTI");
+    expect_status(c, "QUEUED", "PING");
+    expect_nil(c, "EXEC");
+}
+END_TEST
+
 START_TEST(test_watched_key_expires) {
     /* The key must still exist when WATCHed: retry if the machine is so slow
      * that it expired before WATCH ran. */
@@ -409,6 +463,7 @@ static Suite *multi_suite(void) {
     tcase_add_test(tc, test_flush_touches_watched_keys);
     tcase_add_test(tc, test_flush_does_not_touch_missing_keys);
     tcase_add_test(tc, test_swapdb_touches_watched_keys);
+    tcase_add_test(tc, test_swapdb_and_stale_keys);
     tcase_add_test(tc, test_watched_key_expires);
     tcase_add_test(tc, test_watch_stale_keys);
     tcase_add_test(tc, test_execabort_on_oom_while_queueing);
