@@ -93,14 +93,21 @@ size_t ld_to_str(char *buf, size_t buflen, long double v) {
     return (size_t)n;
 }
 
+/* INT and EMBSTR objects use no field from `cap` on, so they are allocated
+ * without them (OBJ_SHORT_HEADER bytes, the EMBSTR bytes right after): a
+ * 16-byte value fits a 48-byte block instead of a 64-byte one. Only RAW
+ * strings and module values have the whole struct. */
 static kobj *obj_new(uint8_t encoding, size_t extra) {
-    kobj *o = km_alloc(sizeof(kobj) + extra);
+    int whole = encoding == OBJ_ENC_RAW;
+    kobj *o = km_alloc((whole ? sizeof(kobj) : OBJ_SHORT_HEADER) + extra);
     o->refcount = 1;
     o->type = OBJ_STRING;
     o->encoding = encoding;
     o->unused = 0;
-    o->cap = 0;
-    o->mod_type = NULL;
+    if (whole) {
+        o->cap = 0;
+        o->mod_type = NULL;
+    }
     return o;
 }
 
@@ -135,7 +142,7 @@ kobj *obj_int(int64_t value) {
 
 static kobj *obj_embstr(const char *s, size_t len) {
     kobj *o = obj_new(OBJ_ENC_EMBSTR, len + 1);
-    o->v.ptr = (char *)(o + 1);
+    o->v.ptr = (char *)o + OBJ_SHORT_HEADER;
     memcpy(o->v.ptr, s, len);
     o->v.ptr[len] = '\0';
     o->len = len;

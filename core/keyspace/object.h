@@ -59,9 +59,13 @@ typedef struct kobj {
         char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated */
         void *mod;    /* MODULE: the module's value */
     } v;
+    /* Only RAW strings and module values are allocated with the fields
+     * below: INT and EMBSTR objects end here (OBJ_SHORT_HEADER). */
     size_t cap;           /* RAW: allocated bytes at ptr (excl. NUL) */
     const void *mod_type; /* MODULE: its type */
 } kobj;
+
+#define OBJ_SHORT_HEADER offsetof(kobj, cap)
 
 /* The operations of one value type: every place that treats values by type
  * (TYPE, OBJECT ENCODING, freeing, MEMORY USAGE, COPY) goes through this

@@ -114,8 +114,8 @@ START_TEST(test_embstr_raw_boundary) {
     ck_assert_int_eq(e->encoding, OBJ_ENC_EMBSTR);
     ck_assert_uint_eq(e->len, OBJ_EMBSTR_MAX);
     ck_assert_int_eq(e->v.ptr[OBJ_EMBSTR_MAX], '\0');
-    /* embedded: the bytes follow the header in the same allocation */
-    ck_assert_ptr_eq(e->v.ptr, (char *)(e + 1));
+    /* embedded: the bytes follow the short header in the same allocation */
+    ck_assert_ptr_eq(e->v.ptr, (char *)e + OBJ_SHORT_HEADER);
     ck_assert_mem_eq(e->v.ptr, s, OBJ_EMBSTR_MAX);
 
     kobj *r = obj_string(s, OBJ_EMBSTR_MAX + 1);
@@ -225,11 +225,42 @@ START_TEST(test_refcount) {
 }
 END_TEST
 
+/* INT and EMBSTR objects are allocated without the RAW/module fields, so
+ * they land in smaller size classes: a 16-byte string in 48 bytes, an
+ * unshared integer in 32 (jemalloc's classes; other allocators round
+ * differently). */
+START_TEST(test_short_headers) {
+    char s[17] = "0123456789abcdef";
+    kobj *e = obj_string(s, 16);
+    kobj *i = obj_int(123456789);
+    ck_assert_int_eq(e->encoding, OBJ_ENC_EMBSTR);
+    ck_assert_int_eq(i->encoding, OBJ_ENC_INT);
+    ck_assert_uint_eq(OBJ_SHORT_HEADER, 24);
+    ck_assert_mem_eq(e->v.ptr, s, 17);
+#ifdef KEEL_HAVE_JEMALLOC
+    ck_assert_uint_le(obj_mem_usage(e), 48);
+    ck_assert_uint_le(obj_mem_usage(i), 32);
+#endif
+    /* still fully usable: grows into a RAW copy, copies stay short */
+    kobj *w = obj_make_writable(obj_incref(e), 100);
+    ck_assert_int_eq(w->encoding, OBJ_ENC_RAW);
+    ck_assert_uint_ge(w->cap, 100);
+    ck_assert_mem_eq(w->v.ptr, s, 16);
+    kobj *c = obj_copy(e);
+    ck_assert_int_eq(c->encoding, OBJ_ENC_EMBSTR);
+    ck_assert_mem_eq(c->v.ptr, s, 17);
+    obj_decref(w);
+    obj_decref(c);
+    obj_decref(e);
+    obj_decref(i);
+}
+END_TEST
+
 START_TEST(test_mem_usage) {
     kobj *e = mkstr("abc");
     kobj *r = obj_string_raw("abc", 3);
     kobj *big = obj_string_alloc(4096);
-    ck_assert_uint_ge(obj_mem_usage(e), sizeof(kobj) + 4);
+    ck_assert_uint_ge(obj_mem_usage(e), OBJ_SHORT_HEADER + 4);
     /* RAW counts its separate buffer too */
     ck_assert_uint_ge(obj_mem_usage(big), sizeof(kobj) + 4096);
     ck_assert_uint_gt(obj_mem_usage(big), obj_mem_usage(r));
@@ -567,6 +598,7 @@ static Suite *object_suite(void) {
     TCase *ref = tcase_create("refcount");
     tcase_add_test(ref, test_refcount);
     tcase_add_test(ref, test_mem_usage);
+    tcase_add_test(ref, test_short_headers);
     tcase_add_test(ref, test_writable_shared_copies);
     tcase_add_test(ref, test_writable_grows_in_place);
     tcase_add_test(ref, test_writable_from_embstr_and_int);
