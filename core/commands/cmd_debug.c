@@ -97,16 +97,21 @@ static void debug_object(client *c) {
     }
     int fast = c->argc == 4 && karg_eq(&c->argv[3], "fast");
     int lfu = db_policy_is_lfu(db_opts()->maxmemory_policy);
-    const kobj *v = e->val;
+    /* An embedded value lives in the key's block: its address is the
+     * block's (stable while the value is updated in place, as INCR does). */
+    const kobj *v = db_entry_obj(e);
+    const void *at = v ? (const void *)v : (const void *)e;
+    unsigned lru = e->lru;
     char line[512];
-    int n = snprintf(line, sizeof(line), "Value at:%p refcount:%d encoding:%s", (const void *)v,
-                     (int)v->refcount, obj_encoding_name(v));
+    int n = snprintf(line, sizeof(line), "Value at:%p refcount:%lld encoding:%s", at,
+                     db_entry_refcount(e), db_entry_encoding(e));
     if (!fast)
-        n += snprintf(line + n, sizeof(line) - (size_t)n, " serializedlength:%zu", obj_strlen(v));
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " serializedlength:%zu",
+                      db_entry_strlen(e));
     snprintf(line + n, sizeof(line) - (size_t)n,
-             " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u", e->lru,
+             " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u", lru,
              lfu ? 0ULL : (unsigned long long)db_idle_seconds(e), lfu ? db_lfu_freq(e) : 0u,
-             lfu ? e->lru >> 8 : 0u);
+             lfu ? lru >> 8 : 0u);
     reply_simple(c, line);
 }
 

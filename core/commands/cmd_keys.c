@@ -75,7 +75,7 @@ static db *arg_to_db(client *c, const karg *a) {
 
 static const char *type_name(const db_entry *e) {
     if (!e) return "none";
-    return obj_type_name(e->val);
+    return db_entry_type_name(e);
 }
 
 static int lfu_policy(void) {
@@ -102,8 +102,11 @@ static void list_push(entry_list *l, db_entry *e) {
 /* Replies an array of the listed keys and frees the list. */
 static void reply_keys_and_free(client *c, entry_list *l) {
     reply_array(c, (long long)l->count);
-    for (size_t i = 0; i < l->count; i++)
-        reply_bulk(c, l->items[i]->key, l->items[i]->keylen);
+    for (size_t i = 0; i < l->count; i++) {
+        size_t len;
+        const char *key = db_entry_key(l->items[i], &len);
+        reply_bulk(c, key, len);
+    }
     km_free(l->items);
     l->items = NULL;
     l->count = l->cap = 0;
@@ -229,12 +232,12 @@ static void cmd_copy(client *c) {
         reply_int(c, 0);
         return;
     }
-    kobj *copy = obj_copy(e->val); /* NULL: a module type without copy */
+    kobj *copy = db_entry_value_copy(e); /* NULL: a module type without copy */
     if (!copy) {
         reply_error(c, "ERR not supported for this module key");
         return;
     }
-    db_put(dst, newkey->ptr, newkey->len, copy, e->expire); /* replaces newkey */
+    db_put(dst, newkey->ptr, newkey->len, copy, db_entry_expire(e)); /* replaces newkey */
     reply_int(c, 1);
 }
 
@@ -245,20 +248,21 @@ static void cmd_keys(client *c) {
     int allkeys = pat->len == 1 && pat->ptr[0] == '*';
     reply_deferred h = reply_deferred_array(c);
     long long found = 0;
-    hashtable_iter it;
-    void *p;
+    db_iter it;
+    db_entry *e;
     /* Expired keys are skipped, not deleted: the table must not change
      * under the (unsafe, faster) iterator. */
-    hashtable_iter_init(&it, c->db->keys, 0);
-    while (hashtable_iter_next(&it, &p)) {
-        db_entry *e = p;
+    db_iter_init(&it, c->db);
+    while (db_iter_next(&it, &e)) {
         if (db_is_expired(e)) continue;
-        if (allkeys || glob_match(pat->ptr, pat->len, e->key, e->keylen, 0)) {
-            reply_bulk(c, e->key, e->keylen);
+        size_t len;
+        const char *key = db_entry_key(e, &len);
+        if (allkeys || glob_match(pat->ptr, pat->len, key, len, 0)) {
+            reply_bulk(c, key, len);
             found++;
         }
     }
-    hashtable_iter_reset(&it);
+    db_iter_reset(&it);
     reply_set_deferred_len(c, h, found);
 }
 
@@ -280,10 +284,12 @@ static void scan_cb(void *priv, void *entry) {
     scan_state *s = priv;
     db_entry *e = entry;
     s->sampled++;
-    if (s->type != SCAN_TYPE_ANY && e->val->type != s->type) return;
-    if (s->pat && !glob_match(s->pat->ptr, s->pat->len, e->key, e->keylen, 0)) return;
+    if (s->type != SCAN_TYPE_ANY && db_entry_type(e) != s->type) return;
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    if (s->pat && !glob_match(s->pat->ptr, s->pat->len, key, len, 0)) return;
     if (db_is_expired(e)) {
-        db_lookup_quiet(s->d, e->key, e->keylen); /* expires it */
+        db_lookup_quiet(s->d, key, len); /* expires it */
         return;
     }
     list_push(&s->found, e);
@@ -370,7 +376,7 @@ static void cmd_scan(client *c) {
     long long maxiter = count > LLONG_MAX / 10 ? LLONG_MAX : count * 10;
     size_t cur = (size_t)cursor;
     do {
-        cur = hashtable_scan(c->db->keys, cur, scan_cb, &s);
+        cur = db_scan(c->db, cur, scan_cb, &s);
     } while (cur && maxiter-- && s.sampled < count);
 
     char buf[24];
@@ -384,16 +390,18 @@ static void cmd_scan(client *c) {
  * loop ends. */
 static void cmd_randomkey(client *c) {
     for (;;) {
-        db_entry *e = hashtable_random(c->db->keys);
+        db_entry *e = db_random_entry(c->db, 0);
         if (!e) {
             reply_null(c);
             return;
         }
+        size_t len;
+        const char *key = db_entry_key(e, &len);
         if (!db_is_expired(e)) {
-            reply_bulk(c, e->key, e->keylen);
+            reply_bulk(c, key, len);
             return;
         }
-        db_lookup_quiet(c->db, e->key, e->keylen); /* expires it */
+        db_lookup_quiet(c->db, key, len); /* expires it */
     }
 }
 
@@ -516,7 +524,7 @@ static void expire_generic(client *c, long long basetime, int seconds, const cha
     if (!expire_parse_flags(c, &flags)) return;
     if (!expire_parse_time(c, basetime, seconds, name, &when)) return;
     db_entry *e = db_lookup(c->db, key->ptr, key->len, 0);
-    if (!e || !expire_flags_allow(flags, e->expire, when)) {
+    if (!e || !expire_flags_allow(flags, db_entry_expire(e), when)) {
         reply_int(c, 0);
         return;
     }
@@ -560,11 +568,12 @@ static void ttl_generic(client *c, int output_ms, int output_abs) {
         reply_int(c, -2);
         return;
     }
-    if (e->expire == -1) {
+    int64_t when = db_entry_expire(e);
+    if (when == -1) {
         reply_int(c, -1);
         return;
     }
-    long long ttl = output_abs ? e->expire : e->expire - event_cached_ms();
+    long long ttl = output_abs ? when : when - event_cached_ms();
     if (ttl < 0) ttl = 0;
     reply_int(c, output_ms ? ttl : ms_to_rounded_s(ttl));
 }
@@ -602,12 +611,12 @@ static db_entry *object_lookup(client *c) {
 
 static void object_encoding(client *c) {
     db_entry *e = object_lookup(c);
-    if (e) reply_bulk_cstr(c, obj_encoding_name(e->val));
+    if (e) reply_bulk_cstr(c, db_entry_encoding(e));
 }
 
 static void object_refcount(client *c) {
     db_entry *e = object_lookup(c);
-    if (e) reply_int(c, (long long)e->val->refcount);
+    if (e) reply_int(c, db_entry_refcount(e));
 }
 
 #define LFU_SWITCH_NOTE                                                                            \

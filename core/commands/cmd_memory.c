@@ -54,12 +54,13 @@ void mem_overhead_get(mem_overhead *mh) {
         mh->db = km_realloc(mh->db, sizeof(mh->db[0]) * (size_t)(mh->num_dbs + 1));
         mem_overhead_db *o = &mh->db[mh->num_dbs++];
         o->id = d->id;
-        o->ht_main = hashtable_mem_usage(d->keys) + keys * sizeof(db_entry);
-        o->ht_expires = hashtable_mem_usage(d->expires);
+        /* The tables and each block's header: what a key costs beyond
+         * its key and value bytes. */
+        o->ht_main = db_keys_mem_usage(d) + keys * sizeof(db_entry);
+        o->ht_expires = db_expires_mem_usage(d);
         total += o->ht_main + o->ht_expires;
         mh->total_keys += keys;
-        mh->db_dict_rehashing_count +=
-            (size_t)hashtable_is_rehashing(d->keys) + (size_t)hashtable_is_rehashing(d->expires);
+        mh->db_dict_rehashing_count += (size_t)db_tables_rehashing(d);
     }
 
     mh->overhead_total = total;
@@ -98,18 +99,19 @@ static int memory_parse_samples(client *c) {
     return 1;
 }
 
-/* Bytes of the entry (header and embedded key) plus the value. Like
+/* Bytes of the key's block (header, key, an embedded value, the expiry)
+ * plus what a value object owns. Like
  * Valkey's dbFind() this neither touches nor counts the key, but a key that
  * has expired is reported missing. */
 static void memory_usage(client *c) {
     const karg *key = &c->argv[2];
     if (!memory_parse_samples(c)) return;
-    db_entry *e = hashtable_find(c->db->keys, key->ptr, key->len);
+    db_entry *e = db_find(c->db, key->ptr, key->len);
     if (!e || db_is_expired(e)) {
         reply_null(c);
         return;
     }
-    reply_int(c, (long long)(km_usable(e) + obj_mem_usage(e->val)));
+    reply_int(c, (long long)db_entry_mem_usage(e));
 }
 
 /* ---- MEMORY STATS ---- */

@@ -11,10 +11,27 @@
 #include <math.h>
 #include <string.h>
 
-/* The stored form of an argument: adopts a big argument's object. */
-static kobj *arg_to_obj(const karg *a) {
-    if (a->obj) return obj_incref(a->obj);
-    return obj_string(a->ptr, a->len);
+/* Stores an argument as key's value: a big argument's buffer becomes the
+ * value without a copy; any other is copied (into the key's block when it
+ * is short). flags and when_ms as db_set_str. */
+static db_entry *string_store(db *d, const karg *key, const karg *val, int flags, int64_t when_ms) {
+    if (!val->obj) return db_set_str(d, key->ptr, key->len, val->ptr, val->len, flags, when_ms);
+    kobj *o = obj_incref(val->obj);
+    if (flags & DB_SET_KEEPTTL) return db_set(d, key->ptr, key->len, o, DB_SET_KEEPTTL);
+    return db_set_with_expire(d, key->ptr, key->len, o, when_ms);
+}
+
+/* A string value as a bulk reply: an object is sent by reference when it
+ * is big, embedded bytes are copied. */
+static void reply_value(client *c, const db_entry *e) {
+    kobj *o = db_entry_obj(e);
+    if (o) {
+        reply_bulk_obj(c, o);
+        return;
+    }
+    size_t len;
+    const char *s = db_entry_str(e, &len);
+    reply_bulk(c, s, len);
 }
 
 int arg_to_ll(client *c, const karg *a, long long *out) {
@@ -27,7 +44,7 @@ int arg_to_ll(client *c, const karg *a, long long *out) {
  * it holds another type. */
 static int string_lookup(client *c, const karg *key, db_entry **out) {
     db_entry *e = db_lookup(c->db, key->ptr, key->len, 1);
-    if (e && e->val->type != OBJ_STRING) {
+    if (e && db_entry_type(e) != OBJ_STRING) {
         reply_wrongtype(c);
         return -1;
     }
@@ -38,7 +55,8 @@ static int string_lookup(client *c, const karg *key, db_entry **out) {
 static void cmd_get(client *c) {
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
-    if (e) reply_bulk_obj(c, e->val);
+    if (e)
+        reply_value(c, e);
     else reply_null(c);
 }
 
@@ -118,33 +136,30 @@ static int string_set(client *c, const karg *key, const karg *val, const set_opt
         if (e) db_delete(c->db, key->ptr, key->len);
         return 1;
     }
-    if (o->flags & SET_EXPIRE)
-        db_set_with_expire(c->db, key->ptr, key->len, arg_to_obj(val), o->expire_at);
-    else
-        db_set(c->db, key->ptr, key->len, arg_to_obj(val),
-               (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0);
+    string_store(c->db, key, val, (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0,
+                 (o->flags & SET_EXPIRE) ? o->expire_at : -1);
     return 1;
 }
 
 static void cmd_set(client *c) {
     set_opts o;
     if (!set_parse(c, &o)) return;
-    kobj *old = NULL;
     if (o.flags & SET_GET) {
+        /* The old value is the reply whatever the set does, so it is sent
+         * before the set overwrites it (an embedded value is overwritten
+         * in place). */
         db_entry *e;
         if (string_lookup(c, &c->argv[1], &e) < 0) return;
-        if (e) old = obj_incref(e->val);
-    }
-    int done = string_set(c, &c->argv[1], &c->argv[2], &o);
-    if (o.flags & SET_GET) {
-        if (old) reply_bulk_obj(c, old);
+        if (e)
+            reply_value(c, e);
         else reply_null(c);
-    } else if (done) {
-        reply_ok(c);
-    } else {
-        reply_null(c);
+        string_set(c, &c->argv[1], &c->argv[2], &o);
+        return;
     }
-    if (old) obj_decref(old);
+    if (string_set(c, &c->argv[1], &c->argv[2], &o))
+        reply_ok(c);
+    else
+        reply_null(c);
 }
 
 static void cmd_setnx(client *c) {
@@ -191,9 +206,9 @@ static void cmd_getex(client *c) {
         reply_null(c);
         return;
     }
-    reply_bulk_obj(c, e->val);
+    reply_value(c, e);
     if (expire && when <= event_cached_ms())
-        db_delete(c->db, e->key, e->keylen);
+        db_delete(c->db, c->argv[1].ptr, c->argv[1].len);
     else if (expire) db_set_expire(c->db, e, when);
     else if (persist) db_persist(c->db, e);
 }
@@ -205,16 +220,17 @@ static void cmd_getdel(client *c) {
         reply_null(c);
         return;
     }
-    reply_bulk_obj(c, e->val);
+    reply_value(c, e);
     db_delete(c->db, c->argv[1].ptr, c->argv[1].len);
 }
 
 static void cmd_getset(client *c) {
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
-    if (e) reply_bulk_obj(c, e->val);
+    if (e)
+        reply_value(c, e);
     else reply_null(c);
-    db_set(c->db, c->argv[1].ptr, c->argv[1].len, arg_to_obj(&c->argv[2]), 0);
+    string_store(c->db, &c->argv[1], &c->argv[2], 0, -1);
 }
 
 /* ---- multi-key ---- */
@@ -223,7 +239,8 @@ static void cmd_mget(client *c) {
     reply_array(c, c->argc - 1);
     for (int i = 1; i < c->argc; i++) {
         db_entry *e = db_lookup(c->db, c->argv[i].ptr, c->argv[i].len, 1);
-        if (e && e->val->type == OBJ_STRING) reply_bulk_obj(c, e->val);
+        if (e && db_entry_type(e) == OBJ_STRING)
+            reply_value(c, e);
         else reply_null(c);
     }
 }
@@ -242,7 +259,7 @@ static void mset_generic(client *c, int nx) {
         }
     }
     for (int i = 1; i < c->argc; i += 2)
-        db_set(c->db, c->argv[i].ptr, c->argv[i].len, arg_to_obj(&c->argv[i + 1]), 0);
+        string_store(c->db, &c->argv[i], &c->argv[i + 1], 0, -1);
     if (nx) reply_int(c, 1);
     else reply_ok(c);
 }
@@ -272,19 +289,17 @@ static void cmd_append(client *c) {
         reply_int(c, (long long)v->len);
         return;
     }
-    size_t len = obj_strlen(e->val);
+    size_t len = db_entry_strlen(e);
     if (!string_check_len(c, (long long)(len + v->len))) return;
-    kobj *o = db_value_writable(c->db, e, len + v->len);
-    memcpy(o->v.ptr + o->len, v->ptr, v->len);
-    o->len += v->len;
-    o->v.ptr[o->len] = '\0';
-    reply_int(c, (long long)o->len);
+    char *p = db_string_resize(c->db, &e, len + v->len);
+    memcpy(p + len, v->ptr, v->len);
+    reply_int(c, (long long)(len + v->len));
 }
 
 static void cmd_strlen(client *c) {
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
-    reply_int(c, e ? (long long)obj_strlen(e->val) : 0);
+    reply_int(c, e ? (long long)db_entry_strlen(e) : 0);
 }
 
 static void cmd_setrange(client *c) {
@@ -297,7 +312,7 @@ static void cmd_setrange(client *c) {
     }
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
-    size_t cur = e ? obj_strlen(e->val) : 0;
+    size_t cur = e ? db_entry_strlen(e) : 0;
     if (v->len == 0) { /* nothing to write: the key is not created */
         reply_int(c, (long long)cur);
         return;
@@ -308,15 +323,20 @@ static void cmd_setrange(client *c) {
         return;
     }
     size_t end = (size_t)offset + v->len;
-    kobj *o = e ? db_value_writable(c->db, e, end) : obj_string_alloc(end);
-    if (o->len < end) {
-        memset(o->v.ptr + o->len, 0, end - o->len);
+    size_t newlen = end > cur ? end : cur;
+    if (!e) {
+        kobj *o = obj_string_alloc(end);
+        memset(o->v.ptr, 0, (size_t)offset);
+        memcpy(o->v.ptr + offset, v->ptr, v->len);
         o->len = end;
         o->v.ptr[end] = '\0';
+        db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+    } else {
+        char *p = db_string_resize(c->db, &e, newlen);
+        if (end > cur) memset(p + cur, 0, end - cur);
+        memcpy(p + offset, v->ptr, v->len);
     }
-    memcpy(o->v.ptr + offset, v->ptr, v->len);
-    if (!e) db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
-    reply_int(c, (long long)o->len);
+    reply_int(c, (long long)newlen);
 }
 
 static void cmd_getrange(client *c) {
@@ -324,9 +344,8 @@ static void cmd_getrange(client *c) {
     if (!arg_to_ll(c, &c->argv[2], &start) || !arg_to_ll(c, &c->argv[3], &end)) return;
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
-    char buf[24];
     size_t len = 0;
-    const char *s = e ? obj_str(e->val, buf, &len) : "";
+    const char *s = e ? db_entry_str(e, &len) : "";
     if (start < 0 && end < 0 && start > end) {
         reply_bulk(c, "", 0);
         return;
@@ -346,7 +365,7 @@ static void incr_generic(client *c, long long by) {
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
     int64_t cur = 0;
-    if (e && !obj_get_int(e->val, &cur)) {
+    if (e && !db_entry_get_int(e, &cur)) {
         reply_not_int(c);
         return;
     }
@@ -355,22 +374,14 @@ static void incr_generic(client *c, long long by) {
         return;
     }
     long long v = cur + by;
-    /* Update an unshared INT object in place: no allocation per INCR. A
-     * result in the shared range stores the shared object instead (as
-     * Valkey does); a shared object (refcount OBJ_SHARED_REFCOUNT) is never
-     * modified. */
-    int shared = v >= 0 && v < OBJ_SHARED_INTEGERS;
-    if (e && !shared && e->val->encoding == OBJ_ENC_INT && e->val->refcount == 1) {
-        char tmp[24];
-        e->val->v.ival = v;
-        e->val->len = ll_to_str(tmp, v);
-        db_touch(e);
-        db_signal_modified(c->db, e->key, e->keylen);
-    } else if (e) {
-        db_replace_value(c->db, e, obj_int(v));
-    } else {
-        db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_int(v));
-    }
+    /* The digits are written over the old ones in the key's block: no
+     * allocation per INCR (the block moves only when it lacks room). */
+    char digits[24];
+    size_t n = ll_to_str(digits, v);
+    if (e)
+        db_replace_str(c->db, e, digits, n);
+    else
+        db_set_str(c->db, c->argv[1].ptr, c->argv[1].len, digits, n, 0, -1);
     reply_int(c, v);
 }
 
@@ -406,9 +417,8 @@ static void cmd_incrbyfloat(client *c) {
     db_entry *e;
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
     if (e) {
-        char buf[24];
         size_t len;
-        const char *s = obj_str(e->val, buf, &len);
+        const char *s = db_entry_str(e, &len);
         if (!str_to_ld(s, len, &cur)) {
             reply_error(c, "ERR value is not a valid float");
             return;
@@ -421,9 +431,10 @@ static void cmd_incrbyfloat(client *c) {
     }
     char out[5500];
     size_t len = ld_to_str(out, sizeof(out), v);
-    kobj *o = obj_string(out, len);
-    if (e) db_replace_value(c->db, e, o);
-    else db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+    if (e)
+        db_replace_str(c->db, e, out, len);
+    else
+        db_set_str(c->db, c->argv[1].ptr, c->argv[1].len, out, len, 0, -1);
     reply_bulk(c, out, len);
 }
 

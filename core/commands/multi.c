@@ -92,7 +92,7 @@ static void multi_watch_key(client *c, const karg *key) {
     for (watched_key *wk = c->watched; wk; wk = wk->next)
         if (wk->db == c->db && wk->we->keylen == key->len && memcmp(wk->we->key, key->ptr, key->len) == 0)
             return;
-    db_entry *e = hashtable_find(c->db->keys, key->ptr, key->len);
+    db_entry *e = db_find(c->db, key->ptr, key->len);
     watched_key *wk = km_alloc(sizeof(*wk));
     wk->c = c;
     wk->db = c->db;
@@ -154,8 +154,8 @@ static void multi_touch_db(db *d, db *other) {
         watch_entry *we = entry;
         /* As in Valkey, only a key that exists (here or in the swapped-in
          * database, stale or not) can count as changed. */
-        db_entry *here = hashtable_find(d->keys, we->key, we->keylen);
-        db_entry *there = other ? hashtable_find(other->keys, we->key, we->keylen) : NULL;
+        db_entry *here = db_find(d, we->key, we->keylen);
+        db_entry *there = other ? db_find(other, we->key, we->keylen) : NULL;
         if (!here && !there) continue;
         int there_stale = there && db_is_expired(there);
         for (int i = 0; i < we->count; i++) {
@@ -186,7 +186,7 @@ static void multi_touch_db(db *d, db *other) {
 static int multi_watched_key_expired(client *c) {
     for (watched_key *wk = c->watched; wk; wk = wk->next) {
         if (wk->expired) continue;
-        db_entry *e = hashtable_find(wk->db->keys, wk->we->key, wk->we->keylen);
+        db_entry *e = db_find(wk->db, wk->we->key, wk->we->keylen);
         if (e && db_is_expired(e)) return 1;
     }
     return 0;

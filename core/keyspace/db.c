@@ -31,20 +31,19 @@ typedef struct db_hook {
 static db_hook hooks[DB_HOOKS_MAX];
 static int hook_count;
 
-static const void *db_entry_key(const void *entry, size_t *len) {
-    const db_entry *e = entry;
-    *len = e->keylen;
-    return e->key;
+static const void *db_entry_table_key(const void *entry, size_t *len) {
+    return db_entry_key(entry, len);
 }
 
 static void db_entry_free(void *entry) {
-    db_entry *e = entry;
-    obj_decref(e->val);
-    km_free(e);
+    kobj *o = db_entry_obj(entry);
+    if (o) obj_decref(o);
+    km_free(entry);
 }
 
-const hashtable_type db_keys_type = {.entry_key = db_entry_key, .entry_free = db_entry_free};
-const hashtable_type db_expires_type = {.entry_key = db_entry_key, .entry_free = NULL};
+static const hashtable_type db_keys_type = {.entry_key = db_entry_table_key,
+                                            .entry_free = db_entry_free};
+static const hashtable_type db_expires_type = {.entry_key = db_entry_table_key, .entry_free = NULL};
 
 void db_setup(const db_options *o, db_metrics *m) {
     opts = o;
@@ -163,7 +162,8 @@ unsigned db_lfu_freq(db_entry *e) {
 /* ---- lookup ---- */
 
 int db_is_expired(const db_entry *e) {
-    return e->expire != -1 && e->expire <= event_cached_ms();
+    int64_t when = db_entry_expire(e);
+    return when != -1 && when <= event_cached_ms();
 }
 
 /* Why a key leaves: Valkey counts only deletions as changes, and WATCH
@@ -171,8 +171,10 @@ int db_is_expired(const db_entry *e) {
 static int db_remove(db *d, const char *key, size_t len, db_event why);
 
 static void db_expire_entry(db *d, db_entry *e) {
+    size_t len;
+    const char *key = db_entry_key(e, &len);
     stats->expired_keys++;
-    db_remove(d, e->key, e->keylen, DB_EV_EXPIRED);
+    db_remove(d, key, len, DB_EV_EXPIRED);
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
@@ -222,28 +224,215 @@ void db_signal_modified(db *d, const char *key, size_t len) {
     db_announce(d, key, len, DB_EV_MODIFIED, 1);
 }
 
-/* ---- modification ---- */
+/* ---- blocks ---- */
 
-static db_entry *db_entry_new(const char *key, size_t len, kobj *val) {
-    db_entry *e = km_alloc(sizeof(db_entry) + len + 1);
-    e->val = val;
-    e->expire = -1;
-    e->keylen = (uint32_t)len;
-    memcpy(e->key, key, len);
-    e->key[len] = '\0';
-    db_init_clock(e);
+/* A value about to be stored: an object the block will point at, or bytes
+ * to embed (with the encoding OBJECT ENCODING will report). */
+typedef struct db_val {
+    kobj *obj;
+    const char *s;
+    size_t len;
+    uint8_t flags; /* DB_ENTRY_EMBED and, with it, DB_ENTRY_INT or DB_ENTRY_RAWNAME */
+} db_val;
+
+/* Bytes s[0..len): embedded when short, else a RAW object. Encodings as
+ * Valkey names them: a canonical integer is "int", a string longer than
+ * its embstr limit "raw". */
+static db_val db_val_bytes(const char *s, size_t len) {
+    long long ignored;
+    if (len > DB_EMBED_MAX) return (db_val){.obj = obj_string_raw(s, len)};
+    uint8_t flags = DB_ENTRY_EMBED;
+    if (len <= 20 && str_to_ll(s, len, &ignored))
+        flags |= DB_ENTRY_INT;
+    else if (len > DB_EMBSTR_NAME_MAX)
+        flags |= DB_ENTRY_RAWNAME;
+    return (db_val){.s = s, .len = len, .flags = flags};
+}
+
+/* An object handed in: a short string is embedded (its bytes are read
+ * from o, which the caller releases after the block is written: see
+ * db_val_done), anything else is stored by reference. buf holds an INT
+ * object's digits. */
+static db_val db_val_obj(kobj *o, char buf[24]) {
+    if (o->type != OBJ_STRING || obj_strlen(o) > DB_EMBED_MAX) return (db_val){.obj = o};
+    db_val v = {.flags = DB_ENTRY_EMBED};
+    v.s = obj_str(o, buf, &v.len);
+    if (o->encoding == OBJ_ENC_INT)
+        v.flags |= obj_is_shared(o) ? DB_ENTRY_INT : DB_ENTRY_INT | DB_ENTRY_PRIVATE;
+    else if (o->encoding == OBJ_ENC_RAW)
+        v.flags |= DB_ENTRY_RAWNAME; /* grown or long: "raw" */
+    return v;
+}
+
+/* Releases the object a db_val_obj copied from (not one stored). */
+static void db_val_done(const db_val *v, kobj *o) {
+    if (v->obj != o) obj_decref(o);
+}
+
+static size_t db_block_size(size_t klen, const db_val *v, int has_expire) {
+    return sizeof(db_entry) + (v->obj ? sizeof(kobj *) : v->len) +
+           (klen >= DB_KEYLEN_LONG ? sizeof(uint32_t) : 0) + klen +
+           (has_expire ? sizeof(int64_t) : 0);
+}
+
+static unsigned char *db_block_value_at(db_entry *e) {
+    return e->data + db_entry_key_offset(e) + db_entry_keylen(e);
+}
+
+static void db_block_write_expire(db_entry *e, int64_t when) {
+    if (when == -1) {
+        e->flags &= ~DB_ENTRY_EXPIRE;
+        return;
+    }
+    e->flags |= DB_ENTRY_EXPIRE;
+    memcpy(db_block_value_at(e) + (e->flags & DB_ENTRY_EMBED ? e->vlen : 0), &when, sizeof(when));
+}
+
+/* Writes the value into a block whose key is in place and laid out for
+ * it (same embedded-or-not form). */
+static void db_block_write_value(db_entry *e, const db_val *v) {
+    e->flags = (e->flags & (DB_ENTRY_LONGKEY | DB_ENTRY_EXPIRE)) | v->flags;
+    if (v->obj) {
+        e->vlen = 0;
+        memcpy(e->data, &v->obj, sizeof(kobj *));
+    } else {
+        e->vlen = (uint32_t)v->len;
+        memmove(db_block_value_at(e), v->s, v->len);
+    }
+}
+
+/* A new block for key holding v, with expiry `when` (-1: none) and the
+ * given access clock. */
+static db_entry *db_block_new(const char *key, size_t klen, const db_val *v, int64_t when,
+                              uint32_t lru) {
+    db_entry *e = km_alloc(db_block_size(klen, v, when != -1));
+    e->lru = lru;
+    e->flags = v->flags;
+    if (klen >= DB_KEYLEN_LONG) {
+        uint32_t n = (uint32_t)klen;
+        e->flags |= DB_ENTRY_LONGKEY;
+        e->keylen = DB_KEYLEN_LONG;
+        memcpy(e->data + (v->obj ? sizeof(kobj *) : 0), &n, sizeof(n));
+    } else {
+        e->keylen = (uint32_t)klen;
+    }
+    memcpy((char *)e->data + db_entry_key_offset(e), key, klen);
+    db_block_write_value(e, v);
+    db_block_write_expire(e, when);
     return e;
 }
 
+/* `to` replaces `from` (same key) in the tables that hold it. */
+static void db_block_relocate(db *d, const db_entry *from, db_entry *to) {
+    size_t klen;
+    const char *key = db_entry_key(to, &klen);
+    void **ref = hashtable_find_ref(d->keys, key, klen);
+    *ref = to;
+    if (from->flags & DB_ENTRY_EXPIRE) {
+        ref = hashtable_find_ref(d->expires, key, klen);
+        *ref = to;
+    }
+}
+
+/* Gives e the value v and the expiry `when` (-1: none): in place when the
+ * block has room and keeps its form, otherwise in a new block that takes
+ * e's place in both tables. The old value object is released. Returns the
+ * entry. */
+static db_entry *db_block_update(db *d, db_entry *e, const db_val *v, int64_t when) {
+    size_t klen;
+    const char *key = db_entry_key(e, &klen);
+    kobj *old = db_entry_obj(e);
+    int had_expire = (e->flags & DB_ENTRY_EXPIRE) != 0;
+    int same_form = !(e->flags & DB_ENTRY_EMBED) == (v->obj != NULL);
+    if (same_form && db_block_size(klen, v, when != -1) <= km_usable(e)) {
+        db_block_write_value(e, v);
+        db_block_write_expire(e, when);
+    } else {
+        db_entry *n = db_block_new(key, klen, v, when, e->lru);
+        db_block_relocate(d, e, n);
+        km_free(e);
+        e = n;
+        key = db_entry_key(e, &klen);
+    }
+    if (old) obj_decref(old);
+    if (!had_expire && when != -1)
+        hashtable_add(d->expires, e, NULL);
+    else if (had_expire && when == -1)
+        hashtable_delete(d->expires, key, klen, NULL);
+    return e;
+}
+
+/* ---- value accessors ---- */
+
+size_t db_entry_strlen(const db_entry *e) {
+    size_t len = 0;
+    return db_entry_str(e, &len) ? len : 0;
+}
+
+int db_entry_get_int(const db_entry *e, int64_t *out) {
+    size_t len;
+    const char *s = db_entry_str(e, &len);
+    long long v;
+    if (!s || !str_to_ll(s, len, &v)) return 0;
+    *out = v;
+    return 1;
+}
+
+kobj *db_entry_value_obj(const db_entry *e) {
+    kobj *o = db_entry_obj(e);
+    if (o) return obj_incref(o);
+    size_t len;
+    const char *s = db_entry_str(e, &len);
+    return e->flags & DB_ENTRY_RAWNAME ? obj_string_raw(s, len) : obj_string(s, len);
+}
+
+kobj *db_entry_value_copy(const db_entry *e) {
+    kobj *o = db_entry_obj(e);
+    int64_t v;
+    if (o) return obj_copy(o);
+    /* Valkey's COPY gives an integer an object of its own, never the
+     * shared one: OBJECT REFCOUNT of the copy says 1. */
+    if ((e->flags & DB_ENTRY_INT) && db_entry_get_int(e, &v)) return obj_int_unshared(v);
+    return db_entry_value_obj(e);
+}
+
+const char *db_entry_encoding(const db_entry *e) {
+    if (!(e->flags & DB_ENTRY_EMBED)) return obj_encoding_name(db_entry_obj(e));
+    if (e->flags & DB_ENTRY_INT) return "int";
+    return e->flags & DB_ENTRY_RAWNAME ? "raw" : "embstr";
+}
+
+const char *db_entry_type_name(const db_entry *e) {
+    return e->flags & DB_ENTRY_EMBED ? "string" : obj_type_name(db_entry_obj(e));
+}
+
+long long db_entry_refcount(const db_entry *e) {
+    kobj *o = db_entry_obj(e);
+    if (o) return o->refcount;
+    int64_t v;
+    if ((e->flags & (DB_ENTRY_INT | DB_ENTRY_PRIVATE)) == DB_ENTRY_INT && db_entry_get_int(e, &v) &&
+        v >= 0 && v < OBJ_SHARED_INTEGERS)
+        return OBJ_SHARED_REFCOUNT;
+    return 1;
+}
+
+size_t db_entry_mem_usage(const db_entry *e) {
+    kobj *o = db_entry_obj(e);
+    return km_usable(e) + (o ? obj_mem_usage(o) : 0);
+}
+
+/* ---- modification ---- */
+
 /* The quiet steps the public operations are made of: none announces. */
 
-static db_entry *db_insert(db *d, const char *key, size_t len, kobj *val) {
-    db_entry *e = db_entry_new(key, len, val);
+static db_entry *db_insert_val(db *d, const char *key, size_t len, const db_val *v, int64_t when) {
+    db_entry *e = db_block_new(key, len, v, when, 0);
+    db_init_clock(e);
     if (!hashtable_add(d->keys, e, NULL)) {
-        e->val = NULL;
-        km_free(e);
+        km_free(e); /* the caller still owns v's object */
         return NULL;
     }
+    if (when != -1) hashtable_add(d->expires, e, NULL);
     return e;
 }
 
@@ -252,91 +441,194 @@ static db_entry *db_pop(db *d, const char *key, size_t len) {
     void *popped;
     if (!hashtable_delete(d->keys, key, len, &popped)) return NULL;
     db_entry *e = popped;
-    if (e->expire != -1) hashtable_delete(d->expires, key, len, NULL);
+    if (e->flags & DB_ENTRY_EXPIRE) hashtable_delete(d->expires, key, len, NULL);
     return e;
 }
 
-static void db_swap_value(db_entry *e, kobj *val) {
-    kobj *old = e->val;
-    e->val = val;
-    obj_decref(old);
+/* The value of e becomes v; the TTL becomes `when`, or stays with
+ * DB_SET_KEEPTTL. A replaced value gets a fresh access clock. */
+static db_entry *db_swap_value(db *d, db_entry *e, const db_val *v, int64_t when, int flags) {
+    if (flags & DB_SET_KEEPTTL) when = db_entry_expire(e);
+    e = db_block_update(d, e, v, when);
     db_touch(e);
-}
-
-static void db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
-    if (e->expire == -1) hashtable_add(d->expires, e, NULL);
-    e->expire = when_ms;
+    return e;
 }
 
 static int db_persist_quiet(db *d, db_entry *e) {
-    if (e->expire == -1) return 0;
-    hashtable_delete(d->expires, e->key, e->keylen, NULL);
-    e->expire = -1;
+    if (!(e->flags & DB_ENTRY_EXPIRE)) return 0;
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    hashtable_delete(d->expires, key, len, NULL);
+    e->flags &= ~DB_ENTRY_EXPIRE; /* the 8 bytes stay as slack */
     return 1;
 }
 
-db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
-    db_entry *e = db_insert(d, key, len, val);
-    if (e) db_announce(d, key, len, DB_EV_MODIFIED, 1);
+static db_entry *db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
+    if (e->flags & DB_ENTRY_EXPIRE) {
+        db_block_write_expire(e, when_ms);
+        return e;
+    }
+    size_t klen;
+    db_entry_key(e, &klen);
+    size_t need = sizeof(db_entry) + db_entry_key_offset(e) + klen +
+                  (e->flags & DB_ENTRY_EMBED ? e->vlen : 0) + sizeof(int64_t);
+    if (need > km_usable(e)) {
+        /* Grows the block; jemalloc copies it only when the next size
+         * class cannot be had in place. A value object is not touched.
+         * The table slot is found while the old block is still valid. */
+        size_t len;
+        const char *key = db_entry_key(e, &len);
+        void **ref = hashtable_find_ref(d->keys, key, len);
+        e = km_realloc(e, need);
+        *ref = e;
+    }
+    db_block_write_expire(e, when_ms);
+    hashtable_add(d->expires, e, NULL);
     return e;
 }
 
-kobj *db_value_writable(db *d, db_entry *e, size_t need) {
-    /* The entry's own reference is handed to obj_make_writable, so an
-     * unshared RAW value grows in place instead of being copied. */
-    e->val = obj_make_writable(e->val, need);
-    if (db_access_touches) db_touch(e);
-    db_signal_modified(d, e->key, e->keylen);
-    return e->val;
-}
+/* The public writes: one announcement each. */
 
-/* Also db_set's step, inlined there: SET's path. */
-static inline void db_replace_value_inline(db *d, db_entry *e, kobj *val) {
-    db_swap_value(e, val);
-    db_announce(d, e->key, e->keylen, DB_EV_MODIFIED, 1);
-}
-
-void db_replace_value(db *d, db_entry *e, kobj *val) {
-    db_replace_value_inline(d, e, val);
-}
-
-db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
-    db_entry *e = db_lookup_quiet(d, key, len);
-    if (!e) return db_add(d, key, len, val);
-    if (!(flags & DB_SET_KEEPTTL)) db_persist_quiet(d, e);
-    db_replace_value_inline(d, e, val);
-    return e;
-}
-
-db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
+static db_entry *db_set_val(db *d, const char *key, size_t len, const db_val *v, int flags,
+                            int64_t when) {
     db_entry *e = db_lookup_quiet(d, key, len);
     if (e)
-        db_swap_value(e, val);
+        e = db_swap_value(d, e, v, when, flags);
     else
-        e = db_insert(d, key, len, val);
-    if (when_ms == -1)
-        db_persist_quiet(d, e);
-    else
-        db_expire_quiet(d, e, when_ms);
+        e = db_insert_val(d, key, len, v, when);
     db_announce(d, key, len, DB_EV_MODIFIED, 1);
     return e;
 }
 
+db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
+    char buf[24];
+    db_val v = db_val_obj(val, buf);
+    db_entry *e = db_set_val(d, key, len, &v, flags, -1);
+    db_val_done(&v, val);
+    return e;
+}
+
+db_entry *db_set_str(db *d, const char *key, size_t len, const char *s, size_t slen, int flags,
+                     int64_t when_ms) {
+    db_val v = db_val_bytes(s, slen);
+    return db_set_val(d, key, len, &v, flags, when_ms);
+}
+
+db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
+    char buf[24];
+    db_val v = db_val_obj(val, buf);
+    db_entry *e = db_set_val(d, key, len, &v, 0, when_ms);
+    db_val_done(&v, val);
+    return e;
+}
+
+db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
+    if (db_lookup_quiet(d, key, len)) return NULL; /* expires a stale key first */
+    char buf[24];
+    db_val v = db_val_obj(val, buf);
+    db_entry *e = db_insert_val(d, key, len, &v, -1);
+    db_val_done(&v, val);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    return e;
+}
+
+db_entry *db_replace_value(db *d, db_entry *e, kobj *val) {
+    char buf[24];
+    db_val v = db_val_obj(val, buf);
+    e = db_swap_value(d, e, &v, -1, DB_SET_KEEPTTL);
+    db_val_done(&v, val);
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    return e;
+}
+
+db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen) {
+    db_val v = db_val_bytes(s, slen);
+    e = db_swap_value(d, e, &v, -1, DB_SET_KEEPTTL);
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    return e;
+}
+
+/* An object value of its own with room to grow, holding the first `keep`
+ * bytes of the embedded value. */
+static kobj *db_string_move_out(db_entry *e, size_t keep, size_t newlen) {
+    size_t len;
+    const char *s = db_entry_str(e, &len);
+    kobj *o = obj_string_alloc(newlen < 1024 * 1024 ? newlen * 2 : newlen + 1024 * 1024);
+    memcpy(o->v.ptr, s, keep);
+    return o;
+}
+
+char *db_string_resize(db *d, db_entry **ep, size_t newlen) {
+    db_entry *e = *ep;
+    int64_t when = db_entry_expire(e);
+    size_t oldlen = db_entry_strlen(e);
+    size_t keep = oldlen < newlen ? oldlen : newlen;
+    kobj *o = db_entry_obj(e);
+    if (!o && newlen <= DB_EMBED_MAX) {
+        /* Stays embedded, reported "raw" from now on as Valkey's APPEND
+         * makes it. A block without room is copied into a bigger one
+         * (header, key and the kept bytes). */
+        size_t klen;
+        db_entry_key(e, &klen);
+        db_val v = {.len = newlen, .flags = DB_ENTRY_EMBED};
+        size_t need = db_block_size(klen, &v, when != -1);
+        if (need > km_usable(e)) {
+            db_entry *n = km_alloc(need);
+            memcpy(n, e, sizeof(db_entry) + db_entry_key_offset(e) + klen + keep);
+            db_block_relocate(d, e, n);
+            km_free(e);
+            e = n;
+        }
+        e->flags =
+            (e->flags & (DB_ENTRY_LONGKEY | DB_ENTRY_EXPIRE)) | DB_ENTRY_EMBED | DB_ENTRY_RAWNAME;
+        e->vlen = (uint32_t)newlen;
+        db_block_write_expire(e, when);
+    } else {
+        if (!o) {
+            /* Moves out of the block into an object with room to grow. */
+            o = db_string_move_out(e, keep, newlen);
+            e = db_block_update(d, e, &(db_val){.obj = o}, when);
+        } else {
+            /* The block's reference is handed over: an object no reply
+             * holds grows in place, one a reply holds is copied. */
+            kobj *w = obj_make_writable(o, newlen);
+            if (w != o) memcpy(e->data, &w, sizeof(w));
+            o = w;
+        }
+        o->len = newlen;
+        o->v.ptr[newlen] = '\0';
+    }
+    if (db_access_touches) db_touch(e);
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    db_signal_modified(d, key, len);
+    *ep = e;
+    return o ? o->v.ptr : (char *)db_block_value_at(e);
+}
+
 db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
     db_entry *old = db_pop(d, key, len);
-    db_entry *e = db_insert(d, key, len, val);
-    if (when_ms != -1) db_expire_quiet(d, e, when_ms);
+    char buf[24];
+    db_val v = db_val_obj(val, buf);
+    db_entry *e = db_insert_val(d, key, len, &v, when_ms);
+    db_val_done(&v, val);
     db_announce(d, key, len, DB_EV_MODIFIED, 1);
     if (old) db_entry_free(old);
     return e;
 }
 
 db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len) {
-    kobj *val = obj_incref(e->val);
-    int64_t expire = e->expire;
+    kobj *val = db_entry_value_obj(e);
+    int64_t expire = db_entry_expire(e);
     uint32_t lru = e->lru;
-    db_pop(from, e->key, e->keylen);
-    db_announce(from, e->key, e->keylen, DB_EV_DELETED, 0); /* counted once, with the new key */
+    size_t oklen;
+    const char *okey = db_entry_key(e, &oklen);
+    db_pop(from, okey, oklen);
+    db_announce(from, okey, oklen, DB_EV_DELETED, 0); /* counted once, with the new key */
     db_entry_free(e);
     db_entry *n = db_put(to, key, len, val, expire);
     /* The value keeps its LRU/LFU history, as Valkey's object does. */
@@ -361,15 +653,65 @@ int db_evict(db *d, const char *key, size_t len) {
     return db_remove(d, key, len, DB_EV_EVICTED);
 }
 
-void db_set_expire(db *d, db_entry *e, int64_t when_ms) {
-    db_expire_quiet(d, e, when_ms);
-    db_signal_modified(d, e->key, e->keylen);
+db_entry *db_set_expire(db *d, db_entry *e, int64_t when_ms) {
+    e = db_expire_quiet(d, e, when_ms);
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    db_signal_modified(d, key, len);
+    return e;
 }
 
 int db_persist(db *d, db_entry *e) {
     if (!db_persist_quiet(d, e)) return 0;
-    db_signal_modified(d, e->key, e->keylen);
+    size_t len;
+    const char *key = db_entry_key(e, &len);
+    db_signal_modified(d, key, len);
     return 1;
+}
+
+/* ---- reading the tables ---- */
+
+db_entry *db_find(db *d, const char *key, size_t len) {
+    return hashtable_find(d->keys, key, len);
+}
+
+db_entry *db_random_entry(db *d, int volatile_only) {
+    return hashtable_random(volatile_only ? d->expires : d->keys);
+}
+
+size_t db_sample(db *d, int volatile_only, db_entry **out, size_t count) {
+    return hashtable_sample(volatile_only ? d->expires : d->keys, (void **)out, count);
+}
+
+size_t db_scan(db *d, size_t cursor, hashtable_scan_fn fn, void *priv) {
+    return hashtable_scan(d->keys, cursor, fn, priv);
+}
+
+void db_iter_init(db_iter *it, db *d) {
+    hashtable_iter_init(&it->it, d->keys, 0);
+}
+
+int db_iter_next(db_iter *it, db_entry **e) {
+    void *p;
+    if (!hashtable_iter_next(&it->it, &p)) return 0;
+    *e = p;
+    return 1;
+}
+
+void db_iter_reset(db_iter *it) {
+    hashtable_iter_reset(&it->it);
+}
+
+size_t db_keys_mem_usage(const db *d) {
+    return hashtable_mem_usage(d->keys);
+}
+
+size_t db_expires_mem_usage(const db *d) {
+    return hashtable_mem_usage(d->expires);
+}
+
+int db_tables_rehashing(const db *d) {
+    return hashtable_is_rehashing(d->keys) + hashtable_is_rehashing(d->expires);
 }
 
 size_t db_size(const db *d) {
@@ -433,12 +775,13 @@ typedef struct expire_scan {
 static void db_expire_scan_cb(void *priv, void *entry) {
     expire_scan *s = priv;
     db_entry *e = entry;
+    int64_t when = db_entry_expire(e);
     s->sampled++;
-    if (e->expire <= s->now) {
+    if (when <= s->now) {
         db_expire_entry(s->d, e);
         s->expired++;
     } else {
-        s->ttl_sum += (double)(e->expire - s->now);
+        s->ttl_sum += (double)(when - s->now);
         s->ttl_count++;
     }
 }

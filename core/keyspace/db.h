@@ -1,9 +1,18 @@
 /* db.h -- the keyspace: numbered databases of keys, expiry, WATCH signals.
  *
- * A key lives in a db_entry (key bytes embedded, value reference, absolute
- * expiry time, LRU/LFU clock). Each database keeps two hash tables over the
- * same entries: `keys` holds every key, `expires` only those with a TTL, so
- * the active expire cycle samples only keys that can expire.
+ * A key is one block (db_entry): a header, the key bytes, the value's bytes
+ * when it is a short string, and the expiry time only when the key has
+ * one. Longer strings and other types are objects of their own (kobj) that
+ * the block points at. Each database keeps two hash tables over the same
+ * blocks: `keys` holds every key, `expires` only those with a TTL, so the
+ * active expire cycle samples only keys that can expire.
+ *
+ * A block may move when its value or TTL changes (db_set_expire,
+ * db_replace_*, db_string_resize): those return the entry to use from then
+ * on, and a db_entry pointer is valid only until the next call that
+ * modifies the keyspace. Bytes of an embedded value are never referenced
+ * by a reply (replies copy them); an object value is reference counted, so
+ * a reply may hold it after its key was overwritten or deleted.
  *
  * Lookups for reading and writing apply lazy expiry: an expired key is
  * deleted on access and never returned.
@@ -26,18 +35,117 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "common/common.h"
 #include "common/metrics.h"
 #include "ds/hashtable.h"
 #include "keyspace/object.h"
 
+/* A key's block. The 8-byte header is followed by, in order:
+ *   kobj *val          unless the value is embedded (DB_ENTRY_EMBED)
+ *   uint32_t keylen    only for keys of DB_KEYLEN_LONG bytes or more
+ *   the key bytes      (no terminating NUL)
+ *   the value bytes    when embedded (vlen of them, no NUL)
+ *   int64_t expire     only with DB_ENTRY_EXPIRE, unaligned, at the end
+ * The expiry comes last so that giving a key a TTL appends 8 bytes, which
+ * often fit the slack of the block's size class, and never moves the key
+ * or the value. For a 16-byte key and value the block is 40 bytes (48
+ * with a TTL): one 48-byte jemalloc class either way. */
 typedef struct db_entry {
-    kobj *val;
-    int64_t expire; /* unix ms, -1 = no expiry */
-    uint32_t lru;   /* LRU clock (seconds) or LFU: minutes<<8 | log counter */
-    uint32_t keylen;
-    char key[];
+    uint32_t lru : 24;    /* LRU clock (seconds) or LFU: minutes<<8 | log counter */
+    uint32_t flags : 8;   /* DB_ENTRY_* */
+    uint32_t keylen : 24; /* DB_KEYLEN_LONG: the uint32_t before the key holds it */
+    uint32_t vlen : 8;    /* embedded value bytes */
+    unsigned char data[];
 } db_entry;
+
+#define DB_ENTRY_EMBED 0x01   /* the value's bytes are in the block */
+#define DB_ENTRY_INT 0x02     /* embedded bytes are a canonical integer ("int") */
+#define DB_ENTRY_RAWNAME 0x04 /* embedded, but OBJECT ENCODING says "raw" as Valkey would */
+#define DB_ENTRY_EXPIRE 0x08  /* the block ends with the expiry time */
+#define DB_ENTRY_LONGKEY 0x10 /* the key's length is stored before it */
+#define DB_ENTRY_PRIVATE 0x20 /* an integer Valkey would hold unshared (COPY's) */
+
+#define DB_KEYLEN_LONG 0xffffffu
+/* Strings up to this length are embedded in the key's block. */
+#define DB_EMBED_MAX 255
+/* Valkey's embstr limit: longer embedded strings are reported as "raw". */
+#define DB_EMBSTR_NAME_MAX 44
+
+static inline size_t db_entry_key_offset(const db_entry *e) {
+    return (e->flags & DB_ENTRY_EMBED ? 0 : sizeof(kobj *)) +
+           (e->flags & DB_ENTRY_LONGKEY ? sizeof(uint32_t) : 0);
+}
+
+static inline size_t db_entry_keylen(const db_entry *e) {
+    if (K_LIKELY(!(e->flags & DB_ENTRY_LONGKEY))) return e->keylen;
+    uint32_t n;
+    memcpy(&n, e->data + (e->flags & DB_ENTRY_EMBED ? 0 : sizeof(kobj *)), sizeof(n));
+    return n;
+}
+
+/* The key's bytes (not NUL-terminated). */
+static inline const char *db_entry_key(const db_entry *e, size_t *len) {
+    *len = db_entry_keylen(e);
+    return (const char *)e->data + db_entry_key_offset(e);
+}
+
+/* The value object, or NULL when the value is embedded in the block. */
+static inline kobj *db_entry_obj(const db_entry *e) {
+    if (e->flags & DB_ENTRY_EMBED) return NULL;
+    kobj *o;
+    memcpy(&o, e->data, sizeof(o));
+    return o;
+}
+
+/* OBJ_STRING or the value object's type. */
+static inline int db_entry_type(const db_entry *e) {
+    return e->flags & DB_ENTRY_EMBED ? OBJ_STRING : db_entry_obj(e)->type;
+}
+
+/* The bytes of a string value, embedded or not; NULL for another type.
+ * Valid until the keyspace is next modified. */
+static inline const char *db_entry_str(const db_entry *e, size_t *len) {
+    if (e->flags & DB_ENTRY_EMBED) {
+        *len = e->vlen;
+        return (const char *)e->data + db_entry_key_offset(e) + db_entry_keylen(e);
+    }
+    kobj *o = db_entry_obj(e);
+    if (o->type != OBJ_STRING) return NULL;
+    return obj_str(o, NULL, len); /* stored strings out of the block are RAW */
+}
+
+/* The absolute expiry time in unix ms, -1 when the key has none. */
+static inline int64_t db_entry_expire(const db_entry *e) {
+    if (!(e->flags & DB_ENTRY_EXPIRE)) return -1;
+    size_t klen = db_entry_keylen(e);
+    const unsigned char *end =
+        e->data + db_entry_key_offset(e) + klen + (e->flags & DB_ENTRY_EMBED ? e->vlen : 0);
+    int64_t t;
+    memcpy(&t, end, sizeof(t));
+    return t;
+}
+
+/* The length of a string value (0 for another type). */
+size_t db_entry_strlen(const db_entry *e);
+/* 1 and *out if the value is a string holding a valid 64-bit integer. */
+int db_entry_get_int(const db_entry *e, int64_t *out);
+/* A new reference to an object holding the value (an embedded value gets
+ * an object made for it): for callers that need a kobj. */
+kobj *db_entry_value_obj(const db_entry *e);
+/* A new object with a copy of the value (COPY), or NULL when its type
+ * cannot be copied. */
+kobj *db_entry_value_copy(const db_entry *e);
+/* OBJECT ENCODING's and TYPE's answers. */
+const char *db_entry_encoding(const db_entry *e);
+const char *db_entry_type_name(const db_entry *e);
+/* OBJECT REFCOUNT's answer: an embedded value has one owner, except that
+ * the integers Valkey shares (0..OBJ_SHARED_INTEGERS-1) report the shared
+ * refcount, as they do there. */
+long long db_entry_refcount(const db_entry *e);
+/* Bytes the key costs: its block and what its value owns (MEMORY USAGE). */
+size_t db_entry_mem_usage(const db_entry *e);
 
 typedef struct db {
     int id;
@@ -156,15 +264,24 @@ void db_remove_hook(db_hook_fn fn, void *priv);
 db_entry *db_lookup(db *d, const char *key, size_t len, int count);
 /* Lookup without touching clocks or counting (for TYPE, TTL, scans). */
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
-/* Whether the lookups that follow (db_lookup, db_value_writable) update
+/* Whether the lookups that follow (db_lookup, db_string_resize) update
  * the access clock: off while a CLIENT NO-TOUCH client's command runs. A
  * value that is replaced still gets a fresh clock, as in Valkey. Returns
  * the previous setting. */
 int db_set_access_touch(int on);
 
-/* Sets key to val (takes the caller's reference). Keeps the TTL with
- * DB_SET_KEEPTTL, otherwise clears it. Returns the entry. */
+/* The writes. Each takes the caller's reference to val; a short string
+ * value is copied into the key's block and the object released. The
+ * returned entry is the key's (its block may have moved). */
+
+/* Sets key to val. Keeps the TTL with DB_SET_KEEPTTL, otherwise clears
+ * it. */
 db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags);
+/* db_set of the bytes s[0..slen) (no object needed: SET's path), with the
+ * TTL when_ms (absolute unix ms; -1: none) unless DB_SET_KEEPTTL. One
+ * change. */
+db_entry *db_set_str(db *d, const char *key, size_t len, const char *s, size_t slen, int flags,
+                     int64_t when_ms);
 /* db_set with the TTL when_ms (absolute unix ms, -1: none) in the same
  * change. */
 db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms);
@@ -175,22 +292,58 @@ db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms)
  * `from`), replacing the key there if it exists: one change (RENAME,
  * MOVE). e is freed; returns the new entry. */
 db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len);
-/* Replaces the value of an existing entry (takes the caller's reference). */
-void db_replace_value(db *d, db_entry *e, kobj *val);
-/* Makes e's string value writable in place with room for need bytes
- * (copying it only if it is shared or not RAW) and returns it. */
-kobj *db_value_writable(db *d, db_entry *e, size_t need);
+/* Replaces the value of an existing entry, keeping its TTL. */
+db_entry *db_replace_value(db *d, db_entry *e, kobj *val);
+/* db_replace_value with the bytes s[0..slen) (INCR and friends). */
+db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen);
+/* Makes *e's string value newlen bytes long and returns its bytes for
+ * the caller to write: the first min(old, newlen) are kept, the rest are
+ * undefined. A short value grows in the block while it fits and moves to
+ * an object of its own when it no longer does; an object a reply still
+ * references is copied first. Updates *e (the block may move) and
+ * announces the change. The bytes are valid until the next keyspace
+ * call. (APPEND, SETRANGE.) */
+char *db_string_resize(db *d, db_entry **e, size_t newlen);
 /* Adds a key that does not exist. Returns NULL if it exists. */
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
 int db_delete(db *d, const char *key, size_t len);
 /* db_delete for the evictor: watchers are signalled, no change counted. */
 int db_evict(db *d, const char *key, size_t len);
 
-void db_set_expire(db *d, db_entry *e, int64_t when_ms);
-/* Removes e's TTL; returns 1 if it had one (and signals WATCH then). */
+/* Gives e the TTL when_ms; returns the entry (the block may grow and
+ * move). */
+db_entry *db_set_expire(db *d, db_entry *e, int64_t when_ms);
+/* Removes e's TTL; returns 1 if it had one (and signals WATCH then). The
+ * block stays where it is. */
 int db_persist(db *d, db_entry *e);
 /* 1 if e is logically expired now. */
 int db_is_expired(const db_entry *e);
+
+/* The entry of key as stored: no lazy expiry, no clock, no counting
+ * (WATCH, MEMORY USAGE, the evictor's second look). */
+db_entry *db_find(db *d, const char *key, size_t len);
+/* One random entry (it may be logically expired), or NULL when d is
+ * empty; from the keys with a TTL only when `volatile_only`. */
+db_entry *db_random_entry(db *d, int volatile_only);
+/* Up to count entries sampled near a random place (eviction). */
+size_t db_sample(db *d, int volatile_only, db_entry **out, size_t count);
+/* SCAN: one step over d's keys (see hashtable_scan for the guarantees);
+ * the callback gets each db_entry and may delete it. */
+size_t db_scan(db *d, size_t cursor, hashtable_scan_fn fn, void *priv);
+/* Iterator over every key of d. Unsafe: nothing may change the keyspace
+ * until db_iter_reset. */
+typedef struct db_iter {
+    hashtable_iter it;
+} db_iter;
+void db_iter_init(db_iter *it, db *d);
+int db_iter_next(db_iter *it, db_entry **e);
+void db_iter_reset(db_iter *it);
+
+/* The tables' own bytes (MEMORY STATS overhead), and whether one is being
+ * rehashed. */
+size_t db_keys_mem_usage(const db *d);
+size_t db_expires_mem_usage(const db *d);
+int db_tables_rehashing(const db *d);
 
 size_t db_size(const db *d);
 size_t db_expires_count(const db *d);
@@ -215,9 +368,5 @@ void db_touch(db_entry *e);
 uint64_t db_idle_seconds(const db_entry *e);
 /* LFU counter for OBJECT FREQ, decayed to now. */
 unsigned db_lfu_freq(db_entry *e);
-
-/* hashtable callbacks for tables of db_entry. */
-extern const hashtable_type db_keys_type;
-extern const hashtable_type db_expires_type;
 
 #endif

@@ -24,7 +24,8 @@ uint64_t evict_score(db_entry *e, int policy) {
     switch (policy) {
     case MAXMEMORY_ALLKEYS_LFU:
     case MAXMEMORY_VOLATILE_LFU: return 255 - db_lfu_freq(e);
-    case MAXMEMORY_VOLATILE_TTL: return UINT64_MAX - (uint64_t)e->expire;
+    case MAXMEMORY_VOLATILE_TTL:
+        return UINT64_MAX - (uint64_t)db_entry_expire(e);
     default: return db_idle_seconds(e);
     }
 }
@@ -64,19 +65,18 @@ void evict_teardown(void) {
 }
 
 static size_t evict_entry_size(const db_entry *e) {
-    return km_usable(e) + obj_mem_usage(e->val) + 2 * sizeof(void *);
+    return db_entry_mem_usage(e) + 2 * sizeof(void *); /* with its slots in the two tables */
 }
 
 static void evict_fill_pool(int policy) {
-    void *sample[64];
+    db_entry *sample[64];
     size_t want = db_opts()->maxmemory_samples > 64 ? 64 : (size_t)db_opts()->maxmemory_samples;
     for (int i = 0; i < db_num(); i++) {
-        db *d = db_get(i);
-        hashtable *t = evict_volatile(policy) ? d->expires : d->keys;
-        size_t n = hashtable_sample(t, sample, want);
+        size_t n = db_sample(db_get(i), evict_volatile(policy), sample, want);
         for (size_t j = 0; j < n; j++) {
-            db_entry *e = sample[j];
-            evict_pool_insert(&pool, evict_score(e, policy), i, e->key, e->keylen);
+            size_t len;
+            const char *key = db_entry_key(sample[j], &len);
+            evict_pool_insert(&pool, evict_score(sample[j], policy), i, key, len);
         }
     }
 }
@@ -89,10 +89,11 @@ static size_t evict_one(int policy) {
         int start = rand() % db_num();
         for (int n = 0; n < db_num(); n++) {
             db *d = db_get((start + n) % db_num());
-            db_entry *e = hashtable_random(policy == MAXMEMORY_ALLKEYS_RANDOM ? d->keys : d->expires);
+            db_entry *e = db_random_entry(d, policy != MAXMEMORY_ALLKEYS_RANDOM);
             if (!e) continue;
-            size_t sz = evict_entry_size(e);
-            db_evict(d, e->key, e->keylen);
+            size_t sz = evict_entry_size(e), len;
+            const char *key = db_entry_key(e, &len);
+            db_evict(d, key, len);
             return sz;
         }
         return 0;
@@ -102,11 +103,12 @@ static size_t evict_one(int policy) {
         evict_candidate cand;
         while (evict_pool_pop(&pool, &cand)) {
             db *d = db_get(cand.dbid);
-            db_entry *e = hashtable_find(d->keys, cand.key, cand.keylen);
+            db_entry *e = db_find(d, cand.key, cand.keylen);
             km_free(cand.key);
-            if (!e || (evict_volatile(policy) && e->expire == -1)) continue; /* stale */
-            size_t sz = evict_entry_size(e);
-            db_evict(d, e->key, e->keylen);
+            if (!e || (evict_volatile(policy) && db_entry_expire(e) == -1)) continue; /* stale */
+            size_t sz = evict_entry_size(e), len;
+            const char *key = db_entry_key(e, &len);
+            db_evict(d, key, len);
             return sz;
         }
     }

@@ -28,7 +28,6 @@ struct keel_key {
     char *key;
     size_t len;
     int mode;
-    char ibuf[24]; /* an INT-encoded string formatted for string_get */
 };
 
 static keel_type *types; /* every registered type, all modules */
@@ -70,14 +69,14 @@ static int api_key_type(keel_key *k) {
     MODULE_ASSERT_MAIN();
     db_entry *e = k ? key_entry(k) : NULL;
     if (!e) return KEEL_KEYTYPE_EMPTY;
-    return e->val->type == OBJ_STRING ? KEEL_KEYTYPE_STRING : KEEL_KEYTYPE_MODULE;
+    return db_entry_type(e) == OBJ_STRING ? KEEL_KEYTYPE_STRING : KEEL_KEYTYPE_MODULE;
 }
 
 static const char *api_string_get(keel_key *k, size_t *len) {
     MODULE_ASSERT_MAIN();
     size_t n = 0;
     db_entry *e = k ? key_entry(k) : NULL;
-    const char *s = e && e->val->type == OBJ_STRING ? obj_str(e->val, k->ibuf, &n) : NULL;
+    const char *s = e ? db_entry_str(e, &n) : NULL;
     if (len) *len = n;
     return s;
 }
@@ -85,7 +84,7 @@ static const char *api_string_get(keel_key *k, size_t *len) {
 static int api_string_set(keel_key *k, const char *value, size_t len) {
     MODULE_ASSERT_MAIN();
     if (!key_writable(k) || (!value && len)) return KEEL_ERR;
-    db_set(k->d, k->key, k->len, obj_string(value ? value : "", len), 0);
+    db_set_str(k->d, k->key, k->len, value ? value : "", len, 0, -1);
     return KEEL_OK;
 }
 
@@ -99,7 +98,7 @@ static int api_key_delete(keel_key *k) {
 static int64_t api_expire_get(keel_key *k) {
     MODULE_ASSERT_MAIN();
     db_entry *e = k ? key_entry(k) : NULL;
-    return e ? e->expire : -1;
+    return e ? db_entry_expire(e) : -1;
 }
 
 static int api_expire_set(keel_key *k, int64_t abs_ms) {
@@ -109,7 +108,7 @@ static int api_expire_set(keel_key *k, int64_t abs_ms) {
     if (abs_ms == -1)
         db_persist(k->d, e);
     else
-        db_set_expire(k->d, e, abs_ms);
+        db_set_expire(k->d, e, abs_ms); /* the block may move: e is not used after */
     return KEEL_OK;
 }
 
@@ -178,7 +177,8 @@ static int api_module_set(keel_key *k, keel_type *t, void *value) {
 static void *api_module_get(keel_key *k, keel_type *t) {
     MODULE_ASSERT_MAIN();
     db_entry *e = k ? key_entry(k) : NULL;
-    return e && e->val->type == OBJ_MODULE && e->val->mod_type == t ? e->val->v.mod : NULL;
+    kobj *o = e ? db_entry_obj(e) : NULL;
+    return o && o->type == OBJ_MODULE && o->mod_type == t ? o->v.mod : NULL;
 }
 
 /* ---- type registration ---- */
@@ -247,18 +247,22 @@ long long module_live_values(const module *m) {
 static void module_purge_db(db *d, module *m) {
     size_t count = 0, cap = 0;
     db_entry **found = NULL;
-    hashtable_iter it;
-    void *entry;
-    hashtable_iter_init(&it, d->keys, 0);
-    while (hashtable_iter_next(&it, &entry)) {
-        db_entry *e = entry;
-        if (e->val->type != OBJ_MODULE || ((const keel_type *)e->val->mod_type)->mod != m) continue;
+    db_iter it;
+    db_entry *e;
+    db_iter_init(&it, d);
+    while (db_iter_next(&it, &e)) {
+        kobj *o = db_entry_obj(e);
+        if (!o || o->type != OBJ_MODULE || ((const keel_type *)o->mod_type)->mod != m) continue;
         if (count == cap) found = km_realloc(found, sizeof(*found) * (cap = cap ? cap * 2 : 16));
         found[count++] = e;
     }
-    hashtable_iter_reset(&it);
-    for (size_t i = 0; i < count; i++)
-        db_delete(d, found[i]->key, found[i]->keylen);
+    db_iter_reset(&it);
+    /* Deleting a key frees its block only: the others collected stay. */
+    for (size_t i = 0; i < count; i++) {
+        size_t len;
+        const char *key = db_entry_key(found[i], &len);
+        db_delete(d, key, len);
+    }
     km_free(found);
 }
 

@@ -125,6 +125,60 @@ START_TEST(test_pipelined_big_gets) {
 }
 END_TEST
 
+/* Replies in flight while their key changes: GET, then in the same
+ * pipeline APPEND, SETRANGE, SET and DEL of that key, then GET again. A
+ * short value is copied out of its key's block, a big one is referenced
+ * by the reply: either way each GET answers the value of its moment, for
+ * values embedded in the block (16, 200 B), just out of it (300 B) and
+ * sent by reference (64 KB, 2 MB). */
+START_TEST(test_replies_outlive_overwrites) {
+    size_t sizes[] = {16, 200, 255, 256, 300, 64 * 1024, 2 * MB};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t len = sizes[i];
+        char *val = it_random_bytes(len, (unsigned)(40 + i));
+        expect_ok(C, "SET k%d %b", (int)i, val, len);
+        redisAppendCommand(C, "GET k%d", (int)i);
+        redisAppendCommand(C, "APPEND k%d xyz", (int)i);
+        redisAppendCommand(C, "GET k%d", (int)i);
+        redisAppendCommand(C, "SETRANGE k%d 0 AB", (int)i);
+        redisAppendCommand(C, "GET k%d", (int)i);
+        redisAppendCommand(C, "SET k%d short", (int)i);
+        redisAppendCommand(C, "GET k%d", (int)i);
+        redisAppendCommand(C, "DEL k%d", (int)i);
+        redisReply *r;
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len && !memcmp(r->str, val, len),
+                      "GET before APPEND, %zu bytes", len);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_int_eq(r->integer, (long long)len + 3);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len + 3 &&
+                          !memcmp(r->str, val, len) && !memcmp(r->str + len, "xyz", 3),
+                      "GET after APPEND, %zu bytes", len);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_int_eq(r->integer, (long long)len + 3);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len + 3 &&
+                          !memcmp(r->str, "AB", 2) && !memcmp(r->str + 2, val + 2, len - 2),
+                      "GET after SETRANGE, %zu bytes", len);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 5 && !memcmp(r->str, "short", 5),
+                      "GET after SET, %zu bytes", len);
+        freeReplyObject(r);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+        ck_assert_int_eq(r->integer, 1);
+        freeReplyObject(r);
+    }
+}
+END_TEST
+
 START_TEST(test_append_big) {
     size_t len = MB;
     char *a = it_random_bytes(len, 31), *b = it_random_bytes(len, 32);
@@ -291,6 +345,7 @@ static Suite *values_suite(void) {
     tcase_add_test(tc, test_getrange_big);
     tcase_add_test(tc, test_big_key);
     tcase_add_test(tc, test_big_values_mget_and_multi);
+    tcase_add_test(tc, test_replies_outlive_overwrites);
     tcase_add_test(tc, test_big_value_overwrite_and_memory);
     tc = it_tcase_bare(s, "memory return");
     tcase_add_test(tc, test_deleted_big_value_leaves_rss);

@@ -64,7 +64,7 @@ static db_entry *get(db *d, const char *key) {
 
 /* The raw table entry, without lazy expiry. */
 static db_entry *raw_find(db *d, const char *key) {
-    return hashtable_find(d->keys, key, strlen(key));
+    return db_find(d, key, strlen(key));
 }
 
 static db_entry *raw_find_expires(db *d, const char *key) {
@@ -75,7 +75,8 @@ static void expect_val(db_entry *e, const char *want) {
     ck_assert_ptr_nonnull(e);
     char buf[32];
     size_t len;
-    const char *s = obj_str(e->val, buf, &len);
+    (void)buf;
+    const char *s = db_entry_str(e, &len);
     ck_assert_uint_eq(len, strlen(want));
     ck_assert_mem_eq(s, want, len);
 }
@@ -93,20 +94,18 @@ START_TEST(test_set_get_delete) {
     ck_assert_ptr_null(get(d, "k"));
     db_entry *e = set_str(d, "k", "v1", 0);
     ck_assert_ptr_nonnull(e);
-    ck_assert_uint_eq(e->keylen, 1);
-    ck_assert_str_eq(e->key, "k");
-    ck_assert(e->expire == -1);
+    size_t klen;
+    const char *kbytes = db_entry_key(e, &klen);
+    ck_assert_uint_eq(klen, 1);
+    ck_assert_mem_eq(kbytes, "k", 1);
+    ck_assert(db_entry_expire(e) == -1);
     ck_assert_uint_eq(db_size(d), 1);
     ck_assert_ptr_eq(get(d, "k"), e);
     expect_val(get(d, "k"), "v1");
 
-    /* overwriting drops the old value's reference */
-    kobj *old = obj_incref(e->val);
-    ck_assert_uint_eq(old->refcount, 2);
+    /* a short value is overwritten in the key's block */
     db_entry *e2 = set_str(d, "k", "v2", 0);
-    ck_assert_ptr_eq(e2, e); /* same entry, new value */
-    ck_assert_uint_eq(old->refcount, 1);
-    obj_decref(old);
+    ck_assert_ptr_eq(e2, e);
     expect_val(get(d, "k"), "v2");
     ck_assert_uint_eq(db_size(d), 1);
 
@@ -143,13 +142,10 @@ END_TEST
 START_TEST(test_replace_value) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "a", 0);
-    db_set_expire(d, e, T0 + 5000);
-    kobj *old = obj_incref(e->val);
-    db_replace_value(d, e, obj_string("b", 1));
-    ck_assert_uint_eq(old->refcount, 1);
-    obj_decref(old);
+    e = db_set_expire(d, e, T0 + 5000);
+    e = db_replace_value(d, e, obj_string("b", 1));
     expect_val(get(d, "k"), "b");
-    ck_assert(e->expire == T0 + 5000); /* replacing the value keeps the TTL */
+    ck_assert(db_entry_expire(e) == T0 + 5000); /* replacing the value keeps the TTL */
     ck_assert_uint_eq(db_expires_count(d), 1);
 }
 END_TEST
@@ -160,8 +156,8 @@ START_TEST(test_lazy_expiry) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v", 0);
     set_str(d, "other", "v", 0);
-    db_set_expire(d, e, T0 + 1000);
-    ck_assert(e->expire == T0 + 1000);
+    e = db_set_expire(d, e, T0 + 1000);
+    ck_assert(db_entry_expire(e) == T0 + 1000);
     ck_assert_uint_eq(db_expires_count(d), 1);
     ck_assert_ptr_eq(raw_find_expires(d, "k"), e);
 
@@ -191,7 +187,7 @@ END_TEST
 START_TEST(test_lazy_expiry_quiet_and_set) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "q", "v", 0);
-    db_set_expire(d, e, T0 - 1); /* already in the past */
+    e = db_set_expire(d, e, T0 - 1);  /* already in the past */
     ck_assert_uint_eq(db_size(d), 1); /* nothing removed until accessed */
     ck_assert_ptr_null(db_lookup_quiet(d, "q", 1));
     ck_assert_int_eq(stats.expired_keys, 1);
@@ -201,17 +197,17 @@ START_TEST(test_lazy_expiry_quiet_and_set) {
 
     /* db_set over a logically expired key creates a fresh key without TTL */
     e = set_str(d, "s", "old", 0);
-    db_set_expire(d, e, T0 - 1);
+    e = db_set_expire(d, e, T0 - 1);
     db_entry *n = set_str(d, "s", "new", DB_SET_KEEPTTL);
     ck_assert_ptr_nonnull(n);
-    ck_assert(n->expire == -1);
+    ck_assert(db_entry_expire(n) == -1);
     ck_assert_int_eq(stats.expired_keys, 2);
     ck_assert_uint_eq(db_expires_count(d), 0);
     expect_val(get(d, "s"), "new");
 
     /* db_add over a logically expired key succeeds */
     e = set_str(d, "a", "old", 0);
-    db_set_expire(d, e, T0 - 1);
+    e = db_set_expire(d, e, T0 - 1);
     ck_assert_int_eq(db_expires_count(d), 1);
     ck_assert_ptr_null(db_lookup_quiet(d, "a", 1));
     ck_assert_ptr_nonnull(db_add(d, "a", 1, obj_string("new", 3)));
@@ -222,8 +218,8 @@ END_TEST
 START_TEST(test_set_expire_twice) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v", 0);
-    db_set_expire(d, e, T0 + 1000);
-    db_set_expire(d, e, T0 + 5000); /* changing the TTL: still one entry */
+    e = db_set_expire(d, e, T0 + 1000);
+    e = db_set_expire(d, e, T0 + 5000); /* changing the TTL: still one entry */
     ck_assert_uint_eq(db_expires_count(d), 1);
     event_set_cached_ms(T0 + 2000);
     ck_assert_ptr_eq(get(d, "k"), e);
@@ -237,9 +233,9 @@ START_TEST(test_persist) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v", 0);
     ck_assert_int_eq(db_persist(d, e), 0); /* no TTL */
-    db_set_expire(d, e, T0 + 1000);
+    e = db_set_expire(d, e, T0 + 1000);
     ck_assert_int_eq(db_persist(d, e), 1);
-    ck_assert(e->expire == -1);
+    ck_assert(db_entry_expire(e) == -1);
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
     ck_assert_int_eq(db_persist(d, e), 0);
@@ -247,7 +243,7 @@ START_TEST(test_persist) {
     ck_assert_ptr_eq(get(d, "k"), e);
     ck_assert_int_eq(stats.expired_keys, 0);
     /* the TTL can be set again after PERSIST */
-    db_set_expire(d, e, T0 + 200000);
+    e = db_set_expire(d, e, T0 + 200000);
     ck_assert_uint_eq(db_expires_count(d), 1);
 }
 END_TEST
@@ -255,16 +251,16 @@ END_TEST
 START_TEST(test_keepttl) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v1", 0);
-    db_set_expire(d, e, T0 + 10000);
+    e = db_set_expire(d, e, T0 + 10000);
 
     e = set_str(d, "k", "v2", DB_SET_KEEPTTL);
-    ck_assert(e->expire == T0 + 10000);
+    ck_assert(db_entry_expire(e) == T0 + 10000);
     ck_assert_uint_eq(db_expires_count(d), 1);
     ck_assert_ptr_eq(raw_find_expires(d, "k"), e);
     expect_val(e, "v2");
 
     e = set_str(d, "k", "v3", 0); /* plain SET clears the TTL */
-    ck_assert(e->expire == -1);
+    ck_assert(db_entry_expire(e) == -1);
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
     event_set_cached_ms(T0 + 20000);
@@ -273,7 +269,7 @@ START_TEST(test_keepttl) {
 
     /* KEEPTTL on a key without TTL keeps "no TTL" */
     e = set_str(d, "k", "v4", DB_SET_KEEPTTL);
-    ck_assert(e->expire == -1);
+    ck_assert(db_entry_expire(e) == -1);
     ck_assert_uint_eq(db_expires_count(d), 0);
 }
 END_TEST
@@ -281,7 +277,7 @@ END_TEST
 START_TEST(test_delete_with_ttl) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "v", 0);
-    db_set_expire(d, e, T0 + 1000);
+    e = db_set_expire(d, e, T0 + 1000);
     ck_assert_int_eq(db_delete(d, "k", 1), 1);
     ck_assert_uint_eq(db_expires_count(d), 0);
     ck_assert_ptr_null(raw_find_expires(d, "k"));
@@ -308,7 +304,7 @@ START_TEST(test_active_expire_cycle) {
     for (int i = 0; i < 100; i++) {
         int n = snprintf(key, sizeof(key), "d3:%d", i);
         db_entry *e = db_set(d3, key, (size_t)n, obj_int(i), 0);
-        db_set_expire(d3, e, i < 50 ? T0 + 10 : T0 + 3600 * 1000);
+        e = db_set_expire(d3, e, i < 50 ? T0 + 10 : T0 + 3600 * 1000);
     }
     ck_assert_uint_eq(db_size(d), N);
     ck_assert_uint_eq(db_expires_count(d), 8000);
@@ -336,14 +332,14 @@ START_TEST(test_active_expire_cycle) {
     ck_assert_uint_eq(db_expires_count(d3), 50);
     for (int i = 0; i < N; i++) {
         int n = snprintf(key, sizeof(key), "key:%d", i);
-        db_entry *e = hashtable_find(d->keys, key, (size_t)n);
+        db_entry *e = db_find(d, key, (size_t)n);
         if (i % 2 == 0) {
             EXPECT(e == NULL);
             EXPECT(hashtable_find(d->expires, key, (size_t)n) == NULL);
         } else {
             EXPECT(e != NULL);
             int64_t v = -1;
-            EXPECT(e && obj_get_int(e->val, &v) && v == i);
+            EXPECT(e && db_entry_get_int(e, &v) && v == i);
         }
     }
     /* the estimate of the average TTL of live keys is about an hour */
@@ -362,7 +358,7 @@ START_TEST(test_active_expire_repeats_while_stale) {
     for (int i = 0; i < 10000; i++) {
         int n = snprintf(key, sizeof(key), "v:%d", i);
         db_entry *e = db_set(d, key, (size_t)n, obj_int(i), 0);
-        db_set_expire(d, e, i % 10 == 0 ? T0 + 3600 * 1000 : T0 + 100);
+        e = db_set_expire(d, e, i % 10 == 0 ? T0 + 3600 * 1000 : T0 + 100);
     }
     event_set_cached_ms(T0 + 1000);
     size_t n = db_active_expire_cycle(2000000);
@@ -406,7 +402,7 @@ START_TEST(test_swap) {
     db *d0 = db_get(0), *d1 = db_get(1);
     set_str(d0, "a", "A", 0);
     db_entry *b = set_str(d0, "b", "B", 0);
-    db_set_expire(d0, b, T0 + 1000);
+    b = db_set_expire(d0, b, T0 + 1000);
     set_str(d1, "c", "C", 0);
 
     db_swap(0, 1);
@@ -422,7 +418,7 @@ START_TEST(test_swap) {
     expect_val(get(d1, "a"), "A");
     db_entry *bb = get(d1, "b");
     expect_val(bb, "B");
-    ck_assert(bb->expire == T0 + 1000);
+    ck_assert(db_entry_expire(bb) == T0 + 1000);
 
     /* expiry follows the key into its new database */
     event_set_cached_ms(T0 + 1000);
@@ -448,21 +444,21 @@ START_TEST(test_changes_counted) {
     db *d0 = db_get(0), *d1 = db_get(1);
     ck_assert_int_eq(changes, 0);
     db_entry *a = set_str(d0, "a", "1", 0);
-    db_set_expire(d0, a, T0 + 1000);
+    a = db_set_expire(d0, a, T0 + 1000);
     set_str(d0, "a", "2", 0); /* clearing the TTL is part of this change */
     ck_assert_int_eq(changes, 3);
-    ck_assert(get(d0, "a")->expire == -1);
+    ck_assert(db_entry_expire(get(d0, "a")) == -1);
     ck_assert_int_eq(db_persist(d0, get(d0, "a")), 0);
     ck_assert_int_eq(changes, 3);
 
     db_set_with_expire(d0, "b", 1, str("x"), T0 + 1000);
     db_set_with_expire(d0, "b", 1, str("y"), T0 + 2000);
     ck_assert_int_eq(changes, 5);
-    ck_assert(raw_find_expires(d0, "b")->expire == T0 + 2000);
+    ck_assert(db_entry_expire(raw_find_expires(d0, "b")) == T0 + 2000);
 
     db_move(d0, get(d0, "b"), d0, "c", 1); /* RENAME b c */
     ck_assert_ptr_null(raw_find(d0, "b"));
-    ck_assert(raw_find_expires(d0, "c")->expire == T0 + 2000);
+    ck_assert(db_entry_expire(raw_find_expires(d0, "c")) == T0 + 2000);
     db_put(d0, "c", 1, str("z"), -1); /* COPY x c REPLACE */
     expect_val(raw_find(d0, "c"), "z");
     ck_assert_ptr_null(raw_find_expires(d0, "c"));
@@ -473,7 +469,7 @@ START_TEST(test_changes_counted) {
     ck_assert_int_eq(changes, 8);
 
     db_entry *e = set_str(d0, "e", "1", 0);
-    db_set_expire(d0, e, T0 + 10);
+    e = db_set_expire(d0, e, T0 + 10);
     event_set_cached_ms(T0 + 10);
     ck_assert_ptr_null(get(d0, "e")); /* expired: no change */
     ck_assert_int_eq(changes, 10);
@@ -493,13 +489,13 @@ END_TEST
 START_TEST(test_move_replaces) {
     db *d = db_get(0);
     db_entry *src = set_str(d, "src", "S", 0);
-    db_set_expire(d, src, T0 + 5000);
+    src = db_set_expire(d, src, T0 + 5000);
     src->lru = 1234;
     db_entry *dst = set_str(d, "dst", "D", 0);
-    db_set_expire(d, dst, T0 + 9000);
+    dst = db_set_expire(d, dst, T0 + 9000);
     db_entry *n = db_move(d, src, d, "dst", 3);
     expect_val(n, "S");
-    ck_assert(n->expire == T0 + 5000);
+    ck_assert(db_entry_expire(n) == T0 + 5000);
     ck_assert_uint_eq(n->lru, 1234);
     ck_assert_uint_eq(db_size(d), 1);
     ck_assert_uint_eq(db_expires_count(d), 1);

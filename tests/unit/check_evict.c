@@ -58,7 +58,7 @@ static db_entry *add_key(db *d, const char *fmt, int i) {
 static int has_key(db *d, const char *fmt, int i) {
     char key[32];
     int n = snprintf(key, sizeof(key), fmt, i);
-    return hashtable_find(d->keys, key, (size_t)n) != NULL;
+    return db_find(d, key, (size_t)n) != NULL;
 }
 
 /* ---- the pool ------------------------------------------------------------ */
@@ -224,9 +224,9 @@ START_TEST(test_score_ttl) {
     db_entry *soon = add_key(d, "soon%d", 0);
     db_entry *later = add_key(d, "later%d", 0);
     db_entry *much_later = add_key(d, "much%d", 0);
-    db_set_expire(d, soon, T0 + 1000);
-    db_set_expire(d, later, T0 + 2000);
-    db_set_expire(d, much_later, T0 + 86400000LL);
+    soon = db_set_expire(d, soon, T0 + 1000);
+    later = db_set_expire(d, later, T0 + 2000);
+    much_later = db_set_expire(d, much_later, T0 + 86400000LL);
     uint64_t a = evict_score(soon, MAXMEMORY_VOLATILE_TTL);
     uint64_t b = evict_score(later, MAXMEMORY_VOLATILE_TTL);
     uint64_t c = evict_score(much_later, MAXMEMORY_VOLATILE_TTL);
