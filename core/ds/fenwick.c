@@ -44,6 +44,10 @@ long long fenwick_total(const fenwick *t) {
     return t->total;
 }
 
+size_t fenwick_mem_usage(const fenwick *t) {
+    return t ? sizeof(*t) + sizeof(long long) * (t->n + 1) : 0;
+}
+
 size_t fenwick_find(const fenwick *t, long long k) {
     if (k < 0 || k >= t->total) return t->n;
     size_t pos = 0;

@@ -21,6 +21,8 @@ void fenwick_add(fenwick *t, size_t i, long long delta);
 /* Sum of counters 0..i inclusive. */
 long long fenwick_prefix(const fenwick *t, size_t i);
 long long fenwick_total(const fenwick *t);
+/* Bytes the tree occupies. */
+size_t fenwick_mem_usage(const fenwick *t);
 /* The counter holding the k-th unit (0-based rank, k < total): the
  * smallest i with prefix(i) > k. Returns n when k is out of range. */
 size_t fenwick_find(const fenwick *t, long long k);

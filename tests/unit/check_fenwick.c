@@ -74,6 +74,18 @@ START_TEST(test_find_is_proportional) {
 }
 END_TEST
 
+/* The kvstore reports the tree in its memory usage. */
+START_TEST(test_mem_usage) {
+    ck_assert_uint_eq(fenwick_mem_usage(NULL), 0);
+    fenwick *small = fenwick_create(1), *slots = fenwick_create(16384);
+    ck_assert_uint_ge(fenwick_mem_usage(small), 2 * sizeof(long long));
+    ck_assert_uint_ge(fenwick_mem_usage(slots), 16385 * sizeof(long long));
+    ck_assert_uint_lt(fenwick_mem_usage(slots), 16385 * sizeof(long long) + 256);
+    fenwick_release(small);
+    fenwick_release(slots);
+}
+END_TEST
+
 static Suite *fenwick_suite(void) {
     Suite *s = suite_create("fenwick");
     TCase *tc = tcase_create("fenwick");
@@ -81,6 +93,7 @@ static Suite *fenwick_suite(void) {
     tcase_add_test(tc, test_small_sizes);
     tcase_add_test(tc, test_slots);
     tcase_add_test(tc, test_find_is_proportional);
+    tcase_add_test(tc, test_mem_usage);
     suite_add_tcase(s, tc);
     return s;
 }
