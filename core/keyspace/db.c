@@ -5,6 +5,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "event/event.h"
+#include "keyspace/kvstore.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -45,6 +46,18 @@ static const hashtable_type db_keys_type = {.entry_key = db_entry_table_key,
                                             .entry_free = db_entry_free};
 static const hashtable_type db_expires_type = {.entry_key = db_entry_table_key, .entry_free = NULL};
 
+/* Per-slot tables are made when a slot gets its first key and freed when
+ * it loses its last (with one slot, the table stays). */
+#define DB_KVSTORE_FLAGS (KVSTORE_ALLOCATE_TABLES_ON_DEMAND | KVSTORE_FREE_EMPTY_TABLES)
+/* Slots the cron looks at for shrinking, per database and tick. */
+#define DB_CRON_SHRINK_SLOTS 16
+
+/* The slot of a key in d's tables (0 with one slot): both of d's stores
+ * have the same layout. */
+static inline int db_slot(const db *d, const char *key, size_t len) {
+    return kvstore_slot(d->keys, key, len);
+}
+
 void db_setup(const db_options *o, db_metrics *m) {
     opts = o;
     stats = m;
@@ -52,15 +65,15 @@ void db_setup(const db_options *o, db_metrics *m) {
     dbs = km_calloc((size_t)db_count, sizeof(db));
     for (int i = 0; i < db_count; i++) {
         dbs[i].id = i;
-        dbs[i].keys = hashtable_create(&db_keys_type);
-        dbs[i].expires = hashtable_create(&db_expires_type);
+        dbs[i].keys = kvstore_create(&db_keys_type, o->slot_bits, DB_KVSTORE_FLAGS);
+        dbs[i].expires = kvstore_create(&db_expires_type, o->slot_bits, DB_KVSTORE_FLAGS);
     }
 }
 
 void db_teardown(void) {
     for (int i = 0; i < db_count; i++) {
-        hashtable_release(dbs[i].expires);
-        hashtable_release(dbs[i].keys);
+        kvstore_release(dbs[i].expires);
+        kvstore_release(dbs[i].keys);
     }
     km_free(dbs);
     dbs = NULL;
@@ -178,7 +191,7 @@ static void db_expire_entry(db *d, db_entry *e) {
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
-    db_entry *e = hashtable_find(d->keys, key, len);
+    db_entry *e = kvstore_find(d->keys, db_slot(d, key, len), key, len);
     if (e && db_is_expired(e)) {
         db_expire_entry(d, e);
         return NULL;
@@ -275,6 +288,13 @@ static size_t db_block_size(size_t klen, const db_val *v, int has_expire) {
            (has_expire ? sizeof(int64_t) : 0);
 }
 
+/* Bytes the block's current layout uses (its allocation may be bigger). */
+static size_t db_block_used(const db_entry *e, size_t klen) {
+    return sizeof(db_entry) + db_entry_key_offset(e) + klen +
+           (e->flags & DB_ENTRY_EMBED ? e->vlen : 0) +
+           (e->flags & DB_ENTRY_EXPIRE ? sizeof(int64_t) : 0);
+}
+
 static unsigned char *db_block_value_at(db_entry *e) {
     return e->data + db_entry_key_offset(e) + db_entry_keylen(e);
 }
@@ -326,12 +346,10 @@ static db_entry *db_block_new(const char *key, size_t klen, const db_val *v, int
 static void db_block_relocate(db *d, const db_entry *from, db_entry *to) {
     size_t klen;
     const char *key = db_entry_key(to, &klen);
-    void **ref = hashtable_find_ref(d->keys, key, klen);
-    *ref = to;
-    if (from->flags & DB_ENTRY_EXPIRE) {
-        ref = hashtable_find_ref(d->expires, key, klen);
-        *ref = to;
-    }
+    int slot = db_slot(d, key, klen);
+    *hashtable_find_ref(kvstore_table(d->keys, slot), key, klen) = to;
+    if (from->flags & DB_ENTRY_EXPIRE)
+        *hashtable_find_ref(kvstore_table(d->expires, slot), key, klen) = to;
 }
 
 /* Gives e the value v and the expiry `when` (-1: none): in place when the
@@ -344,7 +362,10 @@ static db_entry *db_block_update(db *d, db_entry *e, const db_val *v, int64_t wh
     kobj *old = db_entry_obj(e);
     int had_expire = (e->flags & DB_ENTRY_EXPIRE) != 0;
     int same_form = !(e->flags & DB_ENTRY_EMBED) == (v->obj != NULL);
-    if (same_form && db_block_size(klen, v, when != -1) <= km_usable(e)) {
+    size_t need = db_block_size(klen, v, when != -1);
+    /* The block's current layout is known without asking the allocator
+     * (a call that costs as much as the rest of an overwrite). */
+    if (same_form && (need <= db_block_used(e, klen) || need <= km_usable(e))) {
         db_block_write_value(e, v);
         db_block_write_expire(e, when);
     } else {
@@ -356,9 +377,9 @@ static db_entry *db_block_update(db *d, db_entry *e, const db_val *v, int64_t wh
     }
     if (old) obj_decref(old);
     if (!had_expire && when != -1)
-        hashtable_add(d->expires, e, NULL);
+        kvstore_add(d->expires, db_slot(d, key, klen), e, NULL);
     else if (had_expire && when == -1)
-        hashtable_delete(d->expires, key, klen, NULL);
+        kvstore_delete(d->expires, db_slot(d, key, klen), key, klen, NULL);
     return e;
 }
 
@@ -428,20 +449,22 @@ size_t db_entry_mem_usage(const db_entry *e) {
 static db_entry *db_insert_val(db *d, const char *key, size_t len, const db_val *v, int64_t when) {
     db_entry *e = db_block_new(key, len, v, when, 0);
     db_init_clock(e);
-    if (!hashtable_add(d->keys, e, NULL)) {
+    int slot = db_slot(d, key, len);
+    if (!kvstore_add(d->keys, slot, e, NULL)) {
         km_free(e); /* the caller still owns v's object */
         return NULL;
     }
-    if (when != -1) hashtable_add(d->expires, e, NULL);
+    if (when != -1) kvstore_add(d->expires, slot, e, NULL);
     return e;
 }
 
 /* Takes key out of both tables; the caller frees the entry. */
 static db_entry *db_pop(db *d, const char *key, size_t len) {
     void *popped;
-    if (!hashtable_delete(d->keys, key, len, &popped)) return NULL;
+    int slot = db_slot(d, key, len);
+    if (!kvstore_delete(d->keys, slot, key, len, &popped)) return NULL;
     db_entry *e = popped;
-    if (e->flags & DB_ENTRY_EXPIRE) hashtable_delete(d->expires, key, len, NULL);
+    if (e->flags & DB_ENTRY_EXPIRE) kvstore_delete(d->expires, slot, key, len, NULL);
     return e;
 }
 
@@ -458,7 +481,7 @@ static int db_persist_quiet(db *d, db_entry *e) {
     if (!(e->flags & DB_ENTRY_EXPIRE)) return 0;
     size_t len;
     const char *key = db_entry_key(e, &len);
-    hashtable_delete(d->expires, key, len, NULL);
+    kvstore_delete(d->expires, db_slot(d, key, len), key, len, NULL);
     e->flags &= ~DB_ENTRY_EXPIRE; /* the 8 bytes stay as slack */
     return 1;
 }
@@ -478,12 +501,14 @@ static db_entry *db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
          * The table slot is found while the old block is still valid. */
         size_t len;
         const char *key = db_entry_key(e, &len);
-        void **ref = hashtable_find_ref(d->keys, key, len);
+        void **ref = hashtable_find_ref(kvstore_table(d->keys, db_slot(d, key, len)), key, len);
         e = km_realloc(e, need);
         *ref = e;
     }
     db_block_write_expire(e, when_ms);
-    hashtable_add(d->expires, e, NULL);
+    size_t klen2;
+    const char *key = db_entry_key(e, &klen2);
+    kvstore_add(d->expires, db_slot(d, key, klen2), e, NULL);
     return e;
 }
 
@@ -511,7 +536,24 @@ db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
 db_entry *db_set_str(db *d, const char *key, size_t len, const char *s, size_t slen, int flags,
                      int64_t when_ms) {
     db_val v = db_val_bytes(s, slen);
-    return db_set_val(d, key, len, &v, flags, when_ms);
+    db_entry *e = db_lookup_quiet(d, key, len);
+    /* The common overwrite: an embedded value by one no longer, no TTL
+     * before or after. The bytes go over the old ones; nothing else moves. */
+    if (e && !v.obj && (e->flags & (DB_ENTRY_EMBED | DB_ENTRY_EXPIRE)) == DB_ENTRY_EMBED &&
+        slen <= e->vlen && (when_ms == -1 || (flags & DB_SET_KEEPTTL))) {
+        e->flags = (e->flags & DB_ENTRY_LONGKEY) | v.flags;
+        e->vlen = (uint32_t)slen;
+        memcpy(db_block_value_at(e), s, slen);
+        db_touch(e);
+        db_announce(d, key, len, DB_EV_MODIFIED, 1);
+        return e;
+    }
+    if (e)
+        e = db_swap_value(d, e, &v, when_ms, flags);
+    else
+        e = db_insert_val(d, key, len, &v, when_ms);
+    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    return e;
 }
 
 db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
@@ -672,64 +714,64 @@ int db_persist(db *d, db_entry *e) {
 /* ---- reading the tables ---- */
 
 db_entry *db_find(db *d, const char *key, size_t len) {
-    return hashtable_find(d->keys, key, len);
+    return kvstore_find(d->keys, db_slot(d, key, len), key, len);
 }
 
 db_entry *db_random_entry(db *d, int volatile_only) {
-    return hashtable_random(volatile_only ? d->expires : d->keys);
+    return kvstore_random_entry(volatile_only ? d->expires : d->keys);
 }
 
 size_t db_sample(db *d, int volatile_only, db_entry **out, size_t count) {
-    return hashtable_sample(volatile_only ? d->expires : d->keys, (void **)out, count);
+    return kvstore_sample(volatile_only ? d->expires : d->keys, (void **)out, count);
 }
 
 size_t db_scan(db *d, size_t cursor, hashtable_scan_fn fn, void *priv) {
-    return hashtable_scan(d->keys, cursor, fn, priv);
+    return kvstore_scan(d->keys, cursor, fn, priv);
 }
 
 void db_iter_init(db_iter *it, db *d) {
-    hashtable_iter_init(&it->it, d->keys, 0);
+    kvstore_iter_init(&it->it, d->keys, 0);
 }
 
 int db_iter_next(db_iter *it, db_entry **e) {
     void *p;
-    if (!hashtable_iter_next(&it->it, &p)) return 0;
+    if (!kvstore_iter_next(&it->it, &p)) return 0;
     *e = p;
     return 1;
 }
 
 void db_iter_reset(db_iter *it) {
-    hashtable_iter_reset(&it->it);
+    kvstore_iter_reset(&it->it);
 }
 
 size_t db_keys_mem_usage(const db *d) {
-    return hashtable_mem_usage(d->keys);
+    return kvstore_mem_usage(d->keys);
 }
 
 size_t db_expires_mem_usage(const db *d) {
-    return hashtable_mem_usage(d->expires);
+    return kvstore_mem_usage(d->expires);
 }
 
 int db_tables_rehashing(const db *d) {
-    return hashtable_is_rehashing(d->keys) + hashtable_is_rehashing(d->expires);
+    return (int)(kvstore_rehashing_count(d->keys) + kvstore_rehashing_count(d->expires));
 }
 
 size_t db_size(const db *d) {
-    return hashtable_size(d->keys);
+    return kvstore_size(d->keys);
 }
 
 size_t db_expires_count(const db *d) {
-    return hashtable_size(d->expires);
+    return kvstore_size(d->expires);
 }
 
 size_t db_flush(db *d) {
-    size_t n = hashtable_size(d->keys);
+    size_t n = kvstore_size(d->keys);
     /* One change per key removed, as Valkey; announced while the keys are
      * still there, so WATCH can tell which watched keys existed. */
     db_change ch = {.event = DB_EV_FLUSHED, .d = d, .changes = (long long)n};
     db_announce_change(&ch);
-    hashtable_empty(d->expires);
-    hashtable_empty(d->keys);
+    kvstore_empty(d->expires, NULL, NULL);
+    kvstore_empty(d->keys, NULL, NULL);
     d->avg_ttl = 0;
     d->expire_cursor = 0;
     return n;
@@ -748,7 +790,7 @@ void db_swap(int a, int b) {
     db_change ch = {.event = DB_EV_SWAPPED, .d = x, .other = y, .changes = 1};
     db_announce_change(&ch);
     if (a == b) return;
-    hashtable *keys = x->keys, *expires = x->expires;
+    kvstore *keys = x->keys, *expires = x->expires;
     long long avg = x->avg_ttl;
     x->keys = y->keys;
     x->expires = y->expires;
@@ -802,13 +844,13 @@ static void db_update_avg_ttl(db *d, double mean) {
 static int db_expire_db(db *d, uint64_t deadline, size_t *expired) {
     size_t per_loop = (size_t)EXPIRE_KEYS_PER_LOOP * (size_t)(1 + opts->active_expire_effort / 4);
     for (int iter = 0;; iter++) {
-        if (!hashtable_size(d->expires)) {
+        if (!kvstore_size(d->expires)) {
             d->avg_ttl = 0;
             return 0;
         }
         expire_scan s = {.d = d, .now = event_cached_ms()};
         while (s.sampled < per_loop) {
-            d->expire_cursor = hashtable_scan(d->expires, d->expire_cursor, db_expire_scan_cb, &s);
+            d->expire_cursor = kvstore_scan(d->expires, d->expire_cursor, db_expire_scan_cb, &s);
             if (d->expire_cursor == 0) break;
         }
         *expired += s.expired;
@@ -835,9 +877,9 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
 
 void db_cron(void) {
     for (int i = 0; i < db_count; i++) {
-        hashtable_shrink_if_needed(dbs[i].keys);
-        hashtable_shrink_if_needed(dbs[i].expires);
-        hashtable_rehash_micros(dbs[i].keys, 1000);
-        hashtable_rehash_micros(dbs[i].expires, 1000);
+        kvstore_shrink_if_needed(dbs[i].keys, DB_CRON_SHRINK_SLOTS);
+        kvstore_shrink_if_needed(dbs[i].expires, DB_CRON_SHRINK_SLOTS);
+        kvstore_rehash_micros(dbs[i].keys, 1000);
+        kvstore_rehash_micros(dbs[i].expires, 1000);
     }
 }

@@ -40,6 +40,7 @@
 #include "common/common.h"
 #include "common/metrics.h"
 #include "ds/hashtable.h"
+#include "keyspace/kvstore.h"
 #include "keyspace/object.h"
 
 /* A key's block. The 8-byte header is followed by, in order:
@@ -147,10 +148,13 @@ long long db_entry_refcount(const db_entry *e);
 /* Bytes the key costs: its block and what its value owns (MEMORY USAGE). */
 size_t db_entry_mem_usage(const db_entry *e);
 
+/* A database: its keys in per-slot tables (one table in standalone mode,
+ * 16384 in the cluster layout; see keyspace/kvstore.h), and the keys with a
+ * TTL in a second set laid out the same way. */
 typedef struct db {
     int id;
-    hashtable *keys;
-    hashtable *expires;
+    kvstore *keys;
+    kvstore *expires;
     long long avg_ttl; /* estimate, from the active expire cycle */
     size_t expire_cursor;
 } db;
@@ -191,6 +195,10 @@ typedef struct type_options {
 
 typedef struct db_options {
     int databases;                /* start-up only */
+    /* log2 of the slots per database, start-up only: 0 (standalone, one
+     * table) or KVSTORE_CLUSTER_SLOT_BITS (the cluster layout; cluster
+     * mode itself is not built yet, the unit tests run the keyspace on it). */
+    int slot_bits;
     unsigned long long maxmemory; /* 0: no limit */
     int maxmemory_policy;         /* MAXMEMORY_* */
     int maxmemory_samples;
@@ -333,7 +341,7 @@ size_t db_scan(db *d, size_t cursor, hashtable_scan_fn fn, void *priv);
 /* Iterator over every key of d. Unsafe: nothing may change the keyspace
  * until db_iter_reset. */
 typedef struct db_iter {
-    hashtable_iter it;
+    kvstore_iter it;
 } db_iter;
 void db_iter_init(db_iter *it, db *d);
 int db_iter_next(db_iter *it, db_entry **e);

@@ -20,11 +20,9 @@
 #include <string.h>
 
 struct kvstore {
+    kvstore_head head; /* first: the header's inline lookups read it */
     const hashtable_type *type;
     int flags;
-    int slot_bits;
-    int num_slots;
-    hashtable **tables;
     fenwick *counts; /* NULL with slot_bits 0 */
     size_t total;
     int non_empty;
@@ -53,14 +51,14 @@ static void set_queued(kvstore *kvs, int slot, int on) {
 }
 
 static void queue_push(kvstore *kvs, int slot) {
-    assert(kvs->q_len < (size_t)kvs->num_slots);
-    kvs->queue[(kvs->q_head + kvs->q_len) % (size_t)kvs->num_slots] = (uint16_t)slot;
+    assert(kvs->q_len < (size_t)kvs->head.num_slots);
+    kvs->queue[(kvs->q_head + kvs->q_len) % (size_t)kvs->head.num_slots] = (uint16_t)slot;
     kvs->q_len++;
 }
 
 static int queue_pop(kvstore *kvs) {
     int slot = kvs->queue[kvs->q_head];
-    kvs->q_head = (kvs->q_head + 1) % (size_t)kvs->num_slots;
+    kvs->q_head = (kvs->q_head + 1) % (size_t)kvs->head.num_slots;
     kvs->q_len--;
     return slot;
 }
@@ -88,22 +86,22 @@ static void unpin(kvstore *kvs, kvstore_pin *p) {
 }
 
 static hashtable *create_table_if_needed(kvstore *kvs, int slot) {
-    if (!kvs->tables[slot]) {
-        kvs->tables[slot] = hashtable_create(kvs->type);
+    if (!kvs->head.tables[slot]) {
+        kvs->head.tables[slot] = hashtable_create(kvs->type);
         kvs->allocated++;
     }
-    return kvs->tables[slot];
+    return kvs->head.tables[slot];
 }
 
 /* After anything that may have changed the slot's table: queue it if it is
  * rehashing, free it if it is empty and may go. */
 static void after_change(kvstore *kvs, int slot) {
-    hashtable *ht = kvs->tables[slot];
+    hashtable *ht = kvs->head.tables[slot];
     if (!ht) return;
-    if (hashtable_size(ht) == 0 && kvs->slot_bits > 0 && (kvs->flags & KVSTORE_FREE_EMPTY_TABLES) &&
-        !is_pinned(kvs, slot)) {
+    if (hashtable_size(ht) == 0 && kvs->head.slot_bits > 0 &&
+        (kvs->flags & KVSTORE_FREE_EMPTY_TABLES) && !is_pinned(kvs, slot)) {
         hashtable_release(ht);
-        kvs->tables[slot] = NULL;
+        kvs->head.tables[slot] = NULL;
         kvs->allocated--;
         return; /* a queued slot stays queued; the cron drops it */
     }
@@ -114,7 +112,7 @@ static void after_change(kvstore *kvs, int slot) {
 }
 
 static void count_add(kvstore *kvs, int slot, long long delta) {
-    size_t after = hashtable_size(kvs->tables[slot]);
+    size_t after = hashtable_size(kvs->head.tables[slot]);
     kvs->total = (size_t)((long long)kvs->total + delta);
     if (delta > 0 && after == (size_t)delta) kvs->non_empty++;
     if (delta < 0 && after == 0) kvs->non_empty--;
@@ -124,7 +122,7 @@ static void count_add(kvstore *kvs, int slot, long long delta) {
 /* The first non-empty slot >= slot, or -1. */
 static int next_non_empty(const kvstore *kvs, int slot) {
     if (slot < 0) slot = 0;
-    if (slot >= kvs->num_slots || kvs->total == 0) return -1;
+    if (slot >= kvs->head.num_slots || kvs->total == 0) return -1;
     if (!kvs->counts) return kvstore_slot_size(kvs, 0) ? 0 : -1;
     long long before = slot ? fenwick_prefix(kvs->counts, (size_t)slot - 1) : 0;
     if (before >= fenwick_total(kvs->counts)) return -1;
@@ -146,14 +144,14 @@ kvstore *kvstore_create(const hashtable_type *type, int slot_bits, int flags) {
     kvstore *kvs = km_calloc(1, sizeof(*kvs));
     kvs->type = type;
     kvs->flags = flags;
-    kvs->slot_bits = slot_bits;
-    kvs->num_slots = 1 << slot_bits;
-    kvs->tables = km_calloc((size_t)kvs->num_slots, sizeof(*kvs->tables));
-    if (slot_bits > 0) kvs->counts = fenwick_create((size_t)kvs->num_slots);
-    kvs->queue = km_calloc((size_t)kvs->num_slots, sizeof(*kvs->queue));
-    kvs->queued = km_calloc(((size_t)kvs->num_slots + 63) / 64, sizeof(*kvs->queued));
+    kvs->head.slot_bits = slot_bits;
+    kvs->head.num_slots = 1 << slot_bits;
+    kvs->head.tables = km_calloc((size_t)kvs->head.num_slots, sizeof(*kvs->head.tables));
+    if (slot_bits > 0) kvs->counts = fenwick_create((size_t)kvs->head.num_slots);
+    kvs->queue = km_calloc((size_t)kvs->head.num_slots, sizeof(*kvs->queue));
+    kvs->queued = km_calloc(((size_t)kvs->head.num_slots + 63) / 64, sizeof(*kvs->queued));
     if (!(flags & KVSTORE_ALLOCATE_TABLES_ON_DEMAND))
-        for (int s = 0; s < kvs->num_slots; s++)
+        for (int s = 0; s < kvs->head.num_slots; s++)
             create_table_if_needed(kvs, s);
     return kvs;
 }
@@ -161,9 +159,9 @@ kvstore *kvstore_create(const hashtable_type *type, int slot_bits, int flags) {
 void kvstore_release(kvstore *kvs) {
     if (!kvs) return;
     assert(!kvs->pins && "kvstore released during a scan or safe iteration");
-    for (int s = 0; s < kvs->num_slots; s++)
-        if (kvs->tables[s]) hashtable_release(kvs->tables[s]);
-    km_free(kvs->tables);
+    for (int s = 0; s < kvs->head.num_slots; s++)
+        if (kvs->head.tables[s]) hashtable_release(kvs->head.tables[s]);
+    km_free(kvs->head.tables);
     fenwick_release(kvs->counts);
     km_free(kvs->queue);
     km_free(kvs->queued);
@@ -172,9 +170,9 @@ void kvstore_release(kvstore *kvs) {
 
 void kvstore_empty(kvstore *kvs, kvstore_entry_fn fn, void *priv) {
     assert(!kvs->pins && "kvstore emptied during a scan or safe iteration");
-    int may_free = kvs->slot_bits > 0 && (kvs->flags & KVSTORE_FREE_EMPTY_TABLES);
-    for (int s = 0; s < kvs->num_slots; s++) {
-        hashtable *ht = kvs->tables[s];
+    int may_free = kvs->head.slot_bits > 0 && (kvs->flags & KVSTORE_FREE_EMPTY_TABLES);
+    for (int s = 0; s < kvs->head.num_slots; s++) {
+        hashtable *ht = kvs->head.tables[s];
         if (!ht) continue;
         size_t n = hashtable_size(ht);
         if (n && kvs->counts) fenwick_add(kvs->counts, (size_t)s, -(long long)n);
@@ -188,7 +186,7 @@ void kvstore_empty(kvstore *kvs, kvstore_entry_fn fn, void *priv) {
         }
         if (may_free) {
             hashtable_release(ht);
-            kvs->tables[s] = NULL;
+            kvs->head.tables[s] = NULL;
             kvs->allocated--;
         } else {
             hashtable_empty(ht);
@@ -197,19 +195,18 @@ void kvstore_empty(kvstore *kvs, kvstore_entry_fn fn, void *priv) {
     kvs->total = 0;
     kvs->non_empty = 0;
     kvs->q_head = kvs->q_len = 0;
-    memset(kvs->queued, 0, ((size_t)kvs->num_slots + 63) / 64 * sizeof(*kvs->queued));
+    memset(kvs->queued, 0, ((size_t)kvs->head.num_slots + 63) / 64 * sizeof(*kvs->queued));
     kvs->shrink_cursor = 0;
 }
 
 /* ---------------------------------------------------------------- queries */
 
 int kvstore_num_slots(const kvstore *kvs) {
-    return kvs->num_slots;
+    return kvs->head.num_slots;
 }
 
-int kvstore_slot(const kvstore *kvs, const void *key, size_t len) {
-    if (kvs->slot_bits == 0) return 0;
-    return (int)(slot_of_key(key, len) & (unsigned)(kvs->num_slots - 1));
+int kvstore_slot_of_key(const kvstore *kvs, const void *key, size_t len) {
+    return (int)(slot_of_key(key, len) & (unsigned)(kvs->head.num_slots - 1));
 }
 
 size_t kvstore_size(const kvstore *kvs) {
@@ -217,8 +214,8 @@ size_t kvstore_size(const kvstore *kvs) {
 }
 
 size_t kvstore_slot_size(const kvstore *kvs, int slot) {
-    if (slot < 0 || slot >= kvs->num_slots || !kvs->tables[slot]) return 0;
-    return hashtable_size(kvs->tables[slot]);
+    if (slot < 0 || slot >= kvs->head.num_slots || !kvs->head.tables[slot]) return 0;
+    return hashtable_size(kvs->head.tables[slot]);
 }
 
 int kvstore_non_empty_slots(const kvstore *kvs) {
@@ -234,12 +231,12 @@ int kvstore_next_slot(const kvstore *kvs, int slot) {
 }
 
 size_t kvstore_mem_usage(const kvstore *kvs) {
-    size_t mem = sizeof(*kvs) + (size_t)kvs->num_slots * sizeof(*kvs->tables) +
-                 (size_t)kvs->num_slots * sizeof(*kvs->queue) +
-                 ((size_t)kvs->num_slots + 63) / 64 * sizeof(*kvs->queued) +
+    size_t mem = sizeof(*kvs) + (size_t)kvs->head.num_slots * sizeof(*kvs->head.tables) +
+                 (size_t)kvs->head.num_slots * sizeof(*kvs->queue) +
+                 ((size_t)kvs->head.num_slots + 63) / 64 * sizeof(*kvs->queued) +
                  fenwick_mem_usage(kvs->counts);
-    for (int s = 0; s < kvs->num_slots; s++)
-        if (kvs->tables[s]) mem += hashtable_mem_usage(kvs->tables[s]);
+    for (int s = 0; s < kvs->head.num_slots; s++)
+        if (kvs->head.tables[s]) mem += hashtable_mem_usage(kvs->head.tables[s]);
     return mem;
 }
 
@@ -248,7 +245,7 @@ size_t kvstore_rehashing_count(kvstore *kvs) {
     size_t n = kvs->q_len;
     for (size_t i = 0; i < n; i++) {
         int slot = queue_pop(kvs);
-        hashtable *ht = kvs->tables[slot];
+        hashtable *ht = kvs->head.tables[slot];
         if (ht && hashtable_is_rehashing(ht))
             queue_push(kvs, slot);
         else
@@ -261,20 +258,10 @@ int kvstore_is_rehashing(kvstore *kvs) {
     return kvstore_rehashing_count(kvs) > 0;
 }
 
-hashtable *kvstore_table(kvstore *kvs, int slot) {
-    assert(slot >= 0 && slot < kvs->num_slots);
-    return kvs->tables[slot];
-}
-
 /* ------------------------------------------------------- per-key calls */
 
-void *kvstore_find(kvstore *kvs, int slot, const void *key, size_t len) {
-    hashtable *ht = kvstore_table(kvs, slot);
-    return ht ? hashtable_find(ht, key, len) : NULL;
-}
-
 int kvstore_add(kvstore *kvs, int slot, void *entry, void **existing) {
-    assert(slot >= 0 && slot < kvs->num_slots);
+    assert(slot >= 0 && slot < kvs->head.num_slots);
     hashtable *ht = create_table_if_needed(kvs, slot);
     if (!hashtable_add(ht, entry, existing)) return 0;
     count_add(kvs, slot, 1);
@@ -301,13 +288,13 @@ int kvstore_fair_slot(kvstore *kvs) {
 
 void *kvstore_random_entry(kvstore *kvs) {
     int slot = kvstore_fair_slot(kvs);
-    return slot < 0 ? NULL : hashtable_random(kvs->tables[slot]);
+    return slot < 0 ? NULL : hashtable_random(kvs->head.tables[slot]);
 }
 
 size_t kvstore_sample(kvstore *kvs, void **out, size_t count) {
     int slot = kvstore_fair_slot(kvs);
     if (slot < 0 || count == 0) return 0;
-    return hashtable_sample(kvs->tables[slot], out, count);
+    return hashtable_sample(kvs->head.tables[slot], out, count);
 }
 
 /* ------------------------------------------------------------------- scan */
@@ -317,19 +304,19 @@ size_t kvstore_sample(kvstore *kvs, void **out, size_t count) {
 static size_t scan_table(kvstore *kvs, int slot, size_t cursor, hashtable_scan_fn fn, void *priv) {
     kvstore_pin p;
     pin(kvs, &p, slot);
-    cursor = hashtable_scan(kvs->tables[slot], cursor, fn, priv);
+    cursor = hashtable_scan(kvs->head.tables[slot], cursor, fn, priv);
     unpin(kvs, &p);
     after_change(kvs, slot);
     return cursor;
 }
 
 int kvstore_cursor_slot(const kvstore *kvs, size_t cursor) {
-    return (int)(cursor & (size_t)(kvs->num_slots - 1));
+    return (int)(cursor & (size_t)(kvs->head.num_slots - 1));
 }
 
 size_t kvstore_scan(kvstore *kvs, size_t cursor, hashtable_scan_fn fn, void *priv) {
     int slot = kvstore_cursor_slot(kvs, cursor);
-    size_t tcursor = cursor >> kvs->slot_bits;
+    size_t tcursor = cursor >> kvs->head.slot_bits;
     if (kvstore_slot_size(kvs, slot) == 0) {
         /* Emptied since the previous step (or never filled): nothing present
          * for the whole scan lives there, go on from the next slot. */
@@ -342,7 +329,7 @@ size_t kvstore_scan(kvstore *kvs, size_t cursor, hashtable_scan_fn fn, void *pri
         slot = next_non_empty(kvs, slot + 1);
         if (slot < 0) return 0;
     }
-    return (tcursor << kvs->slot_bits) | (size_t)slot;
+    return (tcursor << kvs->head.slot_bits) | (size_t)slot;
 }
 
 size_t kvstore_scan_slot(kvstore *kvs, int slot, size_t cursor, hashtable_scan_fn fn, void *priv) {
@@ -380,7 +367,7 @@ int kvstore_iter_next(kvstore_iter *it, void **entry) {
         it->state = 1;
         it->pin.slot = slot;
         if (it->safe) pin(it->kvs, &it->pin, slot);
-        hashtable_iter_init(&it->hit, it->kvs->tables[slot], it->safe);
+        hashtable_iter_init(&it->hit, it->kvs->head.tables[slot], it->safe);
         if (hashtable_iter_next(&it->hit, entry)) return 1;
         iter_leave(it);
         slot = next_non_empty(it->kvs, slot + 1);
@@ -407,7 +394,7 @@ int kvstore_rehash_micros(kvstore *kvs, uint64_t us) {
     size_t visits = kvs->q_len;
     for (size_t i = 0; i < visits && kvs->q_len; i++) {
         int slot = queue_pop(kvs);
-        hashtable *ht = kvs->tables[slot];
+        hashtable *ht = kvs->head.tables[slot];
         if (!ht || !hashtable_is_rehashing(ht)) {
             set_queued(kvs, slot, 0);
             continue;
@@ -430,9 +417,9 @@ void kvstore_shrink_if_needed(kvstore *kvs, int limit) {
     if (slot < 0) slot = next_non_empty(kvs, 0); /* wrap */
     int first = slot;
     for (int n = 0; n < limit && slot >= 0; n++) {
-        hashtable_shrink_if_needed(kvs->tables[slot]);
+        hashtable_shrink_if_needed(kvs->head.tables[slot]);
         after_change(kvs, slot);
-        kvs->shrink_cursor = slot + 1 < kvs->num_slots ? slot + 1 : 0;
+        kvs->shrink_cursor = slot + 1 < kvs->head.num_slots ? slot + 1 : 0;
         slot = next_non_empty(kvs, kvs->shrink_cursor);
         if (slot < 0) {
             kvs->shrink_cursor = 0;

@@ -78,8 +78,20 @@ void kvstore_empty(kvstore *kvs, kvstore_entry_fn fn, void *priv);
 
 /* 2^slot_bits. */
 int kvstore_num_slots(const kvstore *kvs);
-/* The slot of a key: 0 with slot_bits 0, slot_of_key() otherwise. */
-int kvstore_slot(const kvstore *kvs, const void *key, size_t len);
+/* What the inline lookups below read; the rest of the store is private. */
+typedef struct kvstore_head {
+    int slot_bits;
+    int num_slots;
+    hashtable **tables; /* num_slots of them, NULL where a slot has none */
+} kvstore_head;
+
+int kvstore_slot_of_key(const kvstore *kvs, const void *key, size_t len);
+
+/* The slot of a key: 0 with slot_bits 0, slot_of_key() otherwise. Inline:
+ * every keyspace lookup starts here. */
+static inline int kvstore_slot(const kvstore *kvs, const void *key, size_t len) {
+    return ((const kvstore_head *)kvs)->slot_bits ? kvstore_slot_of_key(kvs, key, len) : 0;
+}
 
 /* Entries in all tables; in one slot's table. */
 size_t kvstore_size(const kvstore *kvs);
@@ -102,10 +114,15 @@ int kvstore_is_rehashing(kvstore *kvs);
 /* The slot's table, or NULL when it has none. For lookups and same-key
  * replacement only (see Counts above). Valid until the next add, delete,
  * scan, iterator step or cron call on the store. */
-hashtable *kvstore_table(kvstore *kvs, int slot);
+static inline hashtable *kvstore_table(kvstore *kvs, int slot) {
+    return ((kvstore_head *)kvs)->tables[slot];
+}
 
 /* The entry with this key in the slot's table, or NULL. */
-void *kvstore_find(kvstore *kvs, int slot, const void *key, size_t len);
+static inline void *kvstore_find(kvstore *kvs, int slot, const void *key, size_t len) {
+    hashtable *ht = kvstore_table(kvs, slot);
+    return ht ? hashtable_find(ht, key, len) : NULL;
+}
 /* Adds entry to the slot's table (creating it if needed). Returns 1, or 0 if
  * an entry with the same key exists (*existing, if not NULL, is set to it). */
 int kvstore_add(kvstore *kvs, int slot, void *entry, void **existing);

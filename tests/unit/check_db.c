@@ -11,6 +11,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/hashtable.h"
+#include "keyspace/kvstore.h"
 #include "event/event.h"
 
 #include <check.h>
@@ -28,6 +29,9 @@
 /* The keyspace stands alone: its options and counters are the test's. */
 static db_options opts;
 static db_metrics stats;
+/* The layout under test: every test runs on one table per database and on
+ * the cluster layout's 16384 per-slot tables. */
+static int slot_bits;
 static long long changes;
 
 static void count_changes(const db_change *ch, void *priv) {
@@ -36,6 +40,7 @@ static void count_changes(const db_change *ch, void *priv) {
 
 static void setup(void) {
     opts = (db_options){.databases = 16,
+                        .slot_bits = slot_bits,
                         .maxmemory_policy = MAXMEMORY_NOEVICTION,
                         .maxmemory_samples = 5,
                         .lfu_log_factor = 10,
@@ -46,6 +51,16 @@ static void setup(void) {
     event_set_cached_ms(T0);
     db_setup(&opts, &stats);
     db_add_hook(count_changes, NULL);
+}
+
+static void setup_standalone(void) {
+    slot_bits = 0;
+    setup();
+}
+
+static void setup_cluster_layout(void) {
+    slot_bits = KVSTORE_CLUSTER_SLOT_BITS;
+    setup();
 }
 
 static void teardown(void) {
@@ -68,7 +83,7 @@ static db_entry *raw_find(db *d, const char *key) {
 }
 
 static db_entry *raw_find_expires(db *d, const char *key) {
-    return hashtable_find(d->expires, key, strlen(key));
+    return kvstore_find(d->expires, kvstore_slot(d->expires, key, strlen(key)), key, strlen(key));
 }
 
 static void expect_val(db_entry *e, const char *want) {
@@ -335,7 +350,8 @@ START_TEST(test_active_expire_cycle) {
         db_entry *e = db_find(d, key, (size_t)n);
         if (i % 2 == 0) {
             EXPECT(e == NULL);
-            EXPECT(hashtable_find(d->expires, key, (size_t)n) == NULL);
+            EXPECT(kvstore_find(d->expires, kvstore_slot(d->expires, key, (size_t)n), key,
+                                (size_t)n) == NULL);
         } else {
             EXPECT(e != NULL);
             int64_t v = -1;
@@ -645,11 +661,7 @@ START_TEST(test_hooks_hear_every_change) {
 }
 END_TEST
 
-static Suite *db_suite(void) {
-    Suite *s = suite_create("db");
-    TCase *tc = tcase_create("basic");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+static void add_basic(TCase *tc) {
     tcase_add_test(tc, test_set_get_delete);
     tcase_add_test(tc, test_add_existing);
     tcase_add_test(tc, test_replace_value);
@@ -661,11 +673,9 @@ static Suite *db_suite(void) {
     tcase_add_test(tc, test_lru_clock);
     tcase_add_test(tc, test_lfu_clock);
     tcase_add_test(tc, test_hooks_hear_every_change);
-    suite_add_tcase(s, tc);
+}
 
-    TCase *ex = tcase_create("expire");
-    tcase_add_checked_fixture(ex, setup, teardown);
-    tcase_set_timeout(ex, 120);
+static void add_expire(TCase *ex) {
     tcase_add_test(ex, test_lazy_expiry);
     tcase_add_test(ex, test_lazy_expiry_quiet_and_set);
     tcase_add_test(ex, test_set_expire_twice);
@@ -675,7 +685,27 @@ static Suite *db_suite(void) {
     tcase_add_test(ex, test_active_expire_cycle);
     tcase_add_test(ex, test_active_expire_repeats_while_stale);
     tcase_add_test(ex, test_active_expire_far_ttls);
-    suite_add_tcase(s, ex);
+}
+
+static Suite *db_suite(void) {
+    Suite *s = suite_create("db");
+    struct {
+        const char *name;
+        void (*setup)(void);
+        void (*add)(TCase *);
+    } cases[] = {
+        {"basic", setup_standalone, add_basic},
+        {"expire", setup_standalone, add_expire},
+        {"basic-16384-slots", setup_cluster_layout, add_basic},
+        {"expire-16384-slots", setup_cluster_layout, add_expire},
+    };
+    for (size_t i = 0; i < K_ARRAY_LEN(cases); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, cases[i].setup, teardown);
+        tcase_set_timeout(tc, 120);
+        cases[i].add(tc);
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 

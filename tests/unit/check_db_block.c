@@ -30,9 +30,11 @@
 
 static db_options opts;
 static db_metrics stats;
+static int slot_bits; /* each test runs on one table and on 16384 slots */
 
 static void setup(void) {
     opts = (db_options){.databases = 2,
+                        .slot_bits = slot_bits,
                         .maxmemory_policy = MAXMEMORY_NOEVICTION,
                         .maxmemory_samples = 5,
                         .lfu_log_factor = 10,
@@ -41,6 +43,16 @@ static void setup(void) {
     stats = (db_metrics){0};
     event_set_cached_ms(T0);
     db_setup(&opts, &stats);
+}
+
+static void setup_standalone(void) {
+    slot_bits = 0;
+    setup();
+}
+
+static void setup_cluster_layout(void) {
+    slot_bits = KVSTORE_CLUSTER_SLOT_BITS;
+    setup();
 }
 
 static void teardown(void) {
@@ -359,11 +371,7 @@ START_TEST(test_reply_reference) {
 }
 END_TEST
 
-static Suite *db_block_suite(void) {
-    Suite *s = suite_create("db_block");
-    TCase *tc = tcase_create("block");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+static void add_block_tests(TCase *tc) {
     tcase_add_test(tc, test_embed_boundaries);
     tcase_add_test(tc, test_encodings);
     tcase_add_test(tc, test_ttl_every_encoding);
@@ -373,7 +381,20 @@ static Suite *db_block_suite(void) {
     tcase_add_test(tc, test_incr_crossing);
     tcase_add_test(tc, test_form_switches);
     tcase_add_test(tc, test_reply_reference);
+}
+
+static Suite *db_block_suite(void) {
+    Suite *s = suite_create("db_block");
+    TCase *tc = tcase_create("block");
+    tcase_add_checked_fixture(tc, setup_standalone, teardown);
+    tcase_set_timeout(tc, 60);
+    add_block_tests(tc);
     suite_add_tcase(s, tc);
+    TCase *cl = tcase_create("block-16384-slots");
+    tcase_add_checked_fixture(cl, setup_cluster_layout, teardown);
+    tcase_set_timeout(cl, 60);
+    add_block_tests(cl);
+    suite_add_tcase(s, cl);
     return s;
 }
 
