@@ -21,7 +21,9 @@
 # Keys are "key:" and 12 digits (16 bytes), values the letter x repeated; a
 # TTL is `EX 1000000` (far enough never to expire during the run). The
 # figure includes everything a key costs the server: its table slot, its
-# entry, its value, and the expiry table for TTL keys.
+# entry, its value, and the expiry table for TTL keys. It is read once no
+# hash table is being rehashed (MEMORY STATS db.dict.rehashing.count 0, at
+# most 60 s after the load); the figure right after the load is also kept.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -117,10 +119,25 @@ measure() {
         die "redis-cli --pipe failed against ${TITLES[$i]}: $(tail -n 2 "$dir/pipe.log")"
     n=$(redis-cli -h 127.0.0.1 -p "$port" dbsize)
     [ "$n" = "$KEYS" ] || die "${TITLES[$i]} holds $n keys, expected $KEYS"
+    um=$(info_field "$port" used_memory)
+    # The figure is taken once the hash tables have settled: a table that
+    # grew near the end of the load is still being rehashed incrementally
+    # (old and new arrays both held), which the cron finishes within
+    # seconds on an idle server. Every server is given the same wait
+    # (MEMORY STATS db.dict.rehashing.count back to 0, at most 60 s); the
+    # used_memory right after the load is kept as "at once".
+    local waited=0
+    while [ "$waited" -lt 600 ]; do
+        rh=$(redis-cli -h 127.0.0.1 -p "$port" memory stats | tr -d '\r' |
+            awk 'p { print; exit } $0 == "db.dict.rehashing.count" { p = 1 }')
+        [ -z "$rh" ] || [ "$rh" = 0 ] && break
+        sleep 0.1
+        waited=$((waited + 1))
+    done
     sleep 1 # RSS catches up with frees of the request buffers
     u1=$(info_field "$port" used_memory)
     r1=$(info_field "$port" used_memory_rss)
-    echo "${NAMES[$i]},$size,$ttl,$(awk -v a="$u0" -v b="$u1" -v n="$KEYS" 'BEGIN { printf "%.1f", (b - a) / n }'),$(awk -v a="$r0" -v b="$r1" -v n="$KEYS" 'BEGIN { printf "%.1f", (b - a) / n }')" >>"$RAW"
+    echo "${NAMES[$i]},$size,$ttl,$(awk -v a="$u0" -v b="$u1" -v n="$KEYS" 'BEGIN { printf "%.1f", (b - a) / n }'),$(awk -v a="$r0" -v b="$r1" -v n="$KEYS" 'BEGIN { printf "%.1f", (b - a) / n }'),$(awk -v a="$u0" -v b="$um" -v n="$KEYS" 'BEGIN { printf "%.1f", (b - a) / n }'),$(awk -v w="$waited" 'BEGIN { printf "%.1f", w / 10 }')" >>"$RAW"
     stop_pid "$pid" 10
     forget_pid "$pid"
 }
@@ -133,7 +150,7 @@ for size in "${SIZES[@]}"; do
         for i in "${!NAMES[@]}"; do
             printf 'bench: %-13s %4s B %-6s ... ' "${TITLES[$i]}" "$size" "$([ "$ttl" = 1 ] && echo TTL || echo no-TTL)"
             measure "$i" "$size" "$ttl"
-            tail -n 1 "$RAW" | awk -F, '{ printf "%s B/key used, %s B/key RSS\n", $4, $5 }'
+            tail -n 1 "$RAW" | awk -F, '{ printf "%s B/key used, %s B/key RSS (%s at once; settled after %s s)\n", $4, $5, $6, $7 }'
         done
         rm -f "$BENCH_TMP/load-$size-$ttl.resp"
     done
@@ -147,7 +164,7 @@ fi
 [ -z "$KEEL_DESC" ] || keel_rev=$KEEL_DESC
 CSV="${OUT%.md}.csv"
 {
-    echo "server,value_size,ttl,used_bytes_per_key,rss_bytes_per_key"
+    echo "server,value_size,ttl,used_bytes_per_key,rss_bytes_per_key,used_bytes_per_key_at_once,settle_seconds"
     cat "$RAW"
 } >"$CSV"
 {
@@ -171,6 +188,24 @@ CSV="${OUT%.md}.csv"
             for i in "${!NAMES[@]}"; do
                 row+=$(awk -F, -v n="${NAMES[$i]}" -v s="$size" -v t="$ttl" \
                     '$1 == n && $2 == s && $3 == t { printf " %s | %s |", $4, $5 }' "$RAW")
+            done
+            echo "$row"
+        done
+    done
+    echo
+    echo "Right after the load, before the tables settled (used B/key; seconds until no table was rehashing):"
+    echo
+    row="| value | TTL |"
+    rule="| ---: | --- |"
+    for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} at once | ${TITLES[$i]} settled after |"; rule+=" ---: | ---: |"; done
+    echo "$row"
+    echo "$rule"
+    for size in "${SIZES[@]}"; do
+        for ttl in 0 1; do
+            row="| $size B | $([ "$ttl" = 1 ] && echo yes || echo no) |"
+            for i in "${!NAMES[@]}"; do
+                row+=$(awk -F, -v n="${NAMES[$i]}" -v s="$size" -v t="$ttl" \
+                    '$1 == n && $2 == s && $3 == t { printf " %s | %s s |", $6, $7 }' "$RAW")
             done
             echo "$row"
         done

@@ -1,16 +1,24 @@
-/* hashtable.h -- the keyspace's hash table: 64-byte cache-line buckets.
+/* hashtable.h -- the keyspace's hash table: open addressing over 64-byte
+ * cache-line buckets.
  *
- * Design (after Valkey 8.1's hashtable, written anew): a bucket is exactly one
- * cache line holding up to 7 entry pointers, a presence bitmap, and one byte
- * of secondary hash per entry, so a lookup touches one line and compares at
- * most one or two keys. A full bucket chains a child bucket. Two tables exist
- * while resizing; every operation moves a bucket from the old table to the new
- * one (incremental rehash), and the cron may move more with
- * hashtable_rehash_micros().
+ * Design: a bucket is one cache line of 8 slots; a slot holds an entry
+ * pointer in its low 48 bits and a 16-bit tag (4 bits of displacement from
+ * the entry's home bucket, 12 bits of secondary hash) on top. Entries are
+ * placed by bucketized linear probing at most 15 buckets past their home and
+ * removed by backward shifting (no tombstones), so a lookup touches one cache
+ * line, rarely two, and normally compares one key. The table has any number
+ * of buckets (no powers of two), grows at 90% fill to the next allocator
+ * size class (72-79% full) and uses every byte of its allocation: about 9-11
+ * bytes per entry; it shrinks below 25% fill. Two tables exist
+ * while resizing; every operation moves one home group from the old table to
+ * the new one (incremental rehash), and the cron may move more with
+ * hashtable_rehash_micros(). See hashtable.c for the details.
  *
- * Entries are opaque pointers owned by the caller; the table learns an
- * entry's key through the type's entry_key callback. Entries must be at least
- * 2-byte aligned (heap pointers are).
+ * Entries are opaque non-NULL pointers owned by the caller; the table learns
+ * an entry's key through the type's entry_key callback. Entry pointers must
+ * fit in 48 bits, as user-space pointers do on x86-64 and aarch64 with 48-bit
+ * virtual addresses (checked with an assert when stored); 57-bit (5-level
+ * paging) addresses are only handed out to processes that ask for them.
  *
  * Threads: a table is not thread safe. All calls for one table come from one
  * thread at a time. */
@@ -41,18 +49,28 @@ void hashtable_release(hashtable *ht);
 void hashtable_empty(hashtable *ht);
 
 size_t hashtable_size(const hashtable *ht);
-/* Bytes used by the table itself (buckets), not by entries. */
+/* Bytes used by the table itself (the struct and its bucket arrays as
+ * allocated), not by entries. */
 size_t hashtable_mem_usage(const hashtable *ht);
+/* Buckets allocated (home and tail buckets of both tables while rehashing). */
+size_t hashtable_buckets(const hashtable *ht);
 int hashtable_is_rehashing(const hashtable *ht);
 
 /* Returns the entry whose key equals key, or NULL. */
 void *hashtable_find(hashtable *ht, const void *key, size_t len);
 
-/* Returns the address of the slot holding the entry with this key, or NULL.
- * The caller may store a different entry with the SAME key through it (used
- * to overwrite a value without a second lookup). Valid until the next call
- * that modifies the table. */
-void **hashtable_find_ref(hashtable *ht, const void *key, size_t len);
+/* Where an entry is stored, from hashtable_find_pos(). */
+typedef struct hashtable_pos {
+    void *slot;
+    int table;
+} hashtable_pos;
+
+/* Finds key like hashtable_find and fills *pos with where it is; the
+ * position is valid until the next call that modifies the table. */
+void *hashtable_find_pos(hashtable *ht, const void *key, size_t len, hashtable_pos *pos);
+/* Stores entry (which must have the same key as the entry at pos) at pos,
+ * keeping its tag: overwrites a value without a second lookup. */
+void hashtable_store_at(hashtable *ht, const hashtable_pos *pos, void *entry);
 
 /* Adds entry. Returns 1 on success, 0 if an entry with the same key exists
  * (the table is unchanged then and *existing, if not NULL, is set to it). */
@@ -74,7 +92,8 @@ void *hashtable_random(hashtable *ht);
  * whole scan is returned at least once; entries may be returned twice. Call
  * with cursor 0 first; the returned cursor is 0 when the scan is complete.
  * The callback may delete the entry it is given (rehashing and shrinking are
- * paused while a bucket chain is being visited). */
+ * paused during a call). The cursor is a position in the hash space below
+ * 2^32; larger cursors end the scan (0). */
 typedef void (*hashtable_scan_fn)(void *priv, void *entry);
 size_t hashtable_scan(hashtable *ht, size_t cursor, hashtable_scan_fn fn, void *priv);
 
@@ -83,12 +102,13 @@ size_t hashtable_scan(hashtable *ht, size_t cursor, hashtable_scan_fn fn, void *
  * forbids any modification and is faster. */
 typedef struct hashtable_iter {
     hashtable *ht;
-    void *bucket;
+    void *last; /* the entry returned last (a safe iterator's user may delete it) */
     size_t index;
-    int table;
-    int pos;
-    int safe;
     uint64_t fingerprint;
+    uint64_t epoch;
+    int table;
+    int slot;
+    int safe;
 } hashtable_iter;
 void hashtable_iter_init(hashtable_iter *it, hashtable *ht, int safe);
 /* Returns 1 and sets *entry, or 0 when done. */

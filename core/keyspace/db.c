@@ -255,7 +255,9 @@ static db_val db_val_bytes(const char *s, size_t len) {
     long long ignored;
     if (len > DB_EMBED_MAX) return (db_val){.obj = obj_string_raw(s, len)};
     uint8_t flags = DB_ENTRY_EMBED;
-    if (len <= 20 && str_to_ll(s, len, &ignored))
+    /* The first byte rules most strings out before the parse. */
+    if (len && len <= 20 && ((unsigned)(s[0] - '0') < 10 || s[0] == '-') &&
+        str_to_ll(s, len, &ignored))
         flags |= DB_ENTRY_INT;
     else if (len > DB_EMBSTR_NAME_MAX)
         flags |= DB_ENTRY_RAWNAME;
@@ -342,14 +344,21 @@ static db_entry *db_block_new(const char *key, size_t klen, const db_val *v, int
     return e;
 }
 
+/* Stores `to` where the table holds the entry with this key (the same key:
+ * one lookup). */
+static void db_table_replace(hashtable *ht, const char *key, size_t klen, db_entry *to) {
+    hashtable_pos pos;
+    if (hashtable_find_pos(ht, key, klen, &pos)) hashtable_store_at(ht, &pos, to);
+}
+
 /* `to` replaces `from` (same key) in the tables that hold it. */
 static void db_block_relocate(db *d, const db_entry *from, db_entry *to) {
     size_t klen;
     const char *key = db_entry_key(to, &klen);
     int slot = db_slot(d, key, klen);
-    *hashtable_find_ref(kvstore_table(d->keys, slot), key, klen) = to;
+    db_table_replace(kvstore_table(d->keys, slot), key, klen, to);
     if (from->flags & DB_ENTRY_EXPIRE)
-        *hashtable_find_ref(kvstore_table(d->expires, slot), key, klen) = to;
+        db_table_replace(kvstore_table(d->expires, slot), key, klen, to);
 }
 
 /* Gives e the value v and the expiry `when` (-1: none): in place when the
@@ -501,9 +510,11 @@ static db_entry *db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
          * The table slot is found while the old block is still valid. */
         size_t len;
         const char *key = db_entry_key(e, &len);
-        void **ref = hashtable_find_ref(kvstore_table(d->keys, db_slot(d, key, len)), key, len);
+        hashtable *ht = kvstore_table(d->keys, db_slot(d, key, len));
+        hashtable_pos pos;
+        hashtable_find_pos(ht, key, len, &pos);
         e = km_realloc(e, need);
-        *ref = e;
+        hashtable_store_at(ht, &pos, e);
     }
     db_block_write_expire(e, when_ms);
     size_t klen2;
