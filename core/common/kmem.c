@@ -176,6 +176,14 @@ void *km_alloc_large(size_t size) {
     return p;
 }
 
+void *km_alloc_large_aligned(size_t align, size_t size) {
+    if (!km_large_ready || size < KM_LARGE) return km_alloc_aligned(align, size);
+    void *p = mallocx(size, km_large_flags() | MALLOCX_ALIGN(align));
+    if (!p) km_oom(size);
+    atomic_store_explicit(&km_large_allocated, 1, memory_order_relaxed);
+    return p;
+}
+
 void *km_realloc_large(void *ptr, size_t size) {
     if (!km_large_ready || size < KM_LARGE) return km_realloc(ptr, size);
     void *p = ptr ? rallocx(ptr, size, km_large_flags()) : mallocx(size, km_large_flags());
@@ -215,6 +223,10 @@ void km_teardown(void) {
 
 void *km_alloc_large(size_t size) {
     return km_alloc(size);
+}
+
+void *km_alloc_large_aligned(size_t align, size_t size) {
+    return km_alloc_aligned(align, size);
 }
 
 void *km_realloc_large(void *ptr, size_t size) {

@@ -24,7 +24,9 @@ char *km_strndup(const char *s, size_t len);
  * arena that keeps the pages it frees instead of returning them to the
  * kernel at once: with default settings every large value is faulted in
  * afresh (about 2,000 page faults for 8 MB), which caps large SETs at a
- * tenth of the copy speed. km_large_maintain() gives the freed pages back
+ * tenth of the copy speed. Hash table bucket arrays of that size come from
+ * it too: a table that grows frees its old array, and without the purge
+ * an idle server would keep those pages resident. km_large_maintain() gives the freed pages back
  * once large allocations have paused for a moment. Free (and grow) them
  * with km_free_large (km_realloc_large), which tell it that pages were
  * freed; km_free works but leaves them to the next such free. The
@@ -34,6 +36,9 @@ char *km_strndup(const char *s, size_t len);
 #define KM_LARGE (1024 * 1024)
 void *km_alloc_large(size_t size);
 void *km_realloc_large(void *ptr, size_t size);
+/* km_alloc_large with an alignment (a power of two): the hash tables'
+ * bucket arrays, whose old arrays a resize frees. */
+void *km_alloc_large_aligned(size_t align, size_t size);
 void km_free_large(void *ptr);
 /* Sets the large-buffer arena up, with the thread that gives its freed
  * pages back; without jemalloc it is plain malloc. km_teardown stops that

@@ -344,7 +344,10 @@ static table table_alloc(size_t min_n) {
     size_t tail = min_n < MAX_TAIL ? min_n : MAX_TAIL;
     size_t want = (min_n + tail) * BUCKET_BYTES;
     table t = {0};
-    t.b = km_alloc_aligned(BUCKET_BYTES, want);
+    /* Big arrays come from the large-buffer arena, whose freed pages (the
+     * old array after a resize) go back to the kernel once allocations
+     * pause, instead of staying resident on an idle server. */
+    t.b = km_alloc_large_aligned(BUCKET_BYTES, want);
     t.bytes = km_usable(t.b);
     size_t nb = t.bytes / BUCKET_BYTES;
     t.n = nb >= 2 * MAX_TAIL ? nb - MAX_TAIL : nb / 2;
@@ -356,7 +359,7 @@ static table table_alloc(size_t min_n) {
 }
 
 static void table_free(table *t) {
-    km_free(t->b);
+    km_free_large(t->b);
     memset(t, 0, sizeof(*t));
 }
 
