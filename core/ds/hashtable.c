@@ -45,17 +45,23 @@
  * per resize.
  *
  * Sizes. Fill is entries / (8 * n home buckets); the tail is extra room.
- *   grow   when an add would take the fill over 90%, to the smallest table
- *          at or under 80% (about 1.13-1.25x: the next allocator size class);
- *   shrink when the fill falls under 25%, to the smallest table at or under
- *          85% (rounding up to a size class lowers the fill by up to a fifth:
- *          a 72% target could end at 58%, 14 bytes per entry). The band
- *          between 25% and 90% is wide, so alternating adds and deletes never
- *          make the table thrash.
- * The grow target is the next size class rather than "72%" for the same
- * reason: from 90%, asking for 72% and rounding up could skip a class and
- * end at 63%. Measured (jemalloc, 16-byte keys): 8.9-11.1 bytes per entry
- * between 50k and 2M entries, settled. Robin Hood placement (below) is what
+ *   grow    when an add would take the fill over 90%, to the smallest table
+ *           at or under 45%: a doubling, so a table being filled moves each
+ *           entry about once (growing one allocator size class at a time,
+ *           ~1.15x, kept the table tight but moved each entry about seven
+ *           times and cost bulk loads 30% of their SET rate);
+ *   compact (hashtable_compact_if_idle, from the cron) a table under 70%
+ *           that has not grown for a second, to the smallest table at or
+ *           under 80% (the next size class up from 90%): one more move per
+ *           entry, done in the background, and the table is tight again;
+ *   shrink  when the fill falls under 25%, to the smallest table at or under
+ *           85% (rounding up to a size class lowers the fill by up to a fifth:
+ *           a 72% target could end at 58%, 14 bytes per entry). The band
+ *           between 25% and 90% is wide, so alternating adds and deletes never
+ *           make the table thrash.
+ * The compact target is 80% rather than "72%": asking for 72% and rounding
+ * up could skip a class and end at 63%. Measured (jemalloc, 16-byte keys):
+ * 8.9-11.1 bytes per entry, settled. Robin Hood placement (below) is what
  * lets the table reach 90%: with first-free-slot placement an insert found
  * no room within displacement 15 at 66-84% fill, forcing early resizes.
  * Allocations are 64-byte aligned and the table takes every bucket the
@@ -90,7 +96,15 @@
 #define BUCKET_BYTES 64
 
 #define GROW_PERCENT 90        /* grow when an add would pass this fill */
-#define GROW_TARGET_PERCENT 80 /* ... to the smallest table at or under this */
+#define GROW_TARGET_PERCENT 80 /* the tight size: smallest table at or under this */
+/* An add that passes GROW_PERCENT doubles the table (to this fill), so a
+ * table being filled moves each entry about once, not once per size class;
+ * the cron then tightens it (hashtable_compact_if_idle) to GROW_TARGET_PERCENT
+ * once it has stopped growing for COMPACT_QUIET_US and is under
+ * COMPACT_PERCENT full. */
+#define GROW_FAST_PERCENT 45
+#define COMPACT_PERCENT 70
+#define COMPACT_QUIET_US 1000000
 #define SHRINK_PERCENT 25      /* shrink when the fill falls under this */
 #define SHRINK_TARGET_PERCENT 85
 #define SHRINK_RETRY_US 1000000 /* see shrink_fits() */
@@ -128,6 +142,8 @@ struct hashtable {
     uint64_t epoch;           /* bumped when a paused table had to be rebuilt */
     size_t shrink_retry;      /* >0: a shrink did not fit; try again at this size */
     uint64_t shrink_check_us; /* ... or this long after (monotonic us) */
+    uint64_t grown_us;        /* when an add last grew the table (monotonic us) */
+    int deleted;              /* a delete happened since the last resize */
 };
 
 /* ---------------------------------------------------------------- hashing */
@@ -561,10 +577,17 @@ static void resize(hashtable *ht, size_t min_n) {
         table_free(&nt);
         return;
     }
+    ht->deleted = 0;
     ht->t[1] = nt;
     ht->rehash_idx = 0;
     /* Nothing to move: switch now, unless a paused walker is in tables[0]. */
     if (ht->t[0].used == 0 && ht->pause_rehash == 0) finish_rehash(ht);
+}
+
+static uint64_t monotonic_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Called before adding one entry. */
@@ -587,7 +610,8 @@ static void grow_if_needed(hashtable *ht) {
     }
     if (ht->t[0].n >= MAX_HOME) return;
     /* Growing while paused is fine: the old table is left untouched. */
-    resize(ht, homes_for(want, GROW_TARGET_PERCENT));
+    resize(ht, homes_for(want, GROW_FAST_PERCENT));
+    ht->grown_us = monotonic_us();
 }
 
 /* No room for entry (not in the table) in the table it belongs to: make
@@ -620,12 +644,6 @@ static void insert_forced(hashtable *ht, void *entry) {
     int ti = is_rehashing(ht) ? 1 : 0;
     if (!table_insert(&ht->t[ti], hash, entry, !ht->pause_rehash)) return;
     rebuild(ht, bigger, entry, hash);
-}
-
-static uint64_t monotonic_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* Whether the entries of t would fit a table of n2 home buckets. They are
@@ -673,6 +691,25 @@ void hashtable_shrink_if_needed(hashtable *ht) {
         return;
     }
     ht->shrink_retry = 0;
+    resize(ht, n);
+}
+
+void hashtable_compact(hashtable *ht);
+
+void hashtable_compact_if_idle(hashtable *ht) {
+    if (monotonic_us() - ht->grown_us < COMPACT_QUIET_US) return;
+    hashtable_compact(ht);
+}
+
+void hashtable_compact(hashtable *ht) {
+    table *t = &ht->t[0];
+    if (!t->b || is_rehashing(ht) || ht->pause_rehash || ht->pause_shrink) return;
+    if (t->used * 100 >= t->n * SLOTS * COMPACT_PERCENT) return;
+    size_t n = homes_for(t->used, GROW_TARGET_PERCENT);
+    if (n >= t->n) return;
+    /* Entries added in any order sit evenly by hash; after deletes (active
+     * expiry deletes in home order) check that they fit, as a shrink does. */
+    if (ht->deleted && !shrink_fits(t, n)) return;
     resize(ht, n);
 }
 
@@ -789,6 +826,7 @@ int hashtable_delete(hashtable *ht, const void *key, size_t len, void **popped) 
     table *t = &ht->t[p.table];
     void *entry = slot_entry(t->b[p.b].slots[p.s]);
     table_remove(t, p.b, p.s);
+    ht->deleted = 1;
     if (popped)
         *popped = entry;
     else if (ht->type->entry_free)

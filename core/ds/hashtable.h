@@ -122,5 +122,11 @@ int hashtable_rehash_micros(hashtable *ht, uint64_t us);
 /* Shrinks the table if it is oversized for its entry count (the cron calls
  * this; deletions also shrink automatically unless paused). */
 void hashtable_shrink_if_needed(hashtable *ht);
+/* For the cron: a table that grew (adds double it, so a load moves each
+ * entry about once) and then stopped growing for a second is resized to
+ * its tight size (80% full, 9-11 bytes per entry), incrementally. */
+void hashtable_compact_if_idle(hashtable *ht);
+/* The same without waiting for the table to be idle (tests, tools). */
+void hashtable_compact(hashtable *ht);
 
 #endif

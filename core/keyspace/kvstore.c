@@ -418,6 +418,7 @@ void kvstore_shrink_if_needed(kvstore *kvs, int limit) {
     int first = slot;
     for (int n = 0; n < limit && slot >= 0; n++) {
         hashtable_shrink_if_needed(kvs->head.tables[slot]);
+        hashtable_compact_if_idle(kvs->head.tables[slot]);
         after_change(kvs, slot);
         kvs->shrink_cursor = slot + 1 < kvs->head.num_slots ? slot + 1 : 0;
         slot = next_non_empty(kvs, kvs->shrink_cursor);

@@ -19,12 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) ck_assert_msg(0, "expected: %s", #cond);                                      \
-    } while (0)
-
-#define T0 1700000000000LL /* a fixed "now" in unix ms */
+#include "keyspace_fixture.h"
 
 /* The keyspace stands alone: its options and counters are the test's. */
 static db_options opts;
@@ -39,17 +34,8 @@ static void count_changes(const db_change *ch, void *priv) {
 }
 
 static void setup(void) {
-    opts = (db_options){.databases = 16,
-                        .slot_bits = slot_bits,
-                        .maxmemory_policy = MAXMEMORY_NOEVICTION,
-                        .maxmemory_samples = 5,
-                        .lfu_log_factor = 10,
-                        .lfu_decay_time = 1,
-                        .active_expire_effort = 1};
-    stats = (db_metrics){0};
+    keyspace_fixture_setup(&opts, &stats, 16, slot_bits);
     changes = 0;
-    event_set_cached_ms(T0);
-    db_setup(&opts, &stats);
     db_add_hook(count_changes, NULL);
 }
 

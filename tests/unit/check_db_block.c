@@ -21,28 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) ck_assert_msg(0, "expected: %s", #cond);                                      \
-    } while (0)
-
-#define T0 1700000000000LL
+#include "keyspace_fixture.h"
 
 static db_options opts;
 static db_metrics stats;
 static int slot_bits; /* each test runs on one table and on 16384 slots */
 
 static void setup(void) {
-    opts = (db_options){.databases = 2,
-                        .slot_bits = slot_bits,
-                        .maxmemory_policy = MAXMEMORY_NOEVICTION,
-                        .maxmemory_samples = 5,
-                        .lfu_log_factor = 10,
-                        .lfu_decay_time = 1,
-                        .active_expire_effort = 1};
-    stats = (db_metrics){0};
-    event_set_cached_ms(T0);
-    db_setup(&opts, &stats);
+    keyspace_fixture_setup(&opts, &stats, 2, slot_bits);
 }
 
 static void setup_standalone(void) {

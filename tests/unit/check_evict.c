@@ -19,27 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) ck_assert_msg(0, "expected: %s", #cond);                                      \
-    } while (0)
-
-#define T0 1700000000000LL
+#include "keyspace_fixture.h"
 
 /* The keyspace stands alone: its options and counters are the test's. */
 static db_options opts;
 static db_metrics stats;
 static void setup(void) {
-    opts = (db_options){.databases = 16,
-                        .maxmemory_policy = MAXMEMORY_NOEVICTION,
-                        .maxmemory_samples = 5,
-                        .lfu_log_factor = 10,
-                        .lfu_decay_time = 1,
-                        .active_expire_effort = 1};
-    stats = (db_metrics){0};
-    event_set_cached_ms(T0);
+    keyspace_fixture_setup(&opts, &stats, 16, 0);
     srand(12345);
-    db_setup(&opts, &stats);
 }
 
 static void teardown(void) {
