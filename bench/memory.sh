@@ -22,8 +22,8 @@
 # TTL is `EX 1000000` (far enough never to expire during the run). The
 # figure includes everything a key costs the server: its table slot, its
 # entry, its value, and the expiry table for TTL keys. It is read once no
-# hash table is being rehashed (MEMORY STATS db.dict.rehashing.count 0, at
-# most 60 s after the load); the figure right after the load is also kept.
+# hash table has been rehashed for 2 s (MEMORY STATS db.dict.rehashing.count,
+# at most 60 s after the load); the figure right after the load is also kept.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -122,18 +122,21 @@ measure() {
     um=$(info_field "$port" used_memory)
     # The figure is taken once the hash tables have settled: a table that
     # grew near the end of the load is still being rehashed incrementally
-    # (old and new arrays both held), which the cron finishes within
-    # seconds on an idle server. Every server is given the same wait
-    # (MEMORY STATS db.dict.rehashing.count back to 0, at most 60 s); the
-    # used_memory right after the load is kept as "at once".
-    local waited=0
-    while [ "$waited" -lt 600 ]; do
+    # (old and new arrays both held), and Keel's cron resizes a table that
+    # doubled during the load to its tight size once it has not grown for a
+    # second; both finish within seconds on an idle server. Every server is
+    # given the same wait (MEMORY STATS db.dict.rehashing.count 0 for 2 s
+    # in a row, at most 60 s); the used_memory right after the load is kept
+    # as "at once", and the wait is reported.
+    local waited=0 quiet=0
+    while [ "$waited" -lt 600 ] && [ "$quiet" -lt 20 ]; do
         rh=$(redis-cli -h 127.0.0.1 -p "$port" memory stats | tr -d '\r' |
             awk 'p { print; exit } $0 == "db.dict.rehashing.count" { p = 1 }')
-        [ -z "$rh" ] || [ "$rh" = 0 ] && break
+        if [ -z "$rh" ] || [ "$rh" = 0 ]; then quiet=$((quiet + 1)); else quiet=0; fi
         sleep 0.1
         waited=$((waited + 1))
     done
+    waited=$((waited - quiet)) # tenths of a second until the last rehash ended
     sleep 1 # RSS catches up with frees of the request buffers
     u1=$(info_field "$port" used_memory)
     r1=$(info_field "$port" used_memory_rss)
