@@ -694,19 +694,22 @@ void hashtable_shrink_if_needed(hashtable *ht) {
     resize(ht, n);
 }
 
-void hashtable_compact(hashtable *ht);
+void hashtable_compact(hashtable *ht, size_t budget);
 
-void hashtable_compact_if_idle(hashtable *ht) {
+void hashtable_compact_if_idle(hashtable *ht, size_t budget) {
     if (monotonic_us() - ht->grown_us < COMPACT_QUIET_US) return;
-    hashtable_compact(ht);
+    hashtable_compact(ht, budget);
 }
 
-void hashtable_compact(hashtable *ht) {
+void hashtable_compact(hashtable *ht, size_t budget) {
     table *t = &ht->t[0];
     if (!t->b || is_rehashing(ht) || ht->pause_rehash || ht->pause_shrink) return;
     if (t->used * 100 >= t->n * SLOTS * COMPACT_PERCENT) return;
     size_t n = homes_for(t->used, GROW_TARGET_PERCENT);
     if (n >= t->n) return;
+    /* The new array is held beside the old one until the move ends. */
+    size_t tail = n < MAX_TAIL ? n : MAX_TAIL;
+    if ((n + tail) * BUCKET_BYTES > budget) return;
     /* Entries added in any order sit evenly by hash; after deletes (active
      * expiry deletes in home order) check that they fit, as a shrink does. */
     if (ht->deleted && !shrink_fits(t, n)) return;

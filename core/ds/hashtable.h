@@ -124,9 +124,12 @@ int hashtable_rehash_micros(hashtable *ht, uint64_t us);
 void hashtable_shrink_if_needed(hashtable *ht);
 /* For the cron: a table that grew (adds double it, so a load moves each
  * entry about once) and then stopped growing for a second is resized to
- * its tight size (80% full, 9-11 bytes per entry), incrementally. */
-void hashtable_compact_if_idle(hashtable *ht);
+ * its tight size (80% full, 9-11 bytes per entry), incrementally. The new
+ * array is held beside the old one while entries move: nothing is done
+ * when it would take more than `budget` bytes (the room left under
+ * maxmemory; SIZE_MAX for no limit). */
+void hashtable_compact_if_idle(hashtable *ht, size_t budget);
 /* The same without waiting for the table to be idle (tests, tools). */
-void hashtable_compact(hashtable *ht);
+void hashtable_compact(hashtable *ht, size_t budget);
 
 #endif

@@ -886,10 +886,21 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
     return expired;
 }
 
+/* Room under maxmemory for a table compaction's new array (held beside the
+ * old one while entries move): housekeeping that saves memory must not
+ * push the server over its limit and make it evict keys. */
+static size_t db_compact_budget(void) {
+    if (!opts->maxmemory) return SIZE_MAX;
+    size_t used = km_used_memory(), pending = opts->pending_free ? opts->pending_free() : 0;
+    used = used > pending ? used - pending : 0;
+    return used < opts->maxmemory ? (size_t)(opts->maxmemory - used) : 0;
+}
+
 void db_cron(void) {
+    size_t budget = db_compact_budget();
     for (int i = 0; i < db_count; i++) {
-        kvstore_shrink_if_needed(dbs[i].keys, DB_CRON_SHRINK_SLOTS);
-        kvstore_shrink_if_needed(dbs[i].expires, DB_CRON_SHRINK_SLOTS);
+        kvstore_shrink_if_needed(dbs[i].keys, DB_CRON_SHRINK_SLOTS, budget);
+        kvstore_shrink_if_needed(dbs[i].expires, DB_CRON_SHRINK_SLOTS, budget);
         kvstore_rehash_micros(dbs[i].keys, 1000);
         kvstore_rehash_micros(dbs[i].expires, 1000);
     }

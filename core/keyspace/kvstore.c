@@ -412,13 +412,13 @@ int kvstore_rehash_micros(kvstore *kvs, uint64_t us) {
     return kvs->q_len > 0;
 }
 
-void kvstore_shrink_if_needed(kvstore *kvs, int limit) {
+void kvstore_shrink_if_needed(kvstore *kvs, int limit, size_t compact_budget) {
     int slot = next_non_empty(kvs, kvs->shrink_cursor);
     if (slot < 0) slot = next_non_empty(kvs, 0); /* wrap */
     int first = slot;
     for (int n = 0; n < limit && slot >= 0; n++) {
         hashtable_shrink_if_needed(kvs->head.tables[slot]);
-        hashtable_compact_if_idle(kvs->head.tables[slot]);
+        hashtable_compact_if_idle(kvs->head.tables[slot], compact_budget);
         after_change(kvs, slot);
         kvs->shrink_cursor = slot + 1 < kvs->head.num_slots ? slot + 1 : 0;
         slot = next_non_empty(kvs, kvs->shrink_cursor);

@@ -179,8 +179,10 @@ void kvstore_iter_reset(kvstore_iter *it);
  * all, each table at most once per call (round robin). Never visits tables
  * that are not rehashing. Returns 1 if some table may still be rehashing. */
 int kvstore_rehash_micros(kvstore *kvs, uint64_t us);
-/* Cron: shrinks oversized tables, visiting at most `limit` non-empty slots
- * from where the previous call stopped (wrapping once per call). */
-void kvstore_shrink_if_needed(kvstore *kvs, int limit);
+/* Cron: shrinks oversized tables and compacts idle grown ones (see
+ * hashtable_compact_if_idle; compact_budget bounds the new array), visiting
+ * at most `limit` non-empty slots from where the previous call stopped
+ * (wrapping once per call). */
+void kvstore_shrink_if_needed(kvstore *kvs, int limit, size_t compact_budget);
 
 #endif

@@ -663,13 +663,13 @@ START_TEST(test_cron_rehash_and_shrink) {
         EXPECT(kvstore_slot_size(kvs, s * 50) == 1);
     }
     for (int i = 0; i < 100; i++) {
-        kvstore_shrink_if_needed(kvs, 16);
+        kvstore_shrink_if_needed(kvs, 16, SIZE_MAX);
         while (kvstore_rehash_micros(kvs, 1000)) {
         }
     }
     ck_assert_uint_lt(kvstore_mem_usage(kvs) - base, mem_full / 4);
     ck_assert_uint_eq(kvstore_size(kvs), 300);
-    kvstore_shrink_if_needed(kvs, 100000); /* visits each slot once, terminates */
+    kvstore_shrink_if_needed(kvs, 100000, SIZE_MAX); /* visits each slot once, terminates */
     kvstore_release(kvs);
 
     /* Standalone: the cron calls work on the one table too. */
@@ -679,7 +679,7 @@ START_TEST(test_cron_rehash_and_shrink) {
     while (kvstore_rehash_micros(kvs, 1000)) {
     }
     ck_assert_int_eq(kvstore_is_rehashing(kvs), 0);
-    kvstore_shrink_if_needed(kvs, 1);
+    kvstore_shrink_if_needed(kvs, 1, SIZE_MAX);
     kvstore_release(kvs);
 }
 END_TEST
