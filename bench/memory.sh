@@ -145,6 +145,28 @@ measure() {
     forget_pid "$pid"
 }
 
+# print_table HEAD1 HEAD2 AWK-ACTION: a markdown table with one row per
+# (size, TTL) and two columns per server, filled by AWK-ACTION from the
+# server's line of the raw CSV.
+print_table() {
+    local row rule size ttl i
+    row="| value | TTL |"
+    rule="| ---: | --- |"
+    for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} $1 | ${TITLES[$i]} $2 |"; rule+=" ---: | ---: |"; done
+    echo "$row"
+    echo "$rule"
+    for size in "${SIZES[@]}"; do
+        for ttl in 0 1; do
+            row="| $size B | $([ "$ttl" = 1 ] && echo yes || echo no) |"
+            for i in "${!NAMES[@]}"; do
+                row+=$(awk -F, -v n="${NAMES[$i]}" -v s="$size" -v t="$ttl" \
+                    '$1 == n && $2 == s && $3 == t '"$3" "$RAW")
+            done
+            echo "$row"
+        done
+    done
+}
+
 started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_start=$(load_avg)
 for size in "${SIZES[@]}"; do
@@ -180,39 +202,11 @@ CSV="${OUT%.md}.csv"
         echo "- ${TITLES[$i]}: $v"
     done
     echo
-    row="| value | TTL |"
-    rule="| ---: | --- |"
-    for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} used | ${TITLES[$i]} RSS |"; rule+=" ---: | ---: |"; done
-    echo "$row"
-    echo "$rule"
-    for size in "${SIZES[@]}"; do
-        for ttl in 0 1; do
-            row="| $size B | $([ "$ttl" = 1 ] && echo yes || echo no) |"
-            for i in "${!NAMES[@]}"; do
-                row+=$(awk -F, -v n="${NAMES[$i]}" -v s="$size" -v t="$ttl" \
-                    '$1 == n && $2 == s && $3 == t { printf " %s | %s |", $4, $5 }' "$RAW")
-            done
-            echo "$row"
-        done
-    done
+    print_table "used" "RSS" '{ printf " %s | %s |", $4, $5 }'
     echo
     echo "Right after the load, before the tables settled (used B/key; seconds until no table was rehashing):"
     echo
-    row="| value | TTL |"
-    rule="| ---: | --- |"
-    for i in "${!NAMES[@]}"; do row+=" ${TITLES[$i]} at once | ${TITLES[$i]} settled after |"; rule+=" ---: | ---: |"; done
-    echo "$row"
-    echo "$rule"
-    for size in "${SIZES[@]}"; do
-        for ttl in 0 1; do
-            row="| $size B | $([ "$ttl" = 1 ] && echo yes || echo no) |"
-            for i in "${!NAMES[@]}"; do
-                row+=$(awk -F, -v n="${NAMES[$i]}" -v s="$size" -v t="$ttl" \
-                    '$1 == n && $2 == s && $3 == t { printf " %s | %s s |", $6, $7 }' "$RAW")
-            done
-            echo "$row"
-        done
-    done
+    print_table "at once" "settled after" '{ printf " %s | %s s |", $6, $7 }'
 } >"$OUT"
 echo
 cat "$OUT"

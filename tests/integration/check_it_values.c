@@ -131,6 +131,29 @@ END_TEST
  * by the reply: either way each GET answers the value of its moment, for
  * values embedded in the block (16, 200 B), just out of it (300 B) and
  * sent by reference (64 KB, 2 MB). */
+/* The next reply of the pipeline is a bulk string made of `head` (hlen
+ * bytes), val's bytes from hlen to vlen, then `tail` (NULL: none); len is
+ * the case's value size, for the message. */
+static void expect_next_bulk(const char *what, size_t len, const char *head, size_t hlen,
+                             const char *val, size_t vlen, const char *tail) {
+    redisReply *r;
+    ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+    size_t tlen = tail ? strlen(tail) : 0;
+    int ok = r->type == REDIS_REPLY_STRING && r->len == vlen + tlen &&
+             !memcmp(r->str, head, hlen) && !memcmp(r->str + hlen, val + hlen, vlen - hlen) &&
+             (!tlen || !memcmp(r->str + vlen, tail, tlen));
+    freeReplyObject(r);
+    ck_assert_msg(ok, "%s, %zu bytes", what, len);
+}
+
+static void expect_next_int(long long want) {
+    redisReply *r;
+    ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
+    long long got = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    ck_assert_int_eq(got, want);
+}
+
 START_TEST(test_replies_outlive_overwrites) {
     size_t sizes[] = {16, 200, 255, 256, 300, 64 * 1024, 2 * MB};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -145,36 +168,16 @@ START_TEST(test_replies_outlive_overwrites) {
         redisAppendCommand(C, "SET k%d short", (int)i);
         redisAppendCommand(C, "GET k%d", (int)i);
         redisAppendCommand(C, "DEL k%d", (int)i);
+        expect_next_bulk("GET before APPEND", len, "", 0, val, len, NULL);
+        expect_next_int((long long)len + 3);
+        expect_next_bulk("GET after APPEND", len, "", 0, val, len, "xyz");
+        expect_next_int((long long)len + 3);
+        expect_next_bulk("GET after SETRANGE", len, "AB", 2, val, len, "xyz");
         redisReply *r;
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len && !memcmp(r->str, val, len),
-                      "GET before APPEND, %zu bytes", len);
+        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK); /* SET: +OK */
         freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_int_eq(r->integer, (long long)len + 3);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len + 3 &&
-                          !memcmp(r->str, val, len) && !memcmp(r->str + len, "xyz", 3),
-                      "GET after APPEND, %zu bytes", len);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_int_eq(r->integer, (long long)len + 3);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == len + 3 &&
-                          !memcmp(r->str, "AB", 2) && !memcmp(r->str + 2, val + 2, len - 2),
-                      "GET after SETRANGE, %zu bytes", len);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 5 && !memcmp(r->str, "short", 5),
-                      "GET after SET, %zu bytes", len);
-        freeReplyObject(r);
-        ck_assert_int_eq(redisGetReply(C, (void **)&r), REDIS_OK);
-        ck_assert_int_eq(r->integer, 1);
-        freeReplyObject(r);
+        expect_next_bulk("GET after SET", len, "short", 5, "short", 5, NULL);
+        expect_next_int(1);
     }
 }
 END_TEST

@@ -24,9 +24,6 @@
 /* The keyspace stands alone: its options and counters are the test's. */
 static db_options opts;
 static db_metrics stats;
-/* The layout under test: every test runs on one table per database and on
- * the cluster layout's 16384 per-slot tables. */
-static int slot_bits;
 static long long changes;
 
 static void count_changes(const db_change *ch, void *priv) {
@@ -34,20 +31,12 @@ static void count_changes(const db_change *ch, void *priv) {
 }
 
 static void setup(void) {
-    keyspace_fixture_setup(&opts, &stats, 16, slot_bits);
+    keyspace_fixture_setup(&opts, &stats, 16, keyspace_slot_bits);
     changes = 0;
     db_add_hook(count_changes, NULL);
 }
 
-static void setup_standalone(void) {
-    slot_bits = 0;
-    setup();
-}
-
-static void setup_cluster_layout(void) {
-    slot_bits = KVSTORE_CLUSTER_SLOT_BITS;
-    setup();
-}
+KEYSPACE_LAYOUT_FIXTURES(setup)
 
 static void teardown(void) {
     db_teardown();

@@ -25,21 +25,12 @@
 
 static db_options opts;
 static db_metrics stats;
-static int slot_bits; /* each test runs on one table and on 16384 slots */
 
 static void setup(void) {
-    keyspace_fixture_setup(&opts, &stats, 2, slot_bits);
+    keyspace_fixture_setup(&opts, &stats, 2, keyspace_slot_bits);
 }
 
-static void setup_standalone(void) {
-    slot_bits = 0;
-    setup();
-}
-
-static void setup_cluster_layout(void) {
-    slot_bits = KVSTORE_CLUSTER_SLOT_BITS;
-    setup();
-}
+KEYSPACE_LAYOUT_FIXTURES(setup)
 
 static void teardown(void) {
     db_teardown();

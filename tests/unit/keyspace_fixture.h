@@ -34,4 +34,20 @@ static inline void keyspace_fixture_setup(db_options *o, db_metrics *m, int data
     db_setup(o, m);
 }
 
+/* The layout the test's setup passes to keyspace_fixture_setup, chosen per
+ * test case by the two fixtures KEYSPACE_LAYOUT_FIXTURES(setup) defines:
+ * setup_standalone (one table per database) and setup_cluster_layout
+ * (16384 per-slot tables), each running the file's own setup. */
+static int keyspace_slot_bits __attribute__((unused)); /* unread by files without layouts */
+
+#define KEYSPACE_LAYOUT_FIXTURES(setup)                                                            \
+    static void setup_standalone(void) {                                                           \
+        keyspace_slot_bits = 0;                                                                    \
+        setup();                                                                                   \
+    }                                                                                              \
+    static void setup_cluster_layout(void) {                                                       \
+        keyspace_slot_bits = KVSTORE_CLUSTER_SLOT_BITS;                                            \
+        setup();                                                                                   \
+    }
+
 #endif
