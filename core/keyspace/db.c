@@ -496,6 +496,10 @@ static int db_persist_quiet(db *d, db_entry *e) {
 }
 
 static db_entry *db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
+    if (when_ms == -1) { /* no TTL: the key leaves the expires table too */
+        db_persist_quiet(d, e);
+        return e;
+    }
     if (e->flags & DB_ENTRY_EXPIRE) {
         db_block_write_expire(e, when_ms);
         return e;

@@ -181,6 +181,20 @@ START_TEST(test_ttl_every_encoding) {
 }
 END_TEST
 
+/* db_set_expire with -1 removes the TTL, from the expires table too. */
+START_TEST(test_set_expire_none) {
+    db *d = db_get(0);
+    db_entry *e = db_set_str(d, "k", 1, "v", 1, 0, T0 + 100);
+    ck_assert_uint_eq(db_expires_count(d), 1);
+    e = db_set_expire(d, e, -1);
+    ck_assert_int_eq(db_entry_expire(e), -1);
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    e = db_set_expire(d, e, -1); /* none to remove */
+    ck_assert_uint_eq(db_expires_count(d), 0);
+    expect_value(d, "k", 1, "v", 1);
+}
+END_TEST
+
 /* A key of DB_KEYLEN_LONG bytes or more stores its length before it. */
 START_TEST(test_long_key) {
     db *d = db_get(0);
@@ -352,6 +366,7 @@ static void add_block_tests(TCase *tc) {
     tcase_add_test(tc, test_embed_boundaries);
     tcase_add_test(tc, test_encodings);
     tcase_add_test(tc, test_ttl_every_encoding);
+    tcase_add_test(tc, test_set_expire_none);
     tcase_add_test(tc, test_long_key);
     tcase_add_test(tc, test_append_crossing);
     tcase_add_test(tc, test_setrange_crossing);
