@@ -354,11 +354,15 @@ static inline void resume_all(hashtable *ht) {
 
 /* ------------------------------------------------------------- tables */
 
+/* Bytes a table of n home buckets asks the allocator for. */
+static size_t table_bytes_for(size_t n) {
+    return (n + (n < MAX_TAIL ? n : MAX_TAIL)) * BUCKET_BYTES;
+}
+
 /* Allocates a table of at least min_n home buckets, using the whole of the
  * allocation: of its B buckets, the tail takes 15, or half when B < 30. */
 static table table_alloc(size_t min_n) {
-    size_t tail = min_n < MAX_TAIL ? min_n : MAX_TAIL;
-    size_t want = (min_n + tail) * BUCKET_BYTES;
+    size_t want = table_bytes_for(min_n);
     table t = {0};
     /* Big arrays come from the large-buffer arena, whose freed pages (the
      * old array after a resize) go back to the kernel once allocations
@@ -609,8 +613,13 @@ static void grow_if_needed(hashtable *ht) {
         if (!over_fill(want, ht->t[0].n, GROW_PERCENT)) return;
     }
     if (ht->t[0].n >= MAX_HOME) return;
-    /* Growing while paused is fine: the old table is left untouched. */
-    resize(ht, homes_for(want, GROW_FAST_PERCENT));
+    /* Growing while paused is fine: the old table is left untouched. Near
+     * a memory limit the doubling would push the server over (and make it
+     * evict keys): the tight size is the smallest growth that makes room. */
+    size_t n = homes_for(want, GROW_FAST_PERCENT);
+    if (ht->type->grow_budget && table_bytes_for(n) > ht->type->grow_budget())
+        n = homes_for(want, GROW_TARGET_PERCENT);
+    resize(ht, n);
     ht->grown_us = monotonic_us();
 }
 
@@ -708,8 +717,7 @@ void hashtable_compact(hashtable *ht, size_t budget) {
     size_t n = homes_for(t->used, GROW_TARGET_PERCENT);
     if (n >= t->n) return;
     /* The new array is held beside the old one until the move ends. */
-    size_t tail = n < MAX_TAIL ? n : MAX_TAIL;
-    if ((n + tail) * BUCKET_BYTES > budget) return;
+    if (table_bytes_for(n) > budget) return;
     /* Entries added in any order sit evenly by hash; after deletes (active
      * expiry deletes in home order) check that they fit, as a shrink does. */
     if (ht->deleted && !shrink_fits(t, n)) return;

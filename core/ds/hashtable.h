@@ -36,6 +36,11 @@ typedef struct hashtable_type {
     /* Optional: called on entries removed by hashtable_delete() and on every
      * entry left when the table is released or emptied. */
     void (*entry_free)(void *entry);
+    /* Optional: the bytes a growth may allocate now (the room under a
+     * memory limit; SIZE_MAX: no limit). A table that would double past it
+     * grows by one allocator size class instead. Called only when a table
+     * grows. */
+    size_t (*grow_budget)(void);
 } hashtable_type;
 
 /* The keyed hash (SipHash-1-2) used for buckets; the seed is process-wide. */

@@ -42,9 +42,20 @@ static void db_entry_free(void *entry) {
     km_free(entry);
 }
 
-static const hashtable_type db_keys_type = {.entry_key = db_entry_table_key,
-                                            .entry_free = db_entry_free};
-static const hashtable_type db_expires_type = {.entry_key = db_entry_table_key, .entry_free = NULL};
+/* Room under maxmemory for a table's new array (held beside the old one
+ * while entries move): a table that grows or is compacted must not push
+ * the server over its limit and make it evict keys. */
+static size_t db_table_budget(void) {
+    if (!opts->maxmemory) return SIZE_MAX;
+    size_t used = km_used_memory(), pending = opts->pending_free ? opts->pending_free() : 0;
+    used = used > pending ? used - pending : 0;
+    return used < opts->maxmemory ? (size_t)(opts->maxmemory - used) : 0;
+}
+
+static const hashtable_type db_keys_type = {
+    .entry_key = db_entry_table_key, .entry_free = db_entry_free, .grow_budget = db_table_budget};
+static const hashtable_type db_expires_type = {
+    .entry_key = db_entry_table_key, .entry_free = NULL, .grow_budget = db_table_budget};
 
 /* Per-slot tables are made when a slot gets its first key and freed when
  * it loses its last (with one slot, the table stays). */
@@ -890,18 +901,8 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
     return expired;
 }
 
-/* Room under maxmemory for a table compaction's new array (held beside the
- * old one while entries move): housekeeping that saves memory must not
- * push the server over its limit and make it evict keys. */
-static size_t db_compact_budget(void) {
-    if (!opts->maxmemory) return SIZE_MAX;
-    size_t used = km_used_memory(), pending = opts->pending_free ? opts->pending_free() : 0;
-    used = used > pending ? used - pending : 0;
-    return used < opts->maxmemory ? (size_t)(opts->maxmemory - used) : 0;
-}
-
 void db_cron(void) {
-    size_t budget = db_compact_budget();
+    size_t budget = db_table_budget();
     for (int i = 0; i < db_count; i++) {
         kvstore_shrink_if_needed(dbs[i].keys, DB_CRON_SHRINK_SLOTS, budget);
         kvstore_shrink_if_needed(dbs[i].expires, DB_CRON_SHRINK_SLOTS, budget);

@@ -44,8 +44,8 @@ static void item_free(void *entry) {
     km_free(it);
 }
 
-static const hashtable_type owning_type = {item_key, item_free};
-static const hashtable_type borrowing_type = {item_key, NULL};
+static const hashtable_type owning_type = {.entry_key = item_key, .entry_free = item_free};
+static const hashtable_type borrowing_type = {.entry_key = item_key};
 
 static void make_key(item *it, size_t id) {
     it->id = id;
@@ -760,7 +760,7 @@ END_TEST
  * findable, nothing shrinks, and adding them again needs no resize. */
 START_TEST(test_delete_half_near_full) {
     hashtable *ht = hashtable_create(&borrowing_type);
-    item *items = items_new(200000);
+    item *items = items_new(56789);
     size_t k = 0;
     /* Past 50000, wait for the current rehash to end and the next to start. */
     while (k < 199000 && (k < 50000 || hashtable_is_rehashing(ht)))
@@ -884,6 +884,34 @@ START_TEST(test_bytes_per_entry) {
     EXPECT(hashtable_buckets(ht) == 2);
     EXPECT(delete_id(ht, 0, NULL) == 1);
     hashtable_release(ht);
+    km_free(items);
+}
+END_TEST
+
+static size_t tiny_budget(void) {
+    return 0;
+}
+
+/* A type with a growth budget too small for a doubling grows one size class
+ * at a time: the table stays at least 72% full while it fills. */
+START_TEST(test_grow_budget) {
+    const hashtable_type tight = {.entry_key = item_key, .grow_budget = tiny_budget};
+    item *items = items_new(56789);
+    hashtable *free_ht = hashtable_create(&borrowing_type), *ht = hashtable_create(&tight);
+    for (size_t i = 0; i < 56789; i++) {
+        hashtable_add(ht, &items[i], NULL);
+        hashtable_add(free_ht, &items[i], NULL);
+    }
+    finish_rehash(ht);
+    finish_rehash(free_ht);
+    double per = (double)hashtable_mem_usage(ht) / 56789.0;
+    double doubled = (double)hashtable_mem_usage(free_ht) / 56789.0;
+    printf("hashtable: 56789 entries: %.2f bytes/entry grown under a budget, %.2f doubling\n", per,
+           doubled);
+    EXPECT(per <= 12.0);
+    EXPECT(doubled > per);
+    hashtable_release(ht);
+    hashtable_release(free_ht);
     km_free(items);
 }
 END_TEST
@@ -1262,6 +1290,7 @@ static Suite *hashtable_suite(void) {
     tcase_add_test(tc, test_mem_usage);
     tcase_add_test(tc, test_delete_half_near_full);
     tcase_add_test(tc, test_bytes_per_entry);
+    tcase_add_test(tc, test_grow_budget);
     tcase_add_test(tc, test_long_displacement);
     tcase_add_test(tc, test_safe_iterator_delete_clustered);
     tcase_add_test(tc, test_backward_shift_model);

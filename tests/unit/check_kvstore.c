@@ -42,7 +42,7 @@ static void item_free(void *entry) {
     km_free(entry);
 }
 
-static const hashtable_type owning_type = {item_key, item_free};
+static const hashtable_type owning_type = {.entry_key = item_key, .entry_free = item_free};
 
 static item *item_new(size_t id, const char *fmt_key) {
     item *it = km_calloc(1, sizeof(*it));
