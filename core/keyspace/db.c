@@ -377,6 +377,16 @@ static void db_block_relocate(db *d, const db_entry *from, db_entry *to) {
  * e's place in both tables. The old value object is released. Returns the
  * entry. */
 static db_entry *db_block_update(db *d, db_entry *e, const db_val *v, int64_t when) {
+    /* The common overwrite (SET, INCR): an embedded value by one no
+     * longer, no TTL before or after. The bytes go over the old ones and
+     * nothing else moves: no layout to work out, no allocator call. */
+    if (!v->obj && (e->flags & (DB_ENTRY_EMBED | DB_ENTRY_EXPIRE)) == DB_ENTRY_EMBED &&
+        v->len <= e->vlen && when == -1) {
+        e->flags = (e->flags & DB_ENTRY_LONGKEY) | v->flags;
+        e->vlen = (uint32_t)v->len;
+        memmove(db_block_value_at(e), v->s, v->len);
+        return e;
+    }
     size_t klen;
     const char *key = db_entry_key(e, &klen);
     kobj *old = db_entry_obj(e);
@@ -562,24 +572,7 @@ db_entry *db_set(db *d, const char *key, size_t len, kobj *val, int flags) {
 db_entry *db_set_str(db *d, const char *key, size_t len, const char *s, size_t slen, int flags,
                      int64_t when_ms) {
     db_val v = db_val_bytes(s, slen);
-    db_entry *e = db_lookup_quiet(d, key, len);
-    /* The common overwrite: an embedded value by one no longer, no TTL
-     * before or after. The bytes go over the old ones; nothing else moves. */
-    if (e && !v.obj && (e->flags & (DB_ENTRY_EMBED | DB_ENTRY_EXPIRE)) == DB_ENTRY_EMBED &&
-        slen <= e->vlen && (when_ms == -1 || (flags & DB_SET_KEEPTTL))) {
-        e->flags = (e->flags & DB_ENTRY_LONGKEY) | v.flags;
-        e->vlen = (uint32_t)slen;
-        memcpy(db_block_value_at(e), s, slen);
-        db_touch(e);
-        db_announce(d, key, len, DB_EV_MODIFIED, 1);
-        return e;
-    }
-    if (e)
-        e = db_swap_value(d, e, &v, when_ms, flags);
-    else
-        e = db_insert_val(d, key, len, &v, when_ms);
-    db_announce(d, key, len, DB_EV_MODIFIED, 1);
-    return e;
+    return db_set_val(d, key, len, &v, flags, when_ms);
 }
 
 db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int64_t when_ms) {
