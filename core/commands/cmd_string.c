@@ -4,7 +4,6 @@
  * object with the most compact encoding. */
 #include "commands/commands.h"
 #include "common/common.h"
-#include "common/kmem.h"
 #include "session/reply.h"
 
 #include <limits.h>
