@@ -45,9 +45,177 @@ static const command_arg bgsave_args_3[] = {
      .flags = ARG_OPTIONAL},
 };
 
+static const key_spec blmove_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg blmove_args_4[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg blmove_args_5[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg blmove_args_6[] = {
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "wherefrom",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = blmove_args_4,
+     .num_args = 2},
+    {.name = "whereto",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = blmove_args_5,
+     .num_args = 2},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec blmpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg blmpop_args_7[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg blmpop_args_8[] = {
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "where",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = blmpop_args_7,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec blpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-2, 1, 0}},
+};
+
+static const command_arg blpop_args_9[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec brpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-2, 1, 0}},
+};
+
+static const command_arg brpop_args_10[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec brpoplpush_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg brpoplpush_args_11[] = {
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec bzmpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg bzmpop_args_12[] = {
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg bzmpop_args_13[] = {
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "where",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = bzmpop_args_12,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec bzpopmax_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-2, 1, 0}},
+};
+
+static const command_arg bzpopmax_args_14[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec bzpopmin_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-2, 1, 0}},
+};
+
+static const command_arg bzpopmin_args_15[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
 static const char *const client_info_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_kill_args_4[] = {
+static const command_arg client_kill_args_16[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master",
      .type = ARG_PURE_TOKEN,
@@ -68,12 +236,12 @@ static const command_arg client_kill_args_4[] = {
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_kill_args_5[] = {
+static const command_arg client_kill_args_17[] = {
     {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
     {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
 };
 
-static const command_arg client_kill_args_6[] = {
+static const command_arg client_kill_args_18[] = {
     {.name = "client-id",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -86,7 +254,7 @@ static const command_arg client_kill_args_6[] = {
      .token = "TYPE",
      .since = "2.8.12",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_4,
+     .subargs = client_kill_args_16,
      .num_args = 6},
     {.name = "username",
      .type = ARG_STRING,
@@ -111,7 +279,7 @@ static const command_arg client_kill_args_6[] = {
      .key_spec_index = -1,
      .token = "SKIPME",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_5,
+     .subargs = client_kill_args_17,
      .num_args = 2},
     {.name = "maxage",
      .type = ARG_INTEGER,
@@ -121,7 +289,7 @@ static const command_arg client_kill_args_6[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg client_kill_args_7[] = {
+static const command_arg client_kill_args_19[] = {
     {.name = "old-format",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -131,35 +299,35 @@ static const command_arg client_kill_args_7[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = client_kill_args_6,
+     .subargs = client_kill_args_18,
      .num_args = 7},
 };
 
-static const command_arg client_kill_args_8[] = {
+static const command_arg client_kill_args_20[] = {
     {.name = "filter",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_kill_args_7,
+     .subargs = client_kill_args_19,
      .num_args = 2},
 };
 
 static const char *const client_list_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_list_args_9[] = {
+static const command_arg client_list_args_21[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MASTER"},
     {.name = "replica", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "REPLICA"},
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_list_args_10[] = {
+static const command_arg client_list_args_22[] = {
     {.name = "client-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "TYPE",
      .since = "5.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_list_args_9,
+     .subargs = client_list_args_21,
      .num_args = 4},
     {.name = "client-id",
      .type = ARG_INTEGER,
@@ -169,66 +337,66 @@ static const command_arg client_list_args_10[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg client_no_evict_args_11[] = {
+static const command_arg client_no_evict_args_23[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_evict_args_12[] = {
+static const command_arg client_no_evict_args_24[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_evict_args_11,
+     .subargs = client_no_evict_args_23,
      .num_args = 2},
 };
 
-static const command_arg client_no_touch_args_13[] = {
+static const command_arg client_no_touch_args_25[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_touch_args_14[] = {
+static const command_arg client_no_touch_args_26[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_touch_args_13,
+     .subargs = client_no_touch_args_25,
      .num_args = 2},
 };
 
-static const command_arg client_reply_args_15[] = {
+static const command_arg client_reply_args_27[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
     {.name = "skip", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SKIP"},
 };
 
-static const command_arg client_reply_args_16[] = {
+static const command_arg client_reply_args_28[] = {
     {.name = "action",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_reply_args_15,
+     .subargs = client_reply_args_27,
      .num_args = 3},
 };
 
 static const char *const client_setinfo_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setinfo_args_17[] = {
+static const command_arg client_setinfo_args_29[] = {
     {.name = "libname", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-NAME"},
     {.name = "libver", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-VER"},
 };
 
-static const command_arg client_setinfo_args_18[] = {
+static const command_arg client_setinfo_args_30[] = {
     {.name = "attr",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_setinfo_args_17,
+     .subargs = client_setinfo_args_29,
      .num_args = 2},
 };
 
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setname_args_19[] = {
+static const command_arg client_setname_args_31[] = {
     {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -236,26 +404,26 @@ static const char *const command_tips[] = {"nondeterministic_output_order"};
 
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_20[] = {
+static const command_arg command_docs_args_32[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_21[] = {
+static const command_arg command_getkeys_args_33[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_22[] = {
+static const command_arg command_getkeysandflags_args_34[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_23[] = {
+static const command_arg command_info_args_35[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -264,23 +432,23 @@ static const command_arg command_info_args_23[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_24[] = {
+static const command_arg command_list_args_36[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_25[] = {
+static const command_arg command_list_args_37[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_24,
+     .subargs = command_list_args_36,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_26[] = {
+static const command_arg config_get_args_38[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -293,17 +461,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_27[] = {
+static const command_arg config_set_args_39[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_28[] = {
+static const command_arg config_set_args_40[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_27,
+     .subargs = config_set_args_39,
      .num_args = 2},
 };
 
@@ -320,7 +488,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_29[] = {
+static const command_arg copy_args_41[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -345,7 +513,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_30[] = {
+static const command_arg decr_args_42[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -357,7 +525,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_31[] = {
+static const command_arg decrby_args_43[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -372,11 +540,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_32[] = {
+static const command_arg del_args_44[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_33[] = {
+static const command_arg echo_args_45[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -390,7 +558,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_34[] = {
+static const command_arg exists_args_46[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -402,14 +570,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_35[] = {
+static const command_arg expire_args_47[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_36[] = {
+static const command_arg expire_args_48[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -417,7 +585,7 @@ static const command_arg expire_args_36[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_35,
+     .subargs = expire_args_47,
      .num_args = 4},
 };
 
@@ -429,14 +597,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_37[] = {
+static const command_arg expireat_args_49[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_38[] = {
+static const command_arg expireat_args_50[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -444,7 +612,7 @@ static const command_arg expireat_args_38[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_37,
+     .subargs = expireat_args_49,
      .num_args = 4},
 };
 
@@ -456,14 +624,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_39[] = {
+static const command_arg expiretime_args_51[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_40[] = {
+static const command_arg flushall_args_52[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -476,19 +644,19 @@ static const command_arg flushall_args_40[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_41[] = {
+static const command_arg flushall_args_53[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_40,
+     .subargs = flushall_args_52,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_42[] = {
+static const command_arg flushdb_args_54[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -501,12 +669,12 @@ static const command_arg flushdb_args_42[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_43[] = {
+static const command_arg flushdb_args_55[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_42,
+     .subargs = flushdb_args_54,
      .num_args = 2},
 };
 
@@ -518,7 +686,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_44[] = {
+static const command_arg get_args_56[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -530,7 +698,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_45[] = {
+static const command_arg getdel_args_57[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -542,7 +710,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_46[] = {
+static const command_arg getex_args_58[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -553,13 +721,13 @@ static const command_arg getex_args_46[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_47[] = {
+static const command_arg getex_args_59[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_46,
+     .subargs = getex_args_58,
      .num_args = 5},
 };
 
@@ -571,7 +739,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_48[] = {
+static const command_arg getrange_args_60[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -585,24 +753,37 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_49[] = {
+static const command_arg getset_args_61[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_50[] = {
+static const key_spec hdel_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hdel_args_62[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hello_args_63[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_51[] = {
+static const command_arg hello_args_64[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_50,
+     .subargs = hello_args_63,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -611,13 +792,266 @@ static const command_arg hello_args_51[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_52[] = {
+static const command_arg hello_args_65[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_51,
+     .subargs = hello_args_64,
      .num_args = 3},
+};
+
+static const key_spec hexists_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hexists_args_66[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec hget_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hget_args_67[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const char *const hgetall_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec hgetall_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hgetall_args_68[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec hincrby_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hincrby_args_69[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const key_spec hincrbyfloat_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hincrbyfloat_args_70[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const char *const hkeys_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec hkeys_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hkeys_args_71[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec hlen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hlen_args_72[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec hmget_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hmget_args_73[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec hmset_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hmset_args_74[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg hmset_args_75[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = hmset_args_74,
+     .num_args = 2},
+};
+
+static const char *const hrandfield_tips[] = {"nondeterministic_output"};
+
+static const key_spec hrandfield_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hrandfield_args_76[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "withvalues",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHVALUES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg hrandfield_args_77[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "options",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hrandfield_args_76,
+     .num_args = 2},
+};
+
+static const char *const hscan_tips[] = {"nondeterministic_output"};
+
+static const key_spec hscan_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hscan_args_78[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = -1,
+     .token = "MATCH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "novalues",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOVALUES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec hset_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hset_args_79[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg hset_args_80[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = hset_args_79,
+     .num_args = 2},
+};
+
+static const key_spec hsetnx_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hsetnx_args_81[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec hstrlen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hstrlen_args_82[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const char *const hvals_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec hvals_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hvals_args_83[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const key_spec incr_key_specs[] = {
@@ -628,7 +1062,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_53[] = {
+static const command_arg incr_args_84[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -640,7 +1074,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_54[] = {
+static const command_arg incrby_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -653,7 +1087,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_55[] = {
+static const command_arg incrbyfloat_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -661,7 +1095,7 @@ static const command_arg incrbyfloat_args_55[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_56[] = {
+static const command_arg info_args_87[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -671,11 +1105,253 @@ static const command_arg info_args_56[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_57[] = {
+static const command_arg keys_args_88[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
 static const char *const lastsave_tips[] = {"nondeterministic_output"};
+
+static const key_spec lindex_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lindex_args_89[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const key_spec linsert_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg linsert_args_90[] = {
+    {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
+    {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
+};
+
+static const command_arg linsert_args_91[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "where",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = linsert_args_90,
+     .num_args = 2},
+    {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec llen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg llen_args_92[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec lmove_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lmove_args_93[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg lmove_args_94[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg lmove_args_95[] = {
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "wherefrom",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = lmove_args_93,
+     .num_args = 2},
+    {.name = "whereto",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = lmove_args_94,
+     .num_args = 2},
+};
+
+static const key_spec lmpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg lmpop_args_96[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg lmpop_args_97[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "where",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = lmpop_args_96,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec lpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lpop_args_98[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec lpos_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lpos_args_99[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "rank",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "RANK",
+     .flags = ARG_OPTIONAL},
+    {.name = "num-matches",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "len",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "MAXLEN",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec lpush_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lpush_args_100[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec lpushx_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lpushx_args_101[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec lrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lrange_args_102[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const key_spec lrem_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lrem_args_103[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec lset_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg lset_args_104[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec ltrim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg ltrim_args_105[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
+};
 
 static const char *const memory_doctor_tips[] = {
     "nondeterministic_output", "request_policy:all_shards", "response_policy:special"};
@@ -697,7 +1373,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_58[] = {
+static const command_arg memory_usage_args_106[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -716,30 +1392,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_59[] = {
+static const command_arg mget_args_107[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_60[] = {
+static const command_arg module_load_args_108[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_61[] = {
+static const command_arg module_loadex_args_109[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_62[] = {
+static const command_arg module_loadex_args_110[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_61,
+     .subargs = module_loadex_args_109,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -748,7 +1424,7 @@ static const command_arg module_loadex_args_62[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_63[] = {
+static const command_arg module_unload_args_111[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -760,7 +1436,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_64[] = {
+static const command_arg move_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -776,17 +1452,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_65[] = {
+static const command_arg mset_args_113[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_66[] = {
+static const command_arg mset_args_114[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_65,
+     .subargs = mset_args_113,
      .num_args = 2},
 };
 
@@ -798,17 +1474,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_67[] = {
+static const command_arg msetnx_args_115[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_68[] = {
+static const command_arg msetnx_args_116[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_67,
+     .subargs = msetnx_args_115,
      .num_args = 2},
 };
 
@@ -822,7 +1498,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_69[] = {
+static const command_arg object_encoding_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -836,7 +1512,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_70[] = {
+static const command_arg object_freq_args_118[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -850,7 +1526,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_71[] = {
+static const command_arg object_idletime_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -864,7 +1540,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_72[] = {
+static const command_arg object_refcount_args_120[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -876,7 +1552,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_73[] = {
+static const command_arg persist_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -888,14 +1564,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_74[] = {
+static const command_arg pexpire_args_122[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_75[] = {
+static const command_arg pexpire_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -903,7 +1579,7 @@ static const command_arg pexpire_args_75[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_74,
+     .subargs = pexpire_args_122,
      .num_args = 4},
 };
 
@@ -915,14 +1591,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_76[] = {
+static const command_arg pexpireat_args_124[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_77[] = {
+static const command_arg pexpireat_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -930,7 +1606,7 @@ static const command_arg pexpireat_args_77[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_76,
+     .subargs = pexpireat_args_124,
      .num_args = 4},
 };
 
@@ -942,14 +1618,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_78[] = {
+static const command_arg pexpiretime_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_79[] = {
+static const command_arg ping_args_127[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -961,7 +1637,7 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_80[] = {
+static const command_arg psetex_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -977,7 +1653,7 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_81[] = {
+static const command_arg pttl_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -997,7 +1673,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_82[] = {
+static const command_arg rename_args_130[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -1015,15 +1691,89 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_83[] = {
+static const command_arg renamenx_args_131[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
+};
+
+static const key_spec rpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg rpop_args_132[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec rpoplpush_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg rpoplpush_args_133[] = {
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
+};
+
+static const key_spec rpush_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg rpush_args_134[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec rpushx_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg rpushx_args_135[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec sadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg sadd_args_136[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_84[] = {
+static const command_arg scan_args_137[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -1043,7 +1793,51 @@ static const command_arg scan_args_84[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg select_args_85[] = {
+static const key_spec scard_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg scard_args_138[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const char *const sdiff_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec sdiff_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sdiff_args_139[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec sdiffstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sdiffstore_args_140[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg select_args_141[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -1055,12 +1849,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_86[] = {
+static const command_arg set_args_142[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_87[] = {
+static const command_arg set_args_143[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -1088,7 +1882,7 @@ static const command_arg set_args_87[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_88[] = {
+static const command_arg set_args_144[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -1096,7 +1890,7 @@ static const command_arg set_args_88[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_86,
+     .subargs = set_args_142,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -1108,7 +1902,7 @@ static const command_arg set_args_88[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_87,
+     .subargs = set_args_143,
      .num_args = 5},
 };
 
@@ -1120,7 +1914,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_89[] = {
+static const command_arg setex_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1134,7 +1928,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_90[] = {
+static const command_arg setnx_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1147,23 +1941,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_91[] = {
+static const command_arg setrange_args_147[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_92[] = {
+static const command_arg shutdown_args_148[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_93[] = {
+static const command_arg shutdown_args_149[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_92,
+     .subargs = shutdown_args_148,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -1179,11 +1973,11 @@ static const command_arg shutdown_args_93[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_94[] = {
+static const command_arg shutdown_args_150[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_93,
+     .subargs = shutdown_args_149,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -1192,19 +1986,82 @@ static const command_arg shutdown_args_94[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_95[] = {
+static const command_arg shutdown_args_151[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_94,
+     .subargs = shutdown_args_150,
      .num_args = 2},
+};
+
+static const char *const sinter_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec sinter_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sinter_args_152[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec sintercard_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg sintercard_args_153[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "limit",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec sinterstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sinterstore_args_154[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec sismember_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg sismember_args_155[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_96[] = {
+static const command_arg slowlog_get_args_156[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -1214,6 +2071,128 @@ static const char *const slowlog_len_tips[] = {
 static const char *const slowlog_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:all_succeeded"};
 
+static const char *const smembers_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec smembers_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg smembers_args_157[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec smismember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg smismember_args_158[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec smove_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg smove_args_159[] = {
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const char *const spop_tips[] = {"nondeterministic_output"};
+
+static const key_spec spop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg spop_args_160[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .since = "3.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const srandmember_tips[] = {"nondeterministic_output"};
+
+static const key_spec srandmember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg srandmember_args_161[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .since = "2.6.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec srem_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg srem_args_162[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const char *const sscan_tips[] = {"nondeterministic_output"};
+
+static const key_spec sscan_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg sscan_args_163[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = -1,
+     .token = "MATCH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
 static const key_spec strlen_key_specs[] = {
     {.flags = KEY_SPEC_RO,
      .begin = KEY_BEGIN_INDEX,
@@ -1222,7 +2201,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_97[] = {
+static const command_arg strlen_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1234,13 +2213,45 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_98[] = {
+static const command_arg substr_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg swapdb_args_99[] = {
+static const char *const sunion_tips[] = {"nondeterministic_output_order"};
+
+static const key_spec sunion_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sunion_args_166[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec sunionstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sunionstore_args_167[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg swapdb_args_168[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1257,7 +2268,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_100[] = {
+static const command_arg touch_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -1271,7 +2282,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_101[] = {
+static const command_arg ttl_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1283,7 +2294,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_102[] = {
+static const command_arg type_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1297,7 +2308,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_103[] = {
+static const command_arg unlink_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -1309,8 +2320,784 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_104[] = {
+static const command_arg watch_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec zadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zadd_args_174[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg zadd_args_175[] = {
+    {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
+    {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
+};
+
+static const command_arg zadd_args_176[] = {
+    {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg zadd_args_177[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "3.0.2",
+     .flags = ARG_OPTIONAL,
+     .subargs = zadd_args_174,
+     .num_args = 2},
+    {.name = "comparison",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = zadd_args_175,
+     .num_args = 2},
+    {.name = "change",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "CH",
+     .since = "3.0.2",
+     .flags = ARG_OPTIONAL},
+    {.name = "increment",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "INCR",
+     .since = "3.0.2",
+     .flags = ARG_OPTIONAL},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = zadd_args_176,
+     .num_args = 2},
+};
+
+static const key_spec zcard_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zcard_args_178[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec zcount_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zcount_args_179[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec zdiff_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zdiff_args_180[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zdiffstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zdiffstore_args_181[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec zincrby_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zincrby_args_182[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec zinter_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zinter_args_183[] = {
+    {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg zinter_args_184[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "weight",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "WEIGHTS",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+    {.name = "aggregate",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .token = "AGGREGATE",
+     .flags = ARG_OPTIONAL,
+     .subargs = zinter_args_183,
+     .num_args = 3},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zintercard_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zintercard_args_185[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "limit",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zinterstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zinterstore_args_186[] = {
+    {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg zinterstore_args_187[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+    {.name = "weight",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "WEIGHTS",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+    {.name = "aggregate",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .token = "AGGREGATE",
+     .flags = ARG_OPTIONAL,
+     .subargs = zinterstore_args_186,
+     .num_args = 3},
+};
+
+static const key_spec zlexcount_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zlexcount_args_188[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec zmpop_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zmpop_args_189[] = {
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg zmpop_args_190[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "where",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = zmpop_args_189,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zmscore_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zmscore_args_191[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec zpopmax_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zpopmax_args_192[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zpopmin_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zpopmin_args_193[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const char *const zrandmember_tips[] = {"nondeterministic_output"};
+
+static const key_spec zrandmember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrandmember_args_194[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg zrandmember_args_195[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "options",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = zrandmember_args_194,
+     .num_args = 2},
+};
+
+static const key_spec zrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrange_args_196[] = {
+    {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
+    {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
+};
+
+static const command_arg zrange_args_197[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrange_args_198[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "sortby",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrange_args_196,
+     .num_args = 2},
+    {.name = "rev",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "REV",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrange_args_197,
+     .num_args = 2},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zrangebylex_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrangebylex_args_199[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrangebylex_args_200[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrangebylex_args_199,
+     .num_args = 2},
+};
+
+static const key_spec zrangebyscore_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrangebyscore_args_201[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrangebyscore_args_202[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .since = "2.0.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrangebyscore_args_201,
+     .num_args = 2},
+};
+
+static const key_spec zrangestore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrangestore_args_203[] = {
+    {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
+    {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
+};
+
+static const command_arg zrangestore_args_204[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrangestore_args_205[] = {
+    {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "sortby",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = zrangestore_args_203,
+     .num_args = 2},
+    {.name = "rev",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "REV",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrangestore_args_204,
+     .num_args = 2},
+};
+
+static const key_spec zrank_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrank_args_206[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "withscore",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORE",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zrem_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrem_args_207[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec zremrangebylex_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zremrangebylex_args_208[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec zremrangebyrank_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zremrangebyrank_args_209[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const key_spec zremrangebyscore_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zremrangebyscore_args_210[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const key_spec zrevrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrevrange_args_211[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zrevrangebylex_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrevrangebylex_args_212[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrevrangebylex_args_213[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrevrangebylex_args_212,
+     .num_args = 2},
+};
+
+static const key_spec zrevrangebyscore_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrevrangebyscore_args_214[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg zrevrangebyscore_args_215[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = zrevrangebyscore_args_214,
+     .num_args = 2},
+};
+
+static const key_spec zrevrank_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zrevrank_args_216[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "withscore",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORE",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const zscan_tips[] = {"nondeterministic_output"};
+
+static const key_spec zscan_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zscan_args_217[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = -1,
+     .token = "MATCH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "noscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zscore_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg zscore_args_218[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec zunion_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zunion_args_219[] = {
+    {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg zunion_args_220[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "weight",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "WEIGHTS",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+    {.name = "aggregate",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .token = "AGGREGATE",
+     .flags = ARG_OPTIONAL,
+     .subargs = zunion_args_219,
+     .num_args = 3},
+    {.name = "withscores",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHSCORES",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec zunionstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 1}},
+};
+
+static const command_arg zunionstore_args_221[] = {
+    {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
+    {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
+    {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
+};
+
+static const command_arg zunionstore_args_222[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+    {.name = "weight",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "WEIGHTS",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+    {.name = "aggregate",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .token = "AGGREGATE",
+     .flags = ARG_OPTIONAL,
+     .subargs = zunionstore_args_221,
+     .num_args = 3},
 };
 
 /* Sorted by fullname: command_docs_lookup() searches it by bisection. */
@@ -1341,6 +3128,83 @@ static const command_docs docs_table[] = {
      .extra_flags = CMD_NO_ASYNC_LOADING,
      .args = bgsave_args_3,
      .num_args = 1},
+    {.fullname = "blmove",
+     .group = "list",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = blmove_key_specs,
+     .num_key_specs = 2,
+     .args = blmove_args_6,
+     .num_args = 5},
+    {.fullname = "blmpop",
+     .group = "list",
+     .since = "7.0.0",
+     .complexity =
+         "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = blmpop_key_specs,
+     .num_key_specs = 1,
+     .args = blmpop_args_8,
+     .num_args = 5},
+    {.fullname = "blpop",
+     .group = "list",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of provided keys.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = blpop_key_specs,
+     .num_key_specs = 1,
+     .args = blpop_args_9,
+     .num_args = 2},
+    {.fullname = "brpop",
+     .group = "list",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of provided keys.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = brpop_key_specs,
+     .num_key_specs = 1,
+     .args = brpop_args_10,
+     .num_args = 2},
+    {.fullname = "brpoplpush",
+     .group = "list",
+     .since = "2.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_LIST,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`BLMOVE` with the `RIGHT` and `LEFT` arguments",
+     .key_specs = brpoplpush_key_specs,
+     .num_key_specs = 2,
+     .args = brpoplpush_args_11,
+     .num_args = 3},
+    {.fullname = "bzmpop",
+     .group = "sorted_set",
+     .since = "7.0.0",
+     .complexity = "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
+                   "of elements in the sorted set, and M being the number of elements popped.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = bzmpop_key_specs,
+     .num_key_specs = 1,
+     .args = bzmpop_args_13,
+     .num_args = 5},
+    {.fullname = "bzpopmax",
+     .group = "sorted_set",
+     .since = "5.0.0",
+     .complexity = "O(log(N)) with N being the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = bzpopmax_key_specs,
+     .num_key_specs = 1,
+     .args = bzpopmax_args_14,
+     .num_args = 2},
+    {.fullname = "bzpopmin",
+     .group = "sorted_set",
+     .since = "5.0.0",
+     .complexity = "O(log(N)) with N being the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = bzpopmin_key_specs,
+     .num_key_specs = 1,
+     .args = bzpopmin_args_15,
+     .num_args = 2},
     {.fullname = "client",
      .group = "connection",
      .since = "2.4.0",
@@ -1372,7 +3236,7 @@ static const command_docs docs_table[] = {
      .since = "2.4.0",
      .complexity = "O(N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_kill_args_8,
+     .args = client_kill_args_20,
      .num_args = 1},
     {.fullname = "client|list",
      .group = "connection",
@@ -1381,28 +3245,28 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_list_tips,
      .num_tips = 1,
-     .args = client_list_args_10,
+     .args = client_list_args_22,
      .num_args = 2},
     {.fullname = "client|no-evict",
      .group = "connection",
      .since = "7.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_evict_args_12,
+     .args = client_no_evict_args_24,
      .num_args = 1},
     {.fullname = "client|no-touch",
      .group = "connection",
      .since = "7.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_touch_args_14,
+     .args = client_no_touch_args_26,
      .num_args = 1},
     {.fullname = "client|reply",
      .group = "connection",
      .since = "3.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_reply_args_16,
+     .args = client_reply_args_28,
      .num_args = 1},
     {.fullname = "client|setinfo",
      .group = "connection",
@@ -1411,7 +3275,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setinfo_tips,
      .num_tips = 2,
-     .args = client_setinfo_args_18,
+     .args = client_setinfo_args_30,
      .num_args = 1},
     {.fullname = "client|setname",
      .group = "connection",
@@ -1420,7 +3284,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setname_tips,
      .num_tips = 2,
-     .args = client_setname_args_19,
+     .args = client_setname_args_31,
      .num_args = 1},
     {.fullname = "command",
      .group = "server",
@@ -1441,21 +3305,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_20,
+     .args = command_docs_args_32,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_21,
+     .args = command_getkeys_args_33,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_22,
+     .args = command_getkeysandflags_args_34,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -1469,7 +3333,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_23,
+     .args = command_info_args_35,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -1478,7 +3342,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_25,
+     .args = command_list_args_37,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -1488,7 +3352,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_26,
+     .args = config_get_args_38,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -1509,7 +3373,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_28,
+     .args = config_set_args_40,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -1519,7 +3383,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_29,
+     .args = copy_args_41,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -1540,7 +3404,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_30,
+     .args = decr_args_42,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -1549,7 +3413,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_31,
+     .args = decrby_args_43,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -1563,7 +3427,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_32,
+     .args = del_args_44,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -1575,7 +3439,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_33,
+     .args = echo_args_45,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -1591,7 +3455,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_34,
+     .args = exists_args_46,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -1600,7 +3464,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_36,
+     .args = expire_args_48,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -1609,7 +3473,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_38,
+     .args = expireat_args_50,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -1618,7 +3482,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_39,
+     .args = expiretime_args_51,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -1627,7 +3491,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_41,
+     .args = flushall_args_53,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -1636,7 +3500,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_43,
+     .args = flushdb_args_55,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -1645,7 +3509,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_44,
+     .args = get_args_56,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -1654,7 +3518,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_45,
+     .args = getdel_args_57,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -1663,7 +3527,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_47,
+     .args = getex_args_59,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -1675,7 +3539,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_48,
+     .args = getrange_args_60,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -1687,14 +3551,174 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_49,
+     .args = getset_args_61,
+     .num_args = 2},
+    {.fullname = "hdel",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of fields to be removed.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hdel_key_specs,
+     .num_key_specs = 1,
+     .args = hdel_args_62,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_52,
+     .args = hello_args_65,
+     .num_args = 1},
+    {.fullname = "hexists",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hexists_key_specs,
+     .num_key_specs = 1,
+     .args = hexists_args_66,
+     .num_args = 2},
+    {.fullname = "hget",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hget_key_specs,
+     .num_key_specs = 1,
+     .args = hget_args_67,
+     .num_args = 2},
+    {.fullname = "hgetall",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the size of the hash.",
+     .acl_categories = ACL_CAT_HASH,
+     .tips = hgetall_tips,
+     .num_tips = 1,
+     .key_specs = hgetall_key_specs,
+     .num_key_specs = 1,
+     .args = hgetall_args_68,
+     .num_args = 1},
+    {.fullname = "hincrby",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hincrby_key_specs,
+     .num_key_specs = 1,
+     .args = hincrby_args_69,
+     .num_args = 3},
+    {.fullname = "hincrbyfloat",
+     .group = "hash",
+     .since = "2.6.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hincrbyfloat_key_specs,
+     .num_key_specs = 1,
+     .args = hincrbyfloat_args_70,
+     .num_args = 3},
+    {.fullname = "hkeys",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the size of the hash.",
+     .acl_categories = ACL_CAT_HASH,
+     .tips = hkeys_tips,
+     .num_tips = 1,
+     .key_specs = hkeys_key_specs,
+     .num_key_specs = 1,
+     .args = hkeys_args_71,
+     .num_args = 1},
+    {.fullname = "hlen",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hlen_key_specs,
+     .num_key_specs = 1,
+     .args = hlen_args_72,
+     .num_args = 1},
+    {.fullname = "hmget",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of fields being requested.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hmget_key_specs,
+     .num_key_specs = 1,
+     .args = hmget_args_73,
+     .num_args = 2},
+    {.fullname = "hmset",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of fields being set.",
+     .acl_categories = ACL_CAT_HASH,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "4.0.0",
+     .replaced_by = "`HSET` with multiple field-value pairs",
+     .key_specs = hmset_key_specs,
+     .num_key_specs = 1,
+     .args = hmset_args_75,
+     .num_args = 2},
+    {.fullname = "hrandfield",
+     .group = "hash",
+     .since = "6.2.0",
+     .complexity = "O(N) where N is the number of fields returned",
+     .acl_categories = ACL_CAT_HASH,
+     .tips = hrandfield_tips,
+     .num_tips = 1,
+     .key_specs = hrandfield_key_specs,
+     .num_key_specs = 1,
+     .args = hrandfield_args_77,
+     .num_args = 2},
+    {.fullname = "hscan",
+     .group = "hash",
+     .since = "2.8.0",
+     .complexity =
+         "O(1) for every call. O(N) for a complete iteration, including enough command calls for "
+         "the cursor to return back to 0. N is the number of elements inside the collection.",
+     .acl_categories = ACL_CAT_HASH,
+     .tips = hscan_tips,
+     .num_tips = 1,
+     .key_specs = hscan_key_specs,
+     .num_key_specs = 1,
+     .args = hscan_args_78,
+     .num_args = 5},
+    {.fullname = "hset",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1) for each field/value pair added, so O(N) to add N field/value pairs when "
+                   "the command is called with multiple field/value pairs.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hset_key_specs,
+     .num_key_specs = 1,
+     .args = hset_args_80,
+     .num_args = 2},
+    {.fullname = "hsetnx",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hsetnx_key_specs,
+     .num_key_specs = 1,
+     .args = hsetnx_args_81,
+     .num_args = 3},
+    {.fullname = "hstrlen",
+     .group = "hash",
+     .since = "3.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hstrlen_key_specs,
+     .num_key_specs = 1,
+     .args = hstrlen_args_82,
+     .num_args = 2},
+    {.fullname = "hvals",
+     .group = "hash",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the size of the hash.",
+     .acl_categories = ACL_CAT_HASH,
+     .tips = hvals_tips,
+     .num_tips = 1,
+     .key_specs = hvals_key_specs,
+     .num_key_specs = 1,
+     .args = hvals_args_83,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -1703,7 +3727,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_53,
+     .args = incr_args_84,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -1712,7 +3736,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_54,
+     .args = incrby_args_85,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -1721,7 +3745,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_55,
+     .args = incrbyfloat_args_86,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -1730,7 +3754,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_56,
+     .args = info_args_87,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -1740,7 +3764,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_57,
+     .args = keys_args_88,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -1749,6 +3773,136 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_ADMIN | ACL_CAT_DANGEROUS,
      .tips = lastsave_tips,
      .num_tips = 1},
+    {.fullname = "lindex",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the number of elements to traverse to get to the element at "
+                   "index. This makes asking for the first or the last element of the list O(1).",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lindex_key_specs,
+     .num_key_specs = 1,
+     .args = lindex_args_89,
+     .num_args = 2},
+    {.fullname = "linsert",
+     .group = "list",
+     .since = "2.2.0",
+     .complexity =
+         "O(N) where N is the number of elements to traverse before seeing the value pivot. This "
+         "means that inserting somewhere on the left end on the list (head) can be considered O(1) "
+         "and inserting somewhere on the right end (tail) is O(N).",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = linsert_key_specs,
+     .num_key_specs = 1,
+     .args = linsert_args_91,
+     .num_args = 4},
+    {.fullname = "llen",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = llen_key_specs,
+     .num_key_specs = 1,
+     .args = llen_args_92,
+     .num_args = 1},
+    {.fullname = "lmove",
+     .group = "list",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lmove_key_specs,
+     .num_key_specs = 2,
+     .args = lmove_args_95,
+     .num_args = 4},
+    {.fullname = "lmpop",
+     .group = "list",
+     .since = "7.0.0",
+     .complexity =
+         "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lmpop_key_specs,
+     .num_key_specs = 1,
+     .args = lmpop_args_97,
+     .num_args = 4},
+    {.fullname = "lpop",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the number of elements returned",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lpop_key_specs,
+     .num_key_specs = 1,
+     .args = lpop_args_98,
+     .num_args = 2},
+    {.fullname = "lpos",
+     .group = "list",
+     .since = "6.0.6",
+     .complexity = "O(N) where N is the number of elements in the list, for the average case. When "
+                   "searching for elements near the head or the tail of the list, or when the "
+                   "MAXLEN option is provided, the command may run in constant time.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lpos_key_specs,
+     .num_key_specs = 1,
+     .args = lpos_args_99,
+     .num_args = 5},
+    {.fullname = "lpush",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lpush_key_specs,
+     .num_key_specs = 1,
+     .args = lpush_args_100,
+     .num_args = 2},
+    {.fullname = "lpushx",
+     .group = "list",
+     .since = "2.2.0",
+     .complexity = "O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lpushx_key_specs,
+     .num_key_specs = 1,
+     .args = lpushx_args_101,
+     .num_args = 2},
+    {.fullname = "lrange",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(S+N) where S is the distance of start offset from HEAD for small lists, from "
+                   "nearest end (HEAD or TAIL) for large lists; and N is the number of elements in "
+                   "the specified range.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lrange_key_specs,
+     .num_key_specs = 1,
+     .args = lrange_args_102,
+     .num_args = 3},
+    {.fullname = "lrem",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity =
+         "O(N+M) where N is the length of the list and M is the number of elements removed.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lrem_key_specs,
+     .num_key_specs = 1,
+     .args = lrem_args_103,
+     .num_args = 3},
+    {.fullname = "lset",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the length of the list. Setting either the first or the last "
+                   "element of the list is O(1).",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = lset_key_specs,
+     .num_key_specs = 1,
+     .args = lset_args_104,
+     .num_args = 3},
+    {.fullname = "ltrim",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the number of elements to be removed by the operation.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = ltrim_key_specs,
+     .num_key_specs = 1,
+     .args = ltrim_args_105,
+     .num_args = 3},
     {.fullname = "memory",
      .group = "server",
      .since = "4.0.0",
@@ -1784,7 +3938,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_58,
+     .args = memory_usage_args_106,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -1795,7 +3949,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_59,
+     .args = mget_args_107,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -1813,21 +3967,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_60,
+     .args = module_load_args_108,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_62,
+     .args = module_loadex_args_110,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_63,
+     .args = module_unload_args_111,
      .num_args = 1},
     {.fullname = "move",
      .group = "generic",
@@ -1836,7 +3990,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_64,
+     .args = move_args_112,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -1847,7 +4001,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_66,
+     .args = mset_args_114,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -1856,7 +4010,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_68,
+     .args = msetnx_args_116,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -1876,7 +4030,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_69,
+     .args = object_encoding_args_117,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -1887,7 +4041,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_70,
+     .args = object_freq_args_118,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -1903,7 +4057,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_71,
+     .args = object_idletime_args_119,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -1914,7 +4068,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_72,
+     .args = object_refcount_args_120,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -1923,7 +4077,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_73,
+     .args = persist_args_121,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -1932,7 +4086,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_75,
+     .args = pexpire_args_123,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -1941,7 +4095,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_77,
+     .args = pexpireat_args_125,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -1950,7 +4104,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_78,
+     .args = pexpiretime_args_126,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -1959,7 +4113,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_79,
+     .args = ping_args_127,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -1971,7 +4125,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_80,
+     .args = psetex_args_128,
      .num_args = 3},
     {.fullname = "pttl",
      .group = "generic",
@@ -1982,7 +4136,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_81,
+     .args = pttl_args_129,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -2016,7 +4170,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_82,
+     .args = rename_args_130,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -2025,13 +4179,64 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_83,
+     .args = renamenx_args_131,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
      .since = "6.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION},
+    {.fullname = "rpop",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the number of elements returned",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = rpop_key_specs,
+     .num_key_specs = 1,
+     .args = rpop_args_132,
+     .num_args = 2},
+    {.fullname = "rpoplpush",
+     .group = "list",
+     .since = "1.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_LIST,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
+     .key_specs = rpoplpush_key_specs,
+     .num_key_specs = 2,
+     .args = rpoplpush_args_133,
+     .num_args = 2},
+    {.fullname = "rpush",
+     .group = "list",
+     .since = "1.0.0",
+     .complexity = "O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = rpush_key_specs,
+     .num_key_specs = 1,
+     .args = rpush_args_134,
+     .num_args = 2},
+    {.fullname = "rpushx",
+     .group = "list",
+     .since = "2.2.0",
+     .complexity = "O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.",
+     .acl_categories = ACL_CAT_LIST,
+     .key_specs = rpushx_key_specs,
+     .num_key_specs = 1,
+     .args = rpushx_args_135,
+     .num_args = 2},
+    {.fullname = "sadd",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sadd_key_specs,
+     .num_key_specs = 1,
+     .args = sadd_args_136,
+     .num_args = 2},
     {.fullname = "save",
      .group = "server",
      .since = "1.0.0",
@@ -2046,14 +4251,43 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_84,
+     .args = scan_args_137,
      .num_args = 4},
+    {.fullname = "scard",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = scard_key_specs,
+     .num_key_specs = 1,
+     .args = scard_args_138,
+     .num_args = 1},
+    {.fullname = "sdiff",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the total number of elements in all given sets.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = sdiff_tips,
+     .num_tips = 1,
+     .key_specs = sdiff_key_specs,
+     .num_key_specs = 1,
+     .args = sdiff_args_139,
+     .num_args = 1},
+    {.fullname = "sdiffstore",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the total number of elements in all given sets.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sdiffstore_key_specs,
+     .num_key_specs = 2,
+     .args = sdiffstore_args_140,
+     .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_85,
+     .args = select_args_141,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -2062,7 +4296,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_88,
+     .args = set_args_144,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -2075,7 +4309,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_89,
+     .args = setex_args_145,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -2087,7 +4321,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_90,
+     .args = setnx_args_146,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -2098,15 +4332,56 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_91,
+     .args = setrange_args_147,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_95,
+     .args = shutdown_args_151,
      .num_args = 1},
+    {.fullname = "sinter",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M is the "
+                   "number of sets.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = sinter_tips,
+     .num_tips = 1,
+     .key_specs = sinter_key_specs,
+     .num_key_specs = 1,
+     .args = sinter_args_152,
+     .num_args = 1},
+    {.fullname = "sintercard",
+     .group = "set",
+     .since = "7.0.0",
+     .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M is the "
+                   "number of sets.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sintercard_key_specs,
+     .num_key_specs = 1,
+     .args = sintercard_args_153,
+     .num_args = 3},
+    {.fullname = "sinterstore",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M is the "
+                   "number of sets.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sinterstore_key_specs,
+     .num_key_specs = 2,
+     .args = sinterstore_args_154,
+     .num_args = 2},
+    {.fullname = "sismember",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sismember_key_specs,
+     .num_key_specs = 1,
+     .args = sismember_args_155,
+     .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
      .since = "2.2.12",
@@ -2117,7 +4392,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_96,
+     .args = slowlog_get_args_156,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -2132,6 +4407,81 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries in the slowlog",
      .tips = slowlog_reset_tips,
      .num_tips = 2},
+    {.fullname = "smembers",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the set cardinality.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = smembers_tips,
+     .num_tips = 1,
+     .key_specs = smembers_key_specs,
+     .num_key_specs = 1,
+     .args = smembers_args_157,
+     .num_args = 1},
+    {.fullname = "smismember",
+     .group = "set",
+     .since = "6.2.0",
+     .complexity = "O(N) where N is the number of elements being checked for membership",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = smismember_key_specs,
+     .num_key_specs = 1,
+     .args = smismember_args_158,
+     .num_args = 2},
+    {.fullname = "smove",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = smove_key_specs,
+     .num_key_specs = 2,
+     .args = smove_args_159,
+     .num_args = 3},
+    {.fullname = "spop",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "Without the count argument O(1), otherwise O(N) where N is the value of the "
+                   "passed count.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = spop_tips,
+     .num_tips = 1,
+     .key_specs = spop_key_specs,
+     .num_key_specs = 1,
+     .args = spop_args_160,
+     .num_args = 2},
+    {.fullname = "srandmember",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "Without the count argument O(1), otherwise O(N) where N is the absolute value "
+                   "of the passed count.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = srandmember_tips,
+     .num_tips = 1,
+     .key_specs = srandmember_key_specs,
+     .num_key_specs = 1,
+     .args = srandmember_args_161,
+     .num_args = 2},
+    {.fullname = "srem",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the number of members to be removed.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = srem_key_specs,
+     .num_key_specs = 1,
+     .args = srem_args_162,
+     .num_args = 2},
+    {.fullname = "sscan",
+     .group = "set",
+     .since = "2.8.0",
+     .complexity =
+         "O(1) for every call. O(N) for a complete iteration, including enough command calls for "
+         "the cursor to return back to 0. N is the number of elements inside the collection.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = sscan_tips,
+     .num_tips = 1,
+     .key_specs = sscan_key_specs,
+     .num_key_specs = 1,
+     .args = sscan_args_163,
+     .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
      .since = "2.2.0",
@@ -2139,7 +4489,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_97,
+     .args = strlen_args_164,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -2154,15 +4504,35 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_98,
+     .args = substr_args_165,
      .num_args = 3},
+    {.fullname = "sunion",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the total number of elements in all given sets.",
+     .acl_categories = ACL_CAT_SET,
+     .tips = sunion_tips,
+     .num_tips = 1,
+     .key_specs = sunion_key_specs,
+     .num_key_specs = 1,
+     .args = sunion_args_166,
+     .num_args = 1},
+    {.fullname = "sunionstore",
+     .group = "set",
+     .since = "1.0.0",
+     .complexity = "O(N) where N is the total number of elements in all given sets.",
+     .acl_categories = ACL_CAT_SET,
+     .key_specs = sunionstore_key_specs,
+     .num_key_specs = 2,
+     .args = sunionstore_args_167,
+     .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
      .since = "4.0.0",
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_99,
+     .args = swapdb_args_168,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -2179,7 +4549,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_100,
+     .args = touch_args_169,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -2190,7 +4560,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_101,
+     .args = ttl_args_170,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -2199,7 +4569,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_102,
+     .args = type_args_171,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -2212,7 +4582,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_103,
+     .args = unlink_args_172,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -2226,8 +4596,345 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_104,
+     .args = watch_args_173,
      .num_args = 1},
+    {.fullname = "zadd",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity =
+         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zadd_key_specs,
+     .num_key_specs = 1,
+     .args = zadd_args_177,
+     .num_args = 6},
+    {.fullname = "zcard",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zcard_key_specs,
+     .num_key_specs = 1,
+     .args = zcard_args_178,
+     .num_args = 1},
+    {.fullname = "zcount",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(log(N)) with N being the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zcount_key_specs,
+     .num_key_specs = 1,
+     .args = zcount_args_179,
+     .num_args = 3},
+    {.fullname = "zdiff",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(L + (N-K)log(N)) worst case where L is the total number of elements in all "
+                   "the sets, N is the size of the first set, and K is the size of the result set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zdiff_key_specs,
+     .num_key_specs = 1,
+     .args = zdiff_args_180,
+     .num_args = 3},
+    {.fullname = "zdiffstore",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(L + (N-K)log(N)) worst case where L is the total number of elements in all "
+                   "the sets, N is the size of the first set, and K is the size of the result set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zdiffstore_key_specs,
+     .num_key_specs = 2,
+     .args = zdiffstore_args_181,
+     .num_args = 3},
+    {.fullname = "zincrby",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(log(N)) where N is the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zincrby_key_specs,
+     .num_key_specs = 1,
+     .args = zincrby_args_182,
+     .num_args = 3},
+    {.fullname = "zinter",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K "
+                   "being the number of input sorted sets and M being the number of elements in "
+                   "the resulting sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zinter_key_specs,
+     .num_key_specs = 1,
+     .args = zinter_args_184,
+     .num_args = 5},
+    {.fullname = "zintercard",
+     .group = "sorted_set",
+     .since = "7.0.0",
+     .complexity = "O(N*K) worst case with N being the smallest input sorted set, K being the "
+                   "number of input sorted sets.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zintercard_key_specs,
+     .num_key_specs = 1,
+     .args = zintercard_args_185,
+     .num_args = 3},
+    {.fullname = "zinterstore",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K "
+                   "being the number of input sorted sets and M being the number of elements in "
+                   "the resulting sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zinterstore_key_specs,
+     .num_key_specs = 2,
+     .args = zinterstore_args_187,
+     .num_args = 5},
+    {.fullname = "zlexcount",
+     .group = "sorted_set",
+     .since = "2.8.9",
+     .complexity = "O(log(N)) with N being the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zlexcount_key_specs,
+     .num_key_specs = 1,
+     .args = zlexcount_args_188,
+     .num_args = 3},
+    {.fullname = "zmpop",
+     .group = "sorted_set",
+     .since = "7.0.0",
+     .complexity = "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number "
+                   "of elements in the sorted set, and M being the number of elements popped.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zmpop_key_specs,
+     .num_key_specs = 1,
+     .args = zmpop_args_190,
+     .num_args = 4},
+    {.fullname = "zmscore",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(N) where N is the number of members being requested.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zmscore_key_specs,
+     .num_key_specs = 1,
+     .args = zmscore_args_191,
+     .num_args = 2},
+    {.fullname = "zpopmax",
+     .group = "sorted_set",
+     .since = "5.0.0",
+     .complexity = "O(log(N)*M) with N being the number of elements in the sorted set, and M being "
+                   "the number of elements popped.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zpopmax_key_specs,
+     .num_key_specs = 1,
+     .args = zpopmax_args_192,
+     .num_args = 2},
+    {.fullname = "zpopmin",
+     .group = "sorted_set",
+     .since = "5.0.0",
+     .complexity = "O(log(N)*M) with N being the number of elements in the sorted set, and M being "
+                   "the number of elements popped.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zpopmin_key_specs,
+     .num_key_specs = 1,
+     .args = zpopmin_args_193,
+     .num_args = 2},
+    {.fullname = "zrandmember",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(N) where N is the number of members returned",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .tips = zrandmember_tips,
+     .num_tips = 1,
+     .key_specs = zrandmember_key_specs,
+     .num_key_specs = 1,
+     .args = zrandmember_args_195,
+     .num_args = 2},
+    {.fullname = "zrange",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements returned.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zrange_key_specs,
+     .num_key_specs = 1,
+     .args = zrange_args_198,
+     .num_args = 7},
+    {.fullname = "zrangebylex",
+     .group = "sorted_set",
+     .since = "2.8.9",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements being returned. If M is constant (e.g. always asking for "
+                   "the first 10 elements with LIMIT), you can consider it O(log(N)).",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`ZRANGE` with the `BYLEX` argument",
+     .key_specs = zrangebylex_key_specs,
+     .num_key_specs = 1,
+     .args = zrangebylex_args_200,
+     .num_args = 4},
+    {.fullname = "zrangebyscore",
+     .group = "sorted_set",
+     .since = "1.0.5",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements being returned. If M is constant (e.g. always asking for "
+                   "the first 10 elements with LIMIT), you can consider it O(log(N)).",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
+     .key_specs = zrangebyscore_key_specs,
+     .num_key_specs = 1,
+     .args = zrangebyscore_args_202,
+     .num_args = 5},
+    {.fullname = "zrangestore",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements stored into the destination key.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zrangestore_key_specs,
+     .num_key_specs = 2,
+     .args = zrangestore_args_205,
+     .num_args = 7},
+    {.fullname = "zrank",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(log(N))",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zrank_key_specs,
+     .num_key_specs = 1,
+     .args = zrank_args_206,
+     .num_args = 3},
+    {.fullname = "zrem",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(M*log(N)) with N being the number of elements in the sorted set and M the "
+                   "number of elements to be removed.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zrem_key_specs,
+     .num_key_specs = 1,
+     .args = zrem_args_207,
+     .num_args = 2},
+    {.fullname = "zremrangebylex",
+     .group = "sorted_set",
+     .since = "2.8.9",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements removed by the operation.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zremrangebylex_key_specs,
+     .num_key_specs = 1,
+     .args = zremrangebylex_args_208,
+     .num_args = 3},
+    {.fullname = "zremrangebyrank",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements removed by the operation.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zremrangebyrank_key_specs,
+     .num_key_specs = 1,
+     .args = zremrangebyrank_args_209,
+     .num_args = 3},
+    {.fullname = "zremrangebyscore",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements removed by the operation.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zremrangebyscore_key_specs,
+     .num_key_specs = 1,
+     .args = zremrangebyscore_args_210,
+     .num_args = 3},
+    {.fullname = "zrevrange",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements returned.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`ZRANGE` with the `REV` argument",
+     .key_specs = zrevrange_key_specs,
+     .num_key_specs = 1,
+     .args = zrevrange_args_211,
+     .num_args = 4},
+    {.fullname = "zrevrangebylex",
+     .group = "sorted_set",
+     .since = "2.8.9",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements being returned. If M is constant (e.g. always asking for "
+                   "the first 10 elements with LIMIT), you can consider it O(log(N)).",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
+     .key_specs = zrevrangebylex_key_specs,
+     .num_key_specs = 1,
+     .args = zrevrangebylex_args_213,
+     .num_args = 4},
+    {.fullname = "zrevrangebyscore",
+     .group = "sorted_set",
+     .since = "2.2.0",
+     .complexity = "O(log(N)+M) with N being the number of elements in the sorted set and M the "
+                   "number of elements being returned. If M is constant (e.g. always asking for "
+                   "the first 10 elements with LIMIT), you can consider it O(log(N)).",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
+     .key_specs = zrevrangebyscore_key_specs,
+     .num_key_specs = 1,
+     .args = zrevrangebyscore_args_215,
+     .num_args = 5},
+    {.fullname = "zrevrank",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(log(N))",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zrevrank_key_specs,
+     .num_key_specs = 1,
+     .args = zrevrank_args_216,
+     .num_args = 3},
+    {.fullname = "zscan",
+     .group = "sorted_set",
+     .since = "2.8.0",
+     .complexity =
+         "O(1) for every call. O(N) for a complete iteration, including enough command calls for "
+         "the cursor to return back to 0. N is the number of elements inside the collection.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .tips = zscan_tips,
+     .num_tips = 1,
+     .key_specs = zscan_key_specs,
+     .num_key_specs = 1,
+     .args = zscan_args_217,
+     .num_args = 5},
+    {.fullname = "zscore",
+     .group = "sorted_set",
+     .since = "1.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zscore_key_specs,
+     .num_key_specs = 1,
+     .args = zscore_args_218,
+     .num_args = 2},
+    {.fullname = "zunion",
+     .group = "sorted_set",
+     .since = "6.2.0",
+     .complexity = "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, "
+                   "and M being the number of elements in the resulting sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zunion_key_specs,
+     .num_key_specs = 1,
+     .args = zunion_args_220,
+     .num_args = 5},
+    {.fullname = "zunionstore",
+     .group = "sorted_set",
+     .since = "2.0.0",
+     .complexity = "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, "
+                   "and M being the number of elements in the resulting sorted set.",
+     .acl_categories = ACL_CAT_SORTEDSET,
+     .key_specs = zunionstore_key_specs,
+     .num_key_specs = 2,
+     .args = zunionstore_args_222,
+     .num_args = 5},
 };
 
 static int docs_compare(const void *key, const void *entry) {

@@ -27,6 +27,10 @@ extern const command_family commands_config;
 extern const command_family commands_command;
 extern const command_family commands_debug;
 extern const command_family commands_memory;
+extern const command_family commands_hash;
+extern const command_family commands_list;
+extern const command_family commands_set;
+extern const command_family commands_zset;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

@@ -32,12 +32,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Type ids, Valkey's numbers (persistence will write them). The aggregate
+ * types' operations live in core/types/, which registers them with
+ * obj_set_type at types_setup. */
 #define OBJ_STRING 0
+#define OBJ_LIST 1
+#define OBJ_SET 2
+#define OBJ_ZSET 3
+#define OBJ_HASH 4
 #define OBJ_MODULE 5 /* a module's custom data type (see the SDK) */
 
+/* Encoding ids, Valkey's numbers; OBJECT ENCODING prints Valkey's names
+ * ("listpack" for Keel's compact encoding, ds/pack.h). */
 #define OBJ_ENC_RAW 0
 #define OBJ_ENC_INT 1
+#define OBJ_ENC_HASHTABLE 2
+#define OBJ_ENC_INTSET 6
+#define OBJ_ENC_SKIPLIST 7
 #define OBJ_ENC_EMBSTR 8
+#define OBJ_ENC_QUICKLIST 9
+#define OBJ_ENC_LISTPACK 11
 
 /* Integers 0..OBJ_SHARED_INTEGERS-1 are shared objects (Valkey's value). */
 #define OBJ_SHARED_INTEGERS 10000

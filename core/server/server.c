@@ -17,6 +17,7 @@
 #include "module/module.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
+#include "types/types.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -387,6 +388,7 @@ int server_init_core(char **err) {
     }
     srv.db.pending_free = server_pending_free;
     db_setup(&srv.db, &srv.db_stats);
+    types_setup();
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     command_setup();
@@ -445,6 +447,7 @@ void server_teardown(void) {
     commands_teardown();
     command_teardown();
     session_teardown();
+    types_teardown();
     db_teardown();
     evict_teardown();
     slowlog_teardown();

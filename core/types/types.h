@@ -1,0 +1,23 @@
+/* types.h -- the aggregate value types: lists, sets, sorted sets, hashes.
+ *
+ * Each type is one folder-level unit here (list.c, set.c, zset.c, hash.c
+ * with their encodings) that owns its value's layout and registers its
+ * operations (obj_type: TYPE's name, OBJECT ENCODING, freeing, MEMORY
+ * USAGE, COPY) with the keyspace at types_setup, so nothing outside the
+ * types tests a type id to free or measure a value. The commands
+ * (commands/cmd_<type>.c) work through each type's header; the keyspace
+ * stores the values as kobj and never looks inside.
+ *
+ * Thresholds between encodings are Valkey's directives (db_options.types,
+ * read live through db_opts(), so CONFIG SET applies to the next write).
+ *
+ * Threads: main thread, except that a value no key references any more
+ * may be freed on the lazy-free thread. */
+#ifndef KEEL_TYPES_H
+#define KEEL_TYPES_H
+
+/* Registers every type's operations (after db_setup). */
+void types_setup(void);
+void types_teardown(void);
+
+#endif
