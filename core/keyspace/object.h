@@ -98,6 +98,10 @@ typedef struct obj_type {
     size_t (*mem_usage)(const kobj *o);
     /* A new object with the same value (COPY); NULL when it cannot. */
     kobj *(*copy)(const kobj *o);
+    /* The work freeing the value takes, in Valkey's units (lazyfree's
+     * effort: elements of a table, nodes of a list); a value above
+     * LAZYFREE_THRESHOLD goes to the lazy-free thread. NULL: 1. */
+    size_t (*free_effort)(const kobj *o);
     /* Reserved. */
     void (*rdb_save)(void);
     void (*rdb_load)(void);
