@@ -297,7 +297,7 @@ static void scan_cb(void *priv, void *entry) {
 
 /* Valkey's string2ull(): a strict decimal, or whatever strtoull() accepts
  * of the C string (so an embedded NUL ends it), but no negative decimals. */
-static int parse_cursor(const karg *a, unsigned long long *out) {
+int arg_to_scan_cursor(const karg *a, unsigned long long *out) {
     char *s = km_strndup(a->ptr, a->len);
     size_t n = strlen(s);
     long long ll;
@@ -316,12 +316,15 @@ static int parse_cursor(const karg *a, unsigned long long *out) {
 }
 
 /* The TYPE filter: Valkey's type names are accepted even where Keel has no
- * such values (they simply match nothing). */
+ * such values yet (they simply match nothing). */
 static int scan_type_by_name(const karg *a) {
-    static const char *const other_types[] = {"list", "set", "zset", "hash", "stream"};
-    if (karg_eq(a, "string")) return OBJ_STRING;
-    for (size_t i = 0; i < K_ARRAY_LEN(other_types); i++)
-        if (karg_eq(a, other_types[i])) return SCAN_TYPE_NONE;
+    static const struct {
+        const char *name;
+        int type;
+    } names[] = {{"string", OBJ_STRING}, {"list", OBJ_LIST}, {"set", OBJ_SET},
+                 {"zset", OBJ_ZSET},     {"hash", OBJ_HASH}, {"stream", SCAN_TYPE_NONE}};
+    for (size_t i = 0; i < K_ARRAY_LEN(names); i++)
+        if (karg_eq(a, names[i].name)) return names[i].type;
     return SCAN_TYPE_UNKNOWN;
 }
 
@@ -363,7 +366,7 @@ static int scan_parse_options(client *c, scan_state *s, long long *count) {
 
 static void cmd_scan(client *c) {
     unsigned long long cursor;
-    if (!parse_cursor(&c->argv[1], &cursor)) {
+    if (!arg_to_scan_cursor(&c->argv[1], &cursor)) {
         reply_error(c, "ERR invalid cursor");
         return;
     }

@@ -70,5 +70,8 @@ void commands_reply_help(client *c, const char *container, const char *const *li
 
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);
+/* Parses a SCAN/HSCAN/SSCAN/ZSCAN cursor as Valkey does (1 if valid; the
+ * caller replies "ERR invalid cursor"). */
+int arg_to_scan_cursor(const karg *a, unsigned long long *out);
 
 #endif
