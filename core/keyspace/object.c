@@ -69,11 +69,100 @@ int str_to_ld(const char *s, size_t len, long double *out) {
     return 1;
 }
 
+/* Valkey's string2d: the whole slice must be a strtod number ("inf",
+ * exponents and hex included), with no leading space; NaN and an overflow
+ * to infinity are refused, an underflow to a denormal is not. */
 int str_to_double(const char *s, size_t len, double *out) {
-    long double v;
-    if (!str_to_ld(s, len, &v)) return 0;
-    *out = (double)v;
+    char buf[5120];
+    if (len == 0 || len >= sizeof(buf) || isspace((unsigned char)s[0])) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if ((size_t)(end - buf) != len || isnan(v)) return 0;
+    if (errno == ERANGE && (isinf(v) || v == 0)) return 0;
+    *out = v;
     return 1;
+}
+
+/* Writes the shortest digits that read back as v (1 to 17 of them) into
+ * digits and returns how many; *exp10 is the power of ten of the last
+ * digit. v is finite, nonzero and positive. */
+static int double_shortest_digits(double v, char *digits, int *exp10) {
+    char tmp[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
+        if (strtod(tmp, NULL) == v || prec == 17) break;
+    }
+    int n = 0;
+    const char *p = tmp;
+    for (; *p != 'e'; p++)
+        if (*p != '.') digits[n++] = *p;
+    int e = atoi(p + 1);
+    while (n > 1 && digits[n - 1] == '0') n--;
+    *exp10 = e - (n - 1);
+    return n;
+}
+
+/* The layout of Valkey's fpconv_dtoa: plain digits for integers of up to
+ * ndigits+7 places, a plain decimal for a fraction of under 7 places (or
+ * a small exponent), scientific notation ("1.5e+20", "1e-07") otherwise. */
+static size_t double_layout(char *out, const char *digits, int n, int k) {
+    int exp = k + n - 1;
+    int aexp = exp < 0 ? -exp : exp;
+    size_t len = 0;
+    if (k >= 0 && aexp < n + 7) {
+        memcpy(out, digits, (size_t)n);
+        memset(out + n, '0', (size_t)k);
+        return (size_t)(n + k);
+    }
+    if (k < 0 && (k > -7 || aexp < 4)) {
+        int point = n + k; /* digits before the point */
+        if (point <= 0) {
+            out[len++] = '0';
+            out[len++] = '.';
+            memset(out + len, '0', (size_t)-point);
+            len += (size_t)-point;
+            memcpy(out + len, digits, (size_t)n);
+            return len + (size_t)n;
+        }
+        memcpy(out, digits, (size_t)point);
+        out[point] = '.';
+        memcpy(out + point + 1, digits + point, (size_t)(n - point));
+        return (size_t)(n + 1);
+    }
+    out[len++] = digits[0];
+    if (n > 1) {
+        out[len++] = '.';
+        memcpy(out + len, digits + 1, (size_t)(n - 1));
+        len += (size_t)(n - 1);
+    }
+    len += (size_t)sprintf(out + len, "e%c%02d", exp < 0 ? '-' : '+', aexp);
+    if (aexp < 10) { /* fpconv writes one exponent digit below 10 */
+        out[len - 2] = out[len - 1];
+        len--;
+    }
+    return len;
+}
+
+size_t double_to_str(char *buf, double v) {
+    if (isnan(v)) return (size_t)sprintf(buf, "nan");
+    if (isinf(v)) return (size_t)sprintf(buf, v < 0 ? "-inf" : "inf");
+    if (v == 0) return (size_t)sprintf(buf, signbit(v) ? "-0" : "0");
+    /* Integral values print as integers, as Valkey's double2ll path. */
+    if (v >= (double)(-LLONG_MAX / 2) && v <= (double)(LLONG_MAX / 2)) {
+        long long ll = (long long)v;
+        if ((double)ll == v) return ll_to_str(buf, ll);
+    }
+    char digits[24];
+    int k;
+    size_t len = 0;
+    if (v < 0) buf[len++] = '-';
+    int n = double_shortest_digits(fabs(v), digits, &k);
+    len += double_layout(buf + len, digits, n, k);
+    buf[len] = '\0';
+    return len;
 }
 
 size_t ld_to_str(char *buf, size_t buflen, long double v) {

@@ -173,7 +173,16 @@ size_t ll_to_str(char *buf, long long v);
 /* Parses a long double as Valkey does for INCRBYFLOAT (no spaces, not NaN;
  * "inf" is accepted and callers refuse it where it matters). */
 int str_to_ld(const char *s, size_t len, long double *out);
+/* Parses a double as Valkey's string2d (sorted set scores): strtod over
+ * the whole slice, no leading space, not NaN, no overflow. */
 int str_to_double(const char *s, size_t len, double *out);
+/* Room double_to_str needs. */
+#define DOUBLE_STR_MAX 32
+/* Formats a double as Valkey's d2string (scores in replies and in the
+ * compact encoding): the shortest digits that read back as the same
+ * double, laid out as Valkey's fpconv ("1.5", "1e+20", "inf", "-0").
+ * buf holds DOUBLE_STR_MAX bytes; returns the length. */
+size_t double_to_str(char *buf, double v);
 /* Formats a long double in Valkey's human style ("%.17Lf" with trailing
  * zeros trimmed). Returns the length, or 0 if buf is too small. */
 size_t ld_to_str(char *buf, size_t buflen, long double v);

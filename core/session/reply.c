@@ -231,16 +231,15 @@ void reply_bulk_obj(client *c, kobj *o) {
 }
 
 void reply_double(client *c, double d) {
-    char buf[64];
-    int len;
-    if (isinf(d)) len = snprintf(buf, sizeof(buf), "%s", d > 0 ? "inf" : "-inf");
-    else len = snprintf(buf, sizeof(buf), "%.17g", d);
+    char buf[DOUBLE_STR_MAX + 3];
+    size_t len = double_to_str(buf + 1, d);
     if (c->resp >= 3) {
-        reply_raw(c, ",", 1);
-        reply_raw(c, buf, (size_t)len);
-        reply_raw(c, "\r\n", 2);
+        buf[0] = ',';
+        buf[len + 1] = '\r';
+        buf[len + 2] = '\n';
+        reply_raw(c, buf, len + 3);
     } else {
-        reply_bulk(c, buf, (size_t)len);
+        reply_bulk(c, buf + 1, len);
     }
 }
 
