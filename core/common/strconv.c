@@ -40,7 +40,8 @@ size_t ll_to_str(char *buf, long long v) {
     } while (u);
     size_t len = 0;
     if (v < 0) buf[len++] = '-';
-    while (n) buf[len++] = tmp[--n];
+    while (n)
+        buf[len++] = tmp[--n];
     buf[len] = '\0';
     return len;
 }

@@ -113,11 +113,16 @@ static size_t entry_body_size(const unsigned char *e) {
     if (b < 0xe0) return 2;
     if (b < 0xf0) return 2 + ((size_t)(b & 0x0f) << 8 | e[1]);
     switch (b) {
-    case PACK_STR32: return 5 + rd32(e + 1);
-    case PACK_INT16: return 3;
-    case PACK_INT24: return 4;
-    case PACK_INT32: return 5;
-    default: return 9; /* PACK_INT64 */
+    case PACK_STR32:
+        return 5 + rd32(e + 1);
+    case PACK_INT16:
+        return 3;
+    case PACK_INT24:
+        return 4;
+    case PACK_INT32:
+        return 5;
+    default:
+        return 9; /* PACK_INT64 */
     }
 }
 
@@ -128,7 +133,8 @@ static size_t entry_size(const unsigned char *e) {
 
 static long long rd_signed(const unsigned char *p, int bytes) {
     unsigned long long v = 0;
-    for (int i = 0; i < bytes; i++) v |= (unsigned long long)p[i] << (8 * i);
+    for (int i = 0; i < bytes; i++)
+        v |= (unsigned long long)p[i] << (8 * i);
     int shift = 64 - 8 * bytes;
     if (shift) return (long long)(v << shift) >> shift; /* sign-extend */
     return (long long)v;
@@ -171,14 +177,17 @@ static size_t encode_int(unsigned char *buf, long long v) {
         buf[1] = (unsigned char)u;
         return 2;
     }
-    int width = v >= -32768 && v <= 32767 ? 2 : v >= -8388608 && v <= 8388607 ? 3
-              : v >= INT32_MIN && v <= INT32_MAX                          ? 4
-                                                                          : 8;
-    buf[0] = (unsigned char)(width == 2 ? PACK_INT16 : width == 3 ? PACK_INT24
-                                                    : width == 4 ? PACK_INT32
-                                                                 : PACK_INT64);
+    int width = v >= -32768 && v <= 32767          ? 2
+                : v >= -8388608 && v <= 8388607    ? 3
+                : v >= INT32_MIN && v <= INT32_MAX ? 4
+                                                   : 8;
+    buf[0] = (unsigned char)(width == 2   ? PACK_INT16
+                             : width == 3 ? PACK_INT24
+                             : width == 4 ? PACK_INT32
+                                          : PACK_INT64);
     unsigned long long u = (unsigned long long)v;
-    for (int i = 0; i < width; i++) buf[1 + i] = (unsigned char)(u >> (8 * i));
+    for (int i = 0; i < width; i++)
+        buf[1 + i] = (unsigned char)(u >> (8 * i));
     return 1 + (size_t)width;
 }
 
@@ -294,10 +303,12 @@ size_t pack_seek(const pack *p, long long index) {
     size_t pos;
     if (index <= count / 2) {
         pos = PACK_HEADER;
-        while (index--) pos += entry_size(p + pos);
+        while (index--)
+            pos += entry_size(p + pos);
     } else {
         pos = pack_last(p);
-        for (long long i = count - 1; i > index; i--) pos = entry_before(p, pos);
+        for (long long i = count - 1; i > index; i--)
+            pos = entry_before(p, pos);
     }
     return pos;
 }
@@ -342,7 +353,8 @@ size_t pack_find(const pack *p, size_t pos, const char *s, size_t len, unsigned 
     size_t bytes = hdr_bytes(p);
     while (pos && pos < bytes) {
         if (entry_eq_key(p + pos, &k)) return pos;
-        for (unsigned i = 0; i <= skip && pos < bytes; i++) pos += entry_size(p + pos);
+        for (unsigned i = 0; i <= skip && pos < bytes; i++)
+            pos += entry_size(p + pos);
     }
     return 0;
 }
@@ -358,7 +370,8 @@ static pack *pack_splice(pack *p, size_t pos, size_t old, const pack_new_entry *
      * two places of one collection): copy it before the pack moves. */
     char stack[64];
     pack_new_entry copy;
-    if (ne && ne->s && (const unsigned char *)ne->s >= p && (const unsigned char *)ne->s < p + bytes) {
+    if (ne && ne->s && (const unsigned char *)ne->s >= p &&
+        (const unsigned char *)ne->s < p + bytes) {
         copy = *ne;
         char *dup = ne->len <= sizeof(stack) ? stack : km_alloc(ne->len);
         memcpy(dup, ne->s, ne->len);

@@ -32,14 +32,16 @@ static void model_insert(model *m, size_t at, const char *s, size_t len) {
 }
 
 static void model_delete(model *m, size_t at, size_t k) {
-    for (size_t i = at; i < at + k; i++) free(m->s[i]);
+    for (size_t i = at; i < at + k; i++)
+        free(m->s[i]);
     memmove(m->s + at, m->s + at + k, (m->n - at - k) * sizeof(*m->s));
     memmove(m->len + at, m->len + at + k, (m->n - at - k) * sizeof(*m->len));
     m->n -= k;
 }
 
 static void model_free(model *m) {
-    for (size_t i = 0; i < m->n; i++) free(m->s[i]);
+    for (size_t i = 0; i < m->n; i++)
+        free(m->s[i]);
     free(m->s);
     free(m->len);
 }
@@ -83,23 +85,43 @@ static void check_equal(const pack *p, const model *m) {
 /* A random value: integers of every width (as digits), integer-like
  * strings that are not canonical, and strings around each length limit. */
 static size_t random_value(char *buf) {
-    static const long long edges[] = {0,      127,     128,        -1,         4095,       4096,
-                                      -4096,  -4097,   32767,      -32768,     32768,      8388607,
-                                      -8388608, 8388608, 2147483647, -2147483648LL, 2147483648LL,
-                                      9223372036854775807LL, (-9223372036854775807LL - 1)};
+    static const long long edges[] = {0,
+                                      127,
+                                      128,
+                                      -1,
+                                      4095,
+                                      4096,
+                                      -4096,
+                                      -4097,
+                                      32767,
+                                      -32768,
+                                      32768,
+                                      8388607,
+                                      -8388608,
+                                      8388608,
+                                      2147483647,
+                                      -2147483648LL,
+                                      2147483648LL,
+                                      9223372036854775807LL,
+                                      (-9223372036854775807LL - 1)};
     static const size_t lens[] = {0, 1, 63, 64, 65, 4095, 4096, 4097, 20000};
     switch (rand() % 6) {
-    case 0: return ll_to_str(buf, edges[rand() % (int)(sizeof(edges) / sizeof(edges[0]))]);
-    case 1: return ll_to_str(buf, (long long)rand() - RAND_MAX / 2);
-    case 2: return (size_t)snprintf(buf, 32, "0%d", rand() % 100); /* not canonical */
+    case 0:
+        return ll_to_str(buf, edges[rand() % (int)(sizeof(edges) / sizeof(edges[0]))]);
+    case 1:
+        return ll_to_str(buf, (long long)rand() - RAND_MAX / 2);
+    case 2:
+        return (size_t)snprintf(buf, 32, "0%d", rand() % 100); /* not canonical */
     case 3: {
         size_t n = lens[rand() % (int)(sizeof(lens) / sizeof(lens[0]))];
-        for (size_t i = 0; i < n; i++) buf[i] = (char)('a' + rand() % 26);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (char)('a' + rand() % 26);
         return n;
     }
     default: {
         size_t n = (size_t)(rand() % 12);
-        for (size_t i = 0; i < n; i++) buf[i] = (char)(rand() & 0xff);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (char)(rand() & 0xff);
         return n;
     }
     }
