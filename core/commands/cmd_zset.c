@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,9 +325,11 @@ static void store_result(client *c, const karg *dst, kobj *o) {
 }
 
 /* ZRANGE's grammar (Valkey's zrangeGenericCommand): `src` is the index of
- * the source key; kind and rev are fixed by the older command names. */
+ * the source key; kind and direction (rev: 1 reversed, 0 forward, -1 as
+ * REV says) are fixed by the older command names. */
 static void zrange_generic(client *c, int src, const karg *dst, zrange_kind kind, int rev) {
-    int withscores = 0, dir_fixed = rev;
+    int withscores = 0, dir_fixed = rev >= 0;
+    if (rev < 0) rev = 0;
     long long offset = 0, limit = -1;
     for (int j = src + 3; j < c->argc; j++) {
         const karg *a = &c->argv[j];
@@ -389,11 +392,11 @@ static void zrange_generic(client *c, int src, const karg *dst, zrange_kind kind
 }
 
 static void cmd_zrange(client *c) {
-    zrange_generic(c, 1, NULL, ZR_AUTO, 0);
+    zrange_generic(c, 1, NULL, ZR_AUTO, -1);
 }
 
 static void cmd_zrangestore(client *c) {
-    zrange_generic(c, 2, &c->argv[1], ZR_AUTO, 0);
+    zrange_generic(c, 2, &c->argv[1], ZR_AUTO, -1);
 }
 
 static void cmd_zrevrange(client *c) {
