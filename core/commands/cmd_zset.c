@@ -719,34 +719,29 @@ static void cmd_zdiffstore(client *c) {
 
 /* ---- ZPOPMIN, ZPOPMAX, ZMPOP ---- */
 
-/* Pops up to count members (count -1: one, the single-pop reply) from
- * the first non-empty set among keys[0..nkeys); `emitkey` names the key
- * (ZMPOP, the blocking pops); `nested` uses [member, score] pairs; an
- * empty result is a null array with nil_when_empty, else an empty one.
- * Returns 1 if something was popped (or an error replied). */
-static int zpop_generic(client *c, const karg *keys, int nkeys, int max, long long count,
-                        int emitkey, int nested, int nil_when_empty) {
-    kobj *o = NULL;
-    const karg *key = NULL;
-    for (int i = 0; i < nkeys && !o; i++) {
-        int found = zlookup(c, &keys[i], 0, &o);
-        if (found < 0) return 1;
-        if (found) key = &keys[i];
+/* The first of keys[0..n) that holds a sorted set: its index and *o, -1
+ * when none does, -2 after replying WRONGTYPE (a key of another type met
+ * first). Sets are never empty, so the first one found is popped from. */
+static int zpop_find(client *c, const karg *keys, int n, kobj **o) {
+    for (int i = 0; i < n; i++) {
+        int found = zlookup(c, &keys[i], 0, o);
+        if (found < 0) return -2;
+        if (found) return i;
     }
-    if (!o) {
-        if (nil_when_empty)
-            reply_null_array(c);
-        else
-            reply_array(c, 0);
-        return 0;
-    }
+    return -1;
+}
+
+/* Pops up to count members (count -1: one, the single-pop reply) of o at
+ * key and replies them; `emitkey` names the key (ZMPOP, the blocking
+ * pops), `nested` uses [member, score] pairs. */
+static void zpop_reply(client *c, const karg *key, kobj *o, int max, long long count, int emitkey,
+                       int nested) {
     if (count == 0) {
         reply_array(c, 0);
-        return 1;
+        return;
     }
     size_t len = zset_len(o);
-    size_t n = count < 0 || (unsigned long long)count > len ? len : (size_t)count;
-    if (count < 0) n = 1;
+    size_t n = count < 0 ? 1 : ((unsigned long long)count > len ? len : (size_t)count);
     if (emitkey && nested) {
         reply_array(c, 2);
         reply_bulk(c, key->ptr, key->len);
@@ -762,7 +757,21 @@ static int zpop_generic(client *c, const karg *keys, int nkeys, int max, long lo
     x.pairs = nested;
     zset_pop(o, max, n, emit_elem, &x);
     zset_changed(c, key, o);
-    return 1;
+}
+
+/* The non-blocking pops: an empty result is a null array with
+ * nil_when_empty (ZMPOP), an empty array otherwise. */
+static void zpop_generic(client *c, const karg *keys, int nkeys, int max, long long count,
+                         int emitkey, int nested, int nil_when_empty) {
+    kobj *o;
+    int i = zpop_find(c, keys, nkeys, &o);
+    if (i == -2) return;
+    if (i >= 0)
+        zpop_reply(c, &keys[i], o, max, count, emitkey, nested);
+    else if (nil_when_empty)
+        reply_null_array(c);
+    else
+        reply_array(c, 0);
 }
 
 static void zpop_minmax(client *c, int max) {
