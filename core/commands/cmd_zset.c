@@ -517,7 +517,9 @@ static void cmd_zrevrank(client *c) {
 typedef enum { ZOP_UNION, ZOP_INTER, ZOP_DIFF } zset_op;
 typedef enum { AGG_SUM, AGG_MIN, AGG_MAX } zset_agg;
 
-/* One input: a sorted set, or NULL for a missing key (an empty input). */
+/* One input: a sorted set, or NULL for a missing key (an empty input).
+ * Inputs are read only through zsrc_len/zsrc_score/zsrc_walk, where a
+ * plain set (members scoring 1) will plug in. */
 typedef struct zsrc {
     const kobj *o;
     double weight;
@@ -525,6 +527,15 @@ typedef struct zsrc {
 
 static size_t zsrc_len(const zsrc *s) {
     return s->o ? zset_len(s->o) : 0;
+}
+
+static int zsrc_score(const zsrc *s, const char *m, size_t len, double *score) {
+    return s->o && zset_score(s->o, m, len, score);
+}
+
+static void zsrc_walk(const zsrc *s, zset_elem_fn fn, void *priv) {
+    size_t n = zsrc_len(s);
+    if (n) zset_range_rank(s->o, 0, n - 1, 0, fn, priv);
 }
 
 static int zsrc_cmp_len(const void *a, const void *b) {
@@ -574,7 +585,7 @@ static void inter_elem(void *priv, const zset_elem *e) {
     if (z->limit && z->card >= z->limit) return;
     double score = weighted(e->score, z->src[0].weight), v;
     for (int j = 1; j < z->n; j++) {
-        if (!zset_score(z->src[j].o, e->m, e->len, &v)) return;
+        if (!zsrc_score(&z->src[j], e->m, e->len, &v)) return;
         aggregate(&score, v * z->src[j].weight, z->agg);
     }
     z->card++;
@@ -586,7 +597,7 @@ static void diff_elem(void *priv, const zset_elem *e) {
     zop_ctx *z = priv;
     double v;
     for (int j = 1; j < z->n; j++)
-        if (z->src[j].o && zset_score(z->src[j].o, e->m, e->len, &v)) return;
+        if (zsrc_score(&z->src[j], e->m, e->len, &v)) return;
     int out;
     zset_add(z->acc, e->score, e->m, e->len, 0, &out, NULL);
 }
@@ -598,13 +609,12 @@ static void walk_all(const kobj *o, zset_elem_fn fn, void *priv) {
 
 static void zop_run(zop_ctx *z, zset_op op) {
     if (op == ZOP_UNION) {
-        for (z->i = 0; z->i < z->n; z->i++)
-            if (z->src[z->i].o) walk_all(z->src[z->i].o, union_elem, z);
+        for (z->i = 0; z->i < z->n; z->i++) zsrc_walk(&z->src[z->i], union_elem, z);
     } else if (op == ZOP_INTER) {
-        /* Sorted by size: the smallest input is walked; an empty one ends it. */
-        if (zsrc_len(&z->src[0])) walk_all(z->src[0].o, inter_elem, z);
-    } else if (z->src[0].o) {
-        walk_all(z->src[0].o, diff_elem, z);
+        /* Sorted by size: the smallest input is walked (an empty one: none). */
+        zsrc_walk(&z->src[0], inter_elem, z);
+    } else {
+        zsrc_walk(&z->src[0], diff_elem, z);
     }
 }
 
