@@ -930,6 +930,8 @@ static void randmember_count(client *c, long long l, int withscores) {
         for (size_t i = 0; i < count; i++) {
             zset_random(o, &e);
             emit_elem(&x, &e);
+            /* A huge count ends with the client (output buffer limit). */
+            if (c->flags & CLIENT_CLOSE_ASAP) break;
         }
     } else if ((size_t)l >= size) {
         reply_array(c, emit_len(&x, size));

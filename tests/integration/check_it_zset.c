@@ -362,6 +362,19 @@ START_TEST(test_zrandmember) {
 }
 END_TEST
 
+/* A negative count near -2^63 ends when the output buffer limit closes
+ * the client; the server goes on. */
+START_TEST(test_zrandmember_huge_count) {
+    expect_int(C, 1, "ZADD z 1 a");
+    expect_ok(C, "CONFIG SET client-output-buffer-limit %s", "normal 1mb 1mb 0");
+    redisContext *c2 = it_connect(S);
+    redisReply *r = it_try_cmd(c2, "ZRANDMEMBER z -9223372036854775807");
+    ck_assert(r == NULL || r->type == REDIS_REPLY_ERROR);
+    expect_ok(C, "CONFIG SET client-output-buffer-limit %s", "normal 0 0 0");
+    expect_status(C, "PONG", "PING");
+}
+END_TEST
+
 START_TEST(test_zscan) {
     BOTH_ENCODINGS({
         fill("z");
@@ -446,6 +459,7 @@ static Suite *zset_suite(void) {
     tcase_add_test(tc, test_store_encodings);
     tcase_add_test(tc, test_pops);
     tcase_add_test(tc, test_zrandmember);
+    tcase_add_test(tc, test_zrandmember_huge_count);
     tcase_add_test(tc, test_zscan);
     tcase_add_test(tc, test_resp3_shapes);
     return s;
