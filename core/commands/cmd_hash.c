@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,8 @@ static void reply_field(client *c, kobj *o, const karg *f) {
     hash_str v;
     if (o && hash_get(o, f->ptr, f->len, &v))
         reply_hstr(c, &v);
-    else reply_null(c);
+    else
+        reply_null(c);
 }
 
 /* ---- setting and reading fields ---- */
@@ -100,7 +102,8 @@ static void cmd_hset(client *c) {
     /* HMSET is HSET with Valkey's older reply. */
     if (c->argv[0].ptr[1] == 'm' || c->argv[0].ptr[1] == 'M')
         reply_ok(c);
-    else reply_int(c, created);
+    else
+        reply_int(c, created);
 }
 
 static void cmd_hsetnx(client *c) {
@@ -127,14 +130,16 @@ static void cmd_hmget(client *c) {
     kobj *o;
     if (hash_lookup(c, &c->argv[1], &o) < 0) return;
     reply_array(c, c->argc - 2);
-    for (int i = 2; i < c->argc; i++) reply_field(c, o, &c->argv[i]);
+    for (int i = 2; i < c->argc; i++)
+        reply_field(c, o, &c->argv[i]);
 }
 
 static void cmd_hdel(client *c) {
     kobj *o;
     if (hash_lookup(c, &c->argv[1], &o) < 0) return;
     long long n = 0;
-    for (int i = 2; o && i < c->argc; i++) n += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
+    for (int i = 2; o && i < c->argc; i++)
+        n += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
     if (n) hash_written(c, &c->argv[1], o);
     reply_int(c, n);
 }
@@ -169,7 +174,8 @@ static void hash_getall(client *c, int want) {
     size_t n = o ? hash_length(o) : 0;
     if (want == (WANT_FIELDS | WANT_VALUES))
         reply_map(c, (long long)n);
-    else reply_array(c, (long long)n);
+    else
+        reply_array(c, (long long)n);
     if (!o) return;
     hash_iter it;
     hash_str f, v;
@@ -402,8 +408,7 @@ static void cmd_hscan(client *c) {
         cur = hash_scan(o, cur, hscan_cb, &s);
     } while (cur && maxiter-- && s.sampled < count);
     char buf[24];
-    size_t n = ll_to_str(buf, (long long)cur);
-    if (cur > LLONG_MAX) n = (size_t)snprintf(buf, sizeof(buf), "%zu", cur);
+    size_t n = (size_t)snprintf(buf, sizeof(buf), "%zu", cur);
     reply_array(c, 2);
     reply_bulk(c, buf, n);
     reply_array(c, (long long)s.found);
@@ -418,7 +423,8 @@ static void cmd_hscan(client *c) {
 
 /* ---- field expiry ---- */
 
-#define NUMFIELDS_ERR "ERR numfields should be greater than 0 and match the provided number of fields"
+#define NUMFIELDS_ERR                                                                              \
+    "ERR numfields should be greater than 0 and match the provided number of fields"
 
 /* Finds "FIELDS numfields" at or after `from` (options sit between):
  * returns the index of FIELDS and sets *numfields, or 0 if absent. -1
@@ -617,9 +623,9 @@ static int exp_parse(client *c, int fi, int allowed, exp_opts *o) {
     static const struct {
         const char *name;
         int flag;
-    } names[] = {{"ex", EXP_EX},           {"px", EXP_PX},           {"exat", EXP_EXAT},
-                 {"pxat", EXP_PXAT},       {"persist", EXP_PERSIST}, {"keepttl", EXP_KEEPTTL},
-                 {"nx", EXP_NX},           {"xx", EXP_XX},           {"fnx", EXP_FNX},
+    } names[] = {{"ex", EXP_EX},     {"px", EXP_PX},           {"exat", EXP_EXAT},
+                 {"pxat", EXP_PXAT}, {"persist", EXP_PERSIST}, {"keepttl", EXP_KEEPTTL},
+                 {"nx", EXP_NX},     {"xx", EXP_XX},           {"fnx", EXP_FNX},
                  {"fxx", EXP_FXX}};
     const int timed = EXP_EX | EXP_PX | EXP_EXAT | EXP_PXAT;
     const int groups[] = {timed | EXP_PERSIST | EXP_KEEPTTL, EXP_NX | EXP_XX, EXP_FNX | EXP_FXX};
@@ -693,8 +699,8 @@ static void cmd_hsetex(client *c) {
     int fi = find_fields(c, 2, &n);
     if (fi < 0) return;
     exp_opts eo = {0};
-    int allowed = EXP_EX | EXP_PX | EXP_EXAT | EXP_PXAT | EXP_KEEPTTL | EXP_NX | EXP_XX | EXP_FNX |
-                  EXP_FXX;
+    int allowed =
+        EXP_EX | EXP_PX | EXP_EXAT | EXP_PXAT | EXP_KEEPTTL | EXP_NX | EXP_XX | EXP_FNX | EXP_FXX;
     if (fi && !exp_parse(c, fi, allowed, &eo)) return;
     if (!fi || n <= 0 || n > LLONG_MAX / 2 || n * 2 != c->argc - fi - 2) {
         reply_error(c, NUMFIELDS_ERR);

@@ -69,16 +69,21 @@ static const hashtable_type volatile_type = {.entry_key = hf_key};
 
 typedef struct hash_table {
     hashtable *fields;
-    hashtable *vol;     /* fields with a TTL; NULL when none */
-    int64_t next_due;   /* no field in vol expires before this */
-    size_t elem_bytes;  /* allocated bytes of the elements (MEMORY USAGE) */
+    hashtable *vol;    /* fields with a TTL; NULL when none */
+    int64_t next_due;  /* no field in vol expires before this */
+    size_t elem_bytes; /* allocated bytes of the elements (MEMORY USAGE) */
 } hash_table;
 
+/* The value hangs off the object's pointer slot (typed char * for
+ * strings). */
 static inline hash_table *ht_of(const kobj *o) {
-    return o->v.ptr;
+    return (hash_table *)(void *)o->v.ptr;
 }
 static inline pack *lp_of(const kobj *o) {
     return (pack *)o->v.ptr;
+}
+static inline void set_ptr(kobj *o, void *p) {
+    o->v.ptr = p;
 }
 
 /* Tracks a new element of t (in the field table already). */
@@ -162,7 +167,7 @@ static void hash_convert(kobj *o) {
         ht_insert(t, hf_new(f.s, f.len, v.s, v.len, HASH_NO_EXPIRE));
     }
     pack_free(p);
-    o->v.ptr = t;
+    set_ptr(o, t);
     o->encoding = OBJ_ENC_HASHTABLE;
 }
 
@@ -173,7 +178,7 @@ kobj *hash_new(void) {
     o->refcount = 1;
     o->type = OBJ_HASH;
     o->encoding = OBJ_ENC_LISTPACK;
-    o->v.ptr = pack_new();
+    set_ptr(o, pack_new());
     return o;
 }
 
@@ -227,11 +232,11 @@ static int lp_set(kobj *o, const char *f, size_t flen, const char *v, size_t vle
     size_t pos = lp_find(p, f, flen);
     if (pos) {
         size_t vpos = pack_next(p, pos);
-        o->v.ptr = pack_replace(p, &vpos, v, vlen);
+        set_ptr(o, pack_replace(p, &vpos, v, vlen));
         return 0;
     }
     p = pack_append(p, f, flen);
-    o->v.ptr = pack_append(p, v, vlen);
+    set_ptr(o, pack_append(p, v, vlen));
     return 1;
 }
 
@@ -260,7 +265,7 @@ int hash_delete(kobj *o, const char *f, size_t flen) {
     if (hash_is_listpack(o)) {
         size_t pos = lp_find(lp_of(o), f, flen);
         if (!pos) return 0;
-        o->v.ptr = pack_delete(lp_of(o), &pos, 2);
+        set_ptr(o, pack_delete(lp_of(o), &pos, 2));
         return 1;
     }
     hash_table *t = ht_of(o);
@@ -450,7 +455,8 @@ void hash_iter_init(hash_iter *it, kobj *o) {
     it->o = o;
     if (hash_is_listpack(o))
         it->pos = pack_first(lp_of(o));
-    else hashtable_iter_init(&it->hi, ht_of(o)->fields, 0);
+    else
+        hashtable_iter_init(&it->hi, ht_of(o)->fields, 0);
 }
 
 int hash_iter_next(hash_iter *it, hash_str *field, hash_str *val) {
@@ -502,7 +508,8 @@ size_t hash_scan(kobj *o, size_t cursor, hash_scan_fn fn, void *priv) {
         hash_iter it;
         hash_str f, v;
         hash_iter_init(&it, o);
-        while (hash_iter_next(&it, &f, &v)) fn(priv, &f, &v);
+        while (hash_iter_next(&it, &f, &v))
+            fn(priv, &f, &v);
         return 0;
     }
     scan_state s = {fn, priv};
@@ -523,7 +530,8 @@ static const char *hash_encoding_name(const kobj *o) {
 static void hash_free_value(kobj *o) {
     if (hash_is_listpack(o))
         pack_free(lp_of(o));
-    else ht_free(ht_of(o));
+    else
+        ht_free(ht_of(o));
 }
 
 static size_t hash_mem_usage(const kobj *o) {
@@ -536,7 +544,7 @@ static size_t hash_mem_usage(const kobj *o) {
 static kobj *hash_copy(const kobj *o) {
     kobj *c = hash_new();
     if (hash_is_listpack(o)) {
-        c->v.ptr = pack_merge(lp_of(c), lp_of(o));
+        set_ptr(c, pack_merge(lp_of(c), lp_of(o)));
         return c;
     }
     pack_free(lp_of(c));
@@ -549,7 +557,7 @@ static kobj *hash_copy(const kobj *o) {
         ht_insert(t, hf_new(hf_field(h), hf_flen(h), hf_value(h), h->vlen, hf_expire(h)));
     }
     hashtable_iter_reset(&it);
-    c->v.ptr = t;
+    set_ptr(c, t);
     c->encoding = OBJ_ENC_HASHTABLE;
     return c;
 }

@@ -99,8 +99,8 @@ size_t hash_tracked_count(void);
 
 typedef struct hash_iter {
     kobj *o;
-    size_t pos;         /* listpack: the next field's position */
-    hashtable_iter hi;  /* hashtable */
+    size_t pos;        /* listpack: the next field's position */
+    hashtable_iter hi; /* hashtable */
 } hash_iter;
 
 /* Unsafe: the hash must not change until hash_iter_reset. */
