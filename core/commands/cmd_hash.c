@@ -281,6 +281,16 @@ static void hrandfield_distinct(client *c, kobj *o, size_t count, int withvalues
     hash_iter_reset(&it);
 }
 
+typedef struct rand_reply {
+    client *c;
+    int withvalues;
+} rand_reply;
+
+static void reply_pick(void *priv, const hash_str *f, const hash_str *v) {
+    rand_reply *r = priv;
+    reply_rand_pair(r->c, f, r->withvalues ? v : NULL);
+}
+
 static void cmd_hrandfield(client *c) {
     long long count = 0;
     int withvalues = 0;
@@ -303,7 +313,7 @@ static void cmd_hrandfield(client *c) {
     }
     kobj *o;
     if (hash_lookup(c, &c->argv[1], &o) < 0) return;
-    hash_str f, v;
+    hash_str f;
     if (c->argc == 2) {
         if (!o) {
             reply_null(c);
@@ -324,10 +334,8 @@ static void cmd_hrandfield(client *c) {
     /* Negative: -count picks, repeats allowed. */
     unsigned long long n = (unsigned long long)-count;
     reply_array(c, (long long)(withvalues && c->resp == 2 ? n * 2 : n));
-    for (unsigned long long i = 0; i < n; i++) {
-        hash_random(o, &f, withvalues ? &v : NULL);
-        reply_rand_pair(c, &f, withvalues ? &v : NULL);
-    }
+    rand_reply r = {c, withvalues};
+    hash_random_picks(o, (size_t)n, reply_pick, &r);
 }
 
 /* ---- HSCAN ---- */

@@ -479,16 +479,66 @@ void hash_iter_reset(hash_iter *it) {
     if (!hash_is_listpack(it->o)) hashtable_iter_reset(&it->hi);
 }
 
-void hash_random(kobj *o, hash_str *field, hash_str *val) {
-    if (hash_is_listpack(o)) {
-        pack *p = lp_of(o);
-        long long i = (long long)((size_t)random() % hash_length(o));
-        size_t pos = pack_seek(p, 2 * i);
-        lp_read(p, pos, field);
-        if (val) lp_read(p, pack_next(p, pos), val);
+/* Tables up to this size (or up to 4 times the picks) are snapshotted so
+ * each pick is uniform; hashtable_random() favours entries in crowded
+ * buckets, which shows on small tables. */
+#define HASH_PICK_SNAPSHOT 1024
+
+void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv) {
+    size_t n = hash_length(o);
+    hash_str f, v;
+    if (!hash_is_listpack(o) && n > HASH_PICK_SNAPSHOT && n / 4 > count) {
+        for (size_t i = 0; i < count; i++) {
+            hf_to_str(hashtable_random(ht_of(o)->fields), &f, &v);
+            fn(priv, &f, &v);
+        }
         return;
     }
-    hf_to_str(hashtable_random(ht_of(o)->fields), field, val);
+    /* Entry pointers (hashtable) or field positions (listpack). */
+    void **all = km_alloc(n * sizeof(*all));
+    size_t k = 0;
+    if (hash_is_listpack(o)) {
+        pack *p = lp_of(o);
+        for (size_t pos = pack_first(p); pos; pos = pack_next(p, pack_next(p, pos)))
+            all[k++] = (void *)(uintptr_t)pos;
+    } else {
+        hashtable_iter it;
+        hashtable_iter_init(&it, ht_of(o)->fields, 0);
+        while (k < n && hashtable_iter_next(&it, &all[k]))
+            k++;
+        hashtable_iter_reset(&it);
+    }
+    for (size_t i = 0; i < count; i++) {
+        void *e = all[(size_t)random() % k];
+        if (hash_is_listpack(o)) {
+            size_t pos = (size_t)(uintptr_t)e;
+            lp_read(lp_of(o), pos, &f);
+            lp_read(lp_of(o), pack_next(lp_of(o), pos), &v);
+        } else
+            hf_to_str(e, &f, &v);
+        fn(priv, &f, &v);
+    }
+    km_free(all);
+}
+
+typedef struct pick_one {
+    hash_str *field, *val;
+} pick_one;
+
+/* Copies a pick out (an integer's digits live in the caller's hash_str). */
+static void pick_copy(void *priv, const hash_str *f, const hash_str *v) {
+    pick_one *p = priv;
+    *p->field = *f;
+    if (f->s == f->buf) p->field->s = p->field->buf;
+    if (p->val) {
+        *p->val = *v;
+        if (v->s == v->buf) p->val->s = p->val->buf;
+    }
+}
+
+void hash_random(kobj *o, hash_str *field, hash_str *val) {
+    pick_one p = {field, val};
+    hash_random_picks(o, 1, pick_copy, &p);
 }
 
 typedef struct scan_state {

@@ -113,6 +113,10 @@ void hash_iter_reset(hash_iter *it);
 /* One random field and its value (val may be NULL). The hash is not
  * empty. */
 void hash_random(kobj *o, hash_str *field, hash_str *val);
+/* count uniform picks (repeats allowed), each handed to fn with its value;
+ * a small hash is snapshotted once, so this is O(size + count) there. */
+typedef void (*hash_pick_fn)(void *priv, const hash_str *field, const hash_str *val);
+void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv);
 
 /* Calls fn for some fields: a listpack hash gives all of them and returns
  * 0; a hashtable walks one step of its cursor (hashtable_scan's
