@@ -95,7 +95,8 @@ static int arg_to_range(client *c, const karg *a, long long min, long long max, 
         if (msg)
             reply_error(c, msg);
         else
-            reply_errorf(c, "ERR value is out of range, value must between %lld and %lld", min, max);
+            reply_errorf(c, "ERR value is out of range, value must between %lld and %lld", min,
+                         max);
         return 0;
     }
     return 1;
@@ -125,13 +126,20 @@ static void zadd_generic(client *c, int flags) {
     int idx = 2, ch = 0;
     for (; idx < c->argc; idx++) {
         const karg *a = &c->argv[idx];
-        if (karg_eq(a, "nx")) flags |= ZSET_IN_NX;
-        else if (karg_eq(a, "xx")) flags |= ZSET_IN_XX;
-        else if (karg_eq(a, "ch")) ch = 1;
-        else if (karg_eq(a, "incr")) flags |= ZSET_IN_INCR;
-        else if (karg_eq(a, "gt")) flags |= ZSET_IN_GT;
-        else if (karg_eq(a, "lt")) flags |= ZSET_IN_LT;
-        else break;
+        if (karg_eq(a, "nx"))
+            flags |= ZSET_IN_NX;
+        else if (karg_eq(a, "xx"))
+            flags |= ZSET_IN_XX;
+        else if (karg_eq(a, "ch"))
+            ch = 1;
+        else if (karg_eq(a, "incr"))
+            flags |= ZSET_IN_INCR;
+        else if (karg_eq(a, "gt"))
+            flags |= ZSET_IN_GT;
+        else if (karg_eq(a, "lt"))
+            flags |= ZSET_IN_LT;
+        else
+            break;
     }
     int incr = (flags & ZSET_IN_INCR) != 0, nx = (flags & ZSET_IN_NX) != 0;
     int gt = (flags & ZSET_IN_GT) != 0, lt = (flags & ZSET_IN_LT) != 0;
@@ -305,8 +313,9 @@ static size_t range_walk(client *c, const kobj *o, const zrange_args *r, int rev
         return n;
     }
     reply_deferred h = x->dst ? REPLY_DEFERRED_NONE : reply_deferred_array(c);
-    size_t n = r->kind == ZR_SCORE ? zset_range_score(o, &r->score, rev, offset, limit, emit_elem, x)
-                                   : zset_range_lex(o, &r->lex, rev, offset, limit, emit_elem, x);
+    size_t n = r->kind == ZR_SCORE
+                   ? zset_range_score(o, &r->score, rev, offset, limit, emit_elem, x)
+                   : zset_range_lex(o, &r->lex, rev, offset, limit, emit_elem, x);
     if (!x->dst) reply_set_deferred_len(c, h, emit_len(x, n));
     return n;
 }
@@ -609,7 +618,8 @@ static void walk_all(const kobj *o, zset_elem_fn fn, void *priv) {
 
 static void zop_run(zop_ctx *z, zset_op op) {
     if (op == ZOP_UNION) {
-        for (z->i = 0; z->i < z->n; z->i++) zsrc_walk(&z->src[z->i], union_elem, z);
+        for (z->i = 0; z->i < z->n; z->i++)
+            zsrc_walk(&z->src[z->i], union_elem, z);
     } else if (op == ZOP_INTER) {
         /* Sorted by size: the smallest input is walked (an empty one: none). */
         zsrc_walk(&z->src[0], inter_elem, z);
@@ -632,9 +642,12 @@ static int zop_parse_options(client *c, int j, zop_ctx *z, zset_op op, int store
             j += z->n + 1;
         } else if (op != ZOP_DIFF && !card && left >= 2 && karg_eq(a, "aggregate")) {
             const karg *v = &c->argv[j + 1];
-            if (karg_eq(v, "sum")) z->agg = AGG_SUM;
-            else if (karg_eq(v, "min")) z->agg = AGG_MIN;
-            else if (karg_eq(v, "max")) z->agg = AGG_MAX;
+            if (karg_eq(v, "sum"))
+                z->agg = AGG_SUM;
+            else if (karg_eq(v, "min"))
+                z->agg = AGG_MIN;
+            else if (karg_eq(v, "max"))
+                z->agg = AGG_MAX;
             else {
                 reply_syntax_error(c);
                 return 0;
@@ -790,9 +803,8 @@ static void zpop_minmax(client *c, int max) {
         return;
     }
     long long count = -1;
-    if (c->argc == 3 &&
-        !arg_to_range(c, &c->argv[2], 0, LLONG_MAX, "ERR value is out of range, must be positive",
-                      &count))
+    if (c->argc == 3 && !arg_to_range(c, &c->argv[2], 0, LLONG_MAX,
+                                      "ERR value is out of range, must be positive", &count))
         return;
     zpop_generic(c, &c->argv[1], 1, max, count, 0, c->resp >= 3 && count != -1, 0);
 }
@@ -898,7 +910,8 @@ static void randmember_distinct(const kobj *o, size_t count, emit_ctx *x) {
         return;
     }
     size_t cap = 16;
-    while (cap < count * 2) cap *= 2;
+    while (cap < count * 2)
+        cap *= 2;
     rank_set s = {km_calloc(cap, sizeof(size_t)), cap - 1};
     for (size_t got = 0; got < count;) {
         size_t r = random_below(size);
@@ -1049,6 +1062,7 @@ static void cmd_zscan(client *c) {
 
 /* ---- the table ---- */
 
+/* clang-format off */
 #define Z_CMD(n, p, a, f, fk, lk, st, s, v)                                                        \
     {.name = n, .proc = p, .arity = a, .flags = f, .first_key = fk, .last_key = lk,                \
      .key_step = st, .group = "sorted_set", .summary = s, .since = v}
@@ -1090,5 +1104,7 @@ static command zset_table[] = {
     Z_CMD("zrandmember", cmd_zrandmember, -2, RO, 1, 1, 1, "Returns one or more random members from a sorted set.", "6.2.0"),
     Z_CMD("zscan", cmd_zscan, -3, RO, 1, 1, 1, "Iterates over members and scores of a sorted set.", "2.8.0"),
 };
+
+/* clang-format on */
 
 const command_family commands_zset = {zset_table, K_ARRAY_LEN(zset_table)};

@@ -59,7 +59,8 @@ static int double_shortest_digits(double v, char *digits, int *exp10) {
     for (; *p != 'e'; p++)
         if (*p != '.') digits[n++] = *p;
     int e = atoi(p + 1);
-    while (n > 1 && digits[n - 1] == '0') n--;
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
     *exp10 = e - (n - 1);
     return n;
 }

@@ -356,7 +356,8 @@ long long zset_rank(const kobj *o, const char *m, size_t len, int rev, double *s
     if (zset_is_compact(o)) {
         const pack *p = zpack(o);
         size_t pos = pack_first(p);
-        for (rank = 0; pos && !pack_eq(p, pos, m, len); rank++) pos = pk_next_member(p, pos);
+        for (rank = 0; pos && !pack_eq(p, pos, m, len); rank++)
+            pos = pk_next_member(p, pos);
         if (!pos) return -1;
         if (score) *score = pk_score(p, pack_next(p, pos));
     } else {
@@ -388,7 +389,8 @@ void zset_random(const kobj *o, zset_elem *e) {
 
 /* ---- ranges ---- */
 
-void zset_range_rank(const kobj *o, size_t start, size_t end, int rev, zset_elem_fn fn, void *priv) {
+void zset_range_rank(const kobj *o, size_t start, size_t end, int rev, zset_elem_fn fn,
+                     void *priv) {
     size_t n = zset_len(o), count = end - start + 1;
     zset_elem e;
     if (zset_is_compact(o)) {
@@ -668,7 +670,8 @@ static size_t zset_mem_usage(const kobj *o) {
 static kobj *zset_copy(const kobj *o) {
     if (zset_is_compact(o)) return zobj_new(OBJ_ENC_LISTPACK, pack_merge(pack_new(), zpack(o)));
     zsl *z = zsl_create();
-    for (zsl_node *n = zskip(o)->tail; n; n = n->backward) zsl_insert(z, n->score, zsl_member(n), n->mlen);
+    for (zsl_node *n = zskip(o)->tail; n; n = n->backward)
+        zsl_insert(z, n->score, zsl_member(n), n->mlen);
     return zobj_new(OBJ_ENC_SKIPLIST, z);
 }
 

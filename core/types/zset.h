@@ -122,8 +122,7 @@ void zset_at(const kobj *o, size_t i, zset_elem *e);
 
 /* One ZSCAN step: hands out some members and returns the next cursor (0
  * when done). A compact set is handed out whole. */
-unsigned long long zset_scan(const kobj *o, unsigned long long cursor, zset_elem_fn fn,
-                             void *priv);
+unsigned long long zset_scan(const kobj *o, unsigned long long cursor, zset_elem_fn fn, void *priv);
 
 /* Argument parsing shared with the commands: 1 if valid. A score bound is
  * "[(]double" as Valkey's zslParseRange; a lex bound as above. */

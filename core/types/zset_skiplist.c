@@ -56,7 +56,8 @@ void zsl_free(zsl *z) {
 
 static int random_level(void) {
     int level = 1;
-    while (level < ZSL_MAX_LEVEL && (rand() & 0xFFFF) < 0x4000) level++;
+    while (level < ZSL_MAX_LEVEL && (rand() & 0xFFFF) < 0x4000)
+        level++;
     return level;
 }
 
@@ -71,8 +72,8 @@ static int node_cmp(const zsl_node *n, double score, const char *m, size_t len) 
 
 /* Fills update[] with the last node before (score, m) on each level and
  * rank[] with their ranks. */
-static void find_path(const zsl *z, double score, const char *m, size_t len,
-                      zsl_node **update, size_t *rank) {
+static void find_path(const zsl *z, double score, const char *m, size_t len, zsl_node **update,
+                      size_t *rank) {
     zsl_node *x = z->header;
     for (int i = z->level - 1; i >= 0; i--) {
         rank[i] = i == z->level - 1 ? 0 : rank[i + 1];
@@ -104,7 +105,8 @@ static void link_node(zsl *z, zsl_node *n) {
         n->level[i].span = update[i]->level[i].span - (rank[0] - rank[i]);
         update[i]->level[i].span = (rank[0] - rank[i]) + 1;
     }
-    for (int i = level; i < z->level; i++) update[i]->level[i].span++;
+    for (int i = level; i < z->level; i++)
+        update[i]->level[i].span++;
     n->backward = update[0] == z->header ? NULL : update[0];
     if (n->level[0].forward)
         n->level[0].forward->backward = n;
@@ -127,7 +129,8 @@ static void unlink_node(zsl *z, zsl_node *n, zsl_node **update) {
         n->level[0].forward->backward = n->backward;
     else
         z->tail = n->backward;
-    while (z->level > 1 && z->header->level[z->level - 1].forward == NULL) z->level--;
+    while (z->level > 1 && z->header->level[z->level - 1].forward == NULL)
+        z->level--;
     z->length--;
 }
 

@@ -14,39 +14,42 @@ static it_raw *resp3(void) {
     return r;
 }
 
-/* Runs the body of a test once per encoding: the default thresholds, and
- * with zset-max-listpack-entries 0 (every set a skiplist). */
-#define BOTH_ENCODINGS(body)                                                                       \
-    for (int skip_ = 0; skip_ < 2; skip_++) {                                                      \
-        expect_ok(C, "FLUSHALL");                                                                  \
-        expect_ok(C, "CONFIG SET zset-max-listpack-entries %s", skip_ ? "0" : "128");              \
-        body                                                                                       \
+/* Runs a test body once per encoding: the default thresholds (skip 0),
+ * and zset-max-listpack-entries 0 (skip 1: every set a skiplist). */
+static void both_encodings(void (*body)(int skip)) {
+    for (int skip = 0; skip < 2; skip++) {
+        expect_ok(C, "FLUSHALL");
+        expect_ok(C, "CONFIG SET zset-max-listpack-entries %s", skip ? "0" : "128");
+        body(skip);
     }
+}
+
+static void zadd_basics(int skip) {
+    expect_int(C, 3, "ZADD z 1 a 2 b 3 c");
+    expect_bulk(C, skip ? "skiplist" : "listpack", "OBJECT ENCODING z");
+    expect_int(C, 0, "ZADD z 10 a");
+    expect_int(C, 1, "ZADD z CH 11 a 2 b");
+    expect_int(C, 0, "ZADD z NX 20 a");
+    expect_bulk(C, "11", "ZSCORE z a");
+    expect_int(C, 0, "ZADD z XX 5 nosuch");
+    expect_nil(C, "ZSCORE z nosuch");
+    expect_int(C, 0, "ZADD z GT CH 1 a");
+    expect_int(C, 1, "ZADD z GT CH 12 a");
+    expect_int(C, 1, "ZADD z LT CH 0.5 a");
+    expect_bulk(C, "0.5", "ZSCORE z a");
+    expect_int(C, 1, "ZADD z XX GT CH 100 a");
+    expect_bulk(C, "101.5", "ZADD z INCR 1.5 a");
+    expect_nil(C, "ZADD z NX INCR 1 a");
+    expect_nil(C, "ZADD z XX INCR 1 nosuch");
+    expect_int(C, 3, "ZCARD z");
+    expect_reply(C, "[\"b\",\"c\",\"a\"]", "ZRANGE z 0 -1");
+    expect_int(C, 0, "EXISTS nokey");
+    expect_int(C, 0, "ZADD nokey XX 1 a");
+    expect_int(C, 0, "EXISTS nokey");
+}
 
 START_TEST(test_zadd_basics) {
-    BOTH_ENCODINGS({
-        expect_int(C, 3, "ZADD z 1 a 2 b 3 c");
-        expect_bulk(C, skip_ ? "skiplist" : "listpack", "OBJECT ENCODING z");
-        expect_int(C, 0, "ZADD z 10 a");
-        expect_int(C, 1, "ZADD z CH 11 a 2 b");
-        expect_int(C, 0, "ZADD z NX 20 a");
-        expect_bulk(C, "11", "ZSCORE z a");
-        expect_int(C, 0, "ZADD z XX 5 nosuch");
-        expect_nil(C, "ZSCORE z nosuch");
-        expect_int(C, 0, "ZADD z GT CH 1 a");
-        expect_int(C, 1, "ZADD z GT CH 12 a");
-        expect_int(C, 1, "ZADD z LT CH 0.5 a");
-        expect_bulk(C, "0.5", "ZSCORE z a");
-        expect_int(C, 1, "ZADD z XX GT CH 100 a");
-        expect_bulk(C, "101.5", "ZADD z INCR 1.5 a");
-        expect_nil(C, "ZADD z NX INCR 1 a");
-        expect_nil(C, "ZADD z XX INCR 1 nosuch");
-        expect_int(C, 3, "ZCARD z");
-        expect_reply(C, "[\"b\",\"c\",\"a\"]", "ZRANGE z 0 -1");
-        expect_int(C, 0, "EXISTS nokey");
-        expect_int(C, 0, "ZADD nokey XX 1 a");
-        expect_int(C, 0, "EXISTS nokey");
-    })
+    both_encodings(zadd_basics);
 }
 END_TEST
 
@@ -54,7 +57,8 @@ START_TEST(test_zadd_errors) {
     expect_error(C, "ERR wrong number of arguments for 'zadd' command", "ZADD z 1");
     expect_error(C, "ERR syntax error", "ZADD z NX XX");
     expect_error(C, "ERR syntax error", "ZADD z 1 a 2");
-    expect_error(C, "ERR XX and NX options at the same time are not compatible", "ZADD z NX XX 1 a");
+    expect_error(C, "ERR XX and NX options at the same time are not compatible",
+                 "ZADD z NX XX 1 a");
     expect_error(C, "ERR GT, LT, and/or NX options at the same time are not compatible",
                  "ZADD z GT LT 1 a");
     expect_error(C, "ERR GT, LT, and/or NX options at the same time are not compatible",
@@ -75,19 +79,21 @@ START_TEST(test_zadd_errors) {
 }
 END_TEST
 
+static void scores_format(int skip) {
+    expect_int(C, 7, "ZADD z 1.1 a 0.1 b 1e20 c -inf d +inf e 3.0 f 1e-7 g");
+    expect_bulk(C, "1.1", "ZSCORE z a");
+    expect_bulk(C, "0.1", "ZSCORE z b");
+    expect_bulk(C, "1e+20", "ZSCORE z c");
+    expect_bulk(C, "-inf", "ZSCORE z d");
+    expect_bulk(C, "inf", "ZSCORE z e");
+    expect_bulk(C, "3", "ZSCORE z f");
+    expect_bulk(C, "1e-7", "ZSCORE z g");
+    expect_bulk(C, "0.30000000000000004", "ZINCRBY z 0.2 b");
+    expect_reply(C, "[\"d\",\"-inf\",\"g\",\"1e-7\"]", "ZRANGE z 0 1 WITHSCORES");
+}
+
 START_TEST(test_scores_format) {
-    BOTH_ENCODINGS({
-        expect_int(C, 7, "ZADD z 1.1 a 0.1 b 1e20 c -inf d +inf e 3.0 f 1e-7 g");
-        expect_bulk(C, "1.1", "ZSCORE z a");
-        expect_bulk(C, "0.1", "ZSCORE z b");
-        expect_bulk(C, "1e+20", "ZSCORE z c");
-        expect_bulk(C, "-inf", "ZSCORE z d");
-        expect_bulk(C, "inf", "ZSCORE z e");
-        expect_bulk(C, "3", "ZSCORE z f");
-        expect_bulk(C, "1e-7", "ZSCORE z g");
-        expect_bulk(C, "0.30000000000000004", "ZINCRBY z 0.2 b");
-        expect_reply(C, "[\"d\",\"-inf\",\"g\",\"1e-7\"]", "ZRANGE z 0 1 WITHSCORES");
-    })
+    both_encodings(scores_format);
 }
 END_TEST
 
@@ -107,174 +113,188 @@ static void fill(const char *key) {
     expect_int(C, 6, "ZADD %s 1 a 2 b 3 c 4 d 5 e 6 f", key);
 }
 
+static void zrange_rank(int skip) {
+    fill("z");
+    expect_reply(C, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]", "ZRANGE z 0 -1");
+    expect_reply(C, "[\"b\",\"2\",\"c\",\"3\"]", "ZRANGE z 1 2 WITHSCORES");
+    expect_reply(C, "[\"f\",\"e\"]", "ZRANGE z 0 1 REV");
+    expect_reply(C, "[\"f\",\"e\"]", "ZREVRANGE z 0 1");
+    expect_reply(C, "[\"e\",\"f\"]", "ZRANGE z -2 100");
+    expect_reply(C, "[]", "ZRANGE z 5 2");
+    expect_reply(C, "[]", "ZRANGE z 6 10");
+    expect_reply(C, "[\"a\"]", "ZRANGE z -100 0");
+    expect_reply(C, "[]", "ZRANGE nokey 0 -1");
+    expect_error(C, "ERR value is not an integer or out of range", "ZRANGE z a 1");
+    expect_error(C,
+                 "ERR syntax error, LIMIT is only supported in combination with either "
+                 "BYSCORE or BYLEX",
+                 "ZRANGE z 0 1 LIMIT 0 1");
+    expect_error(C, "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+                 "ZRANGE z - + BYLEX WITHSCORES");
+    expect_error(C, "ERR syntax error", "ZREVRANGE z 0 1 BYSCORE");
+    expect_error(C, "ERR syntax error", "ZRANGEBYSCORE z 0 1 REV");
+    expect_error(C, "ERR syntax error", "ZRANGE z 0 1 FOO");
+}
+
 START_TEST(test_zrange_rank) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_reply(C, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]", "ZRANGE z 0 -1");
-        expect_reply(C, "[\"b\",\"2\",\"c\",\"3\"]", "ZRANGE z 1 2 WITHSCORES");
-        expect_reply(C, "[\"f\",\"e\"]", "ZRANGE z 0 1 REV");
-        expect_reply(C, "[\"f\",\"e\"]", "ZREVRANGE z 0 1");
-        expect_reply(C, "[\"e\",\"f\"]", "ZRANGE z -2 100");
-        expect_reply(C, "[]", "ZRANGE z 5 2");
-        expect_reply(C, "[]", "ZRANGE z 6 10");
-        expect_reply(C, "[\"a\"]", "ZRANGE z -100 0");
-        expect_reply(C, "[]", "ZRANGE nokey 0 -1");
-        expect_error(C, "ERR value is not an integer or out of range", "ZRANGE z a 1");
-        expect_error(C, "ERR syntax error, LIMIT is only supported in combination with either "
-                        "BYSCORE or BYLEX",
-                     "ZRANGE z 0 1 LIMIT 0 1");
-        expect_error(C, "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-                     "ZRANGE z - + BYLEX WITHSCORES");
-        expect_error(C, "ERR syntax error", "ZREVRANGE z 0 1 BYSCORE");
-        expect_error(C, "ERR syntax error", "ZRANGEBYSCORE z 0 1 REV");
-        expect_error(C, "ERR syntax error", "ZRANGE z 0 1 FOO");
-    })
+    both_encodings(zrange_rank);
 }
 END_TEST
+
+static void zrange_score(int skip) {
+    fill("z");
+    expect_reply(C, "[\"b\",\"c\",\"d\"]", "ZRANGEBYSCORE z 2 4");
+    expect_reply(C, "[\"c\"]", "ZRANGEBYSCORE z (2 (4");
+    expect_reply(C, "[\"d\",\"c\",\"b\"]", "ZREVRANGEBYSCORE z 4 2");
+    expect_reply(C, "[\"d\",\"c\",\"b\"]", "ZRANGE z 4 2 BYSCORE REV");
+    expect_reply(C, "[\"c\",\"3\",\"d\",\"4\"]", "ZRANGEBYSCORE z -inf +inf WITHSCORES LIMIT 2 2");
+    expect_reply(C, "[\"e\",\"d\"]", "ZREVRANGEBYSCORE z +inf -inf LIMIT 1 2");
+    expect_reply(C, "[\"f\"]", "ZRANGEBYSCORE z -inf +inf LIMIT 5 -1");
+    expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT -1 10");
+    expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT 0 0");
+    expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT 9223372036854775807 1");
+    expect_reply(C, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
+                 "ZRANGEBYSCORE z -inf +inf LIMIT 0 9223372036854775807");
+    expect_reply(C, "[]", "ZRANGEBYSCORE z 4 2");
+    expect_reply(C, "[]", "ZRANGEBYSCORE z (3 (3");
+    expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z x 1");
+    expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z 1 nan");
+    expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z ( 1");
+    expect_int(C, 3, "ZCOUNT z 2 4");
+    expect_int(C, 6, "ZCOUNT z -inf +inf");
+    expect_int(C, 0, "ZCOUNT z (4 (4");
+    expect_int(C, 0, "ZCOUNT nokey 0 1");
+    expect_error(C, "ERR min or max is not a float", "ZCOUNT z a b");
+}
 
 START_TEST(test_zrange_score) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_reply(C, "[\"b\",\"c\",\"d\"]", "ZRANGEBYSCORE z 2 4");
-        expect_reply(C, "[\"c\"]", "ZRANGEBYSCORE z (2 (4");
-        expect_reply(C, "[\"d\",\"c\",\"b\"]", "ZREVRANGEBYSCORE z 4 2");
-        expect_reply(C, "[\"d\",\"c\",\"b\"]", "ZRANGE z 4 2 BYSCORE REV");
-        expect_reply(C, "[\"c\",\"3\",\"d\",\"4\"]", "ZRANGEBYSCORE z -inf +inf WITHSCORES LIMIT 2 2");
-        expect_reply(C, "[\"e\",\"d\"]", "ZREVRANGEBYSCORE z +inf -inf LIMIT 1 2");
-        expect_reply(C, "[\"f\"]", "ZRANGEBYSCORE z -inf +inf LIMIT 5 -1");
-        expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT -1 10");
-        expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT 0 0");
-        expect_reply(C, "[]", "ZRANGEBYSCORE z -inf +inf LIMIT 9223372036854775807 1");
-        expect_reply(C, "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\"]",
-                     "ZRANGEBYSCORE z -inf +inf LIMIT 0 9223372036854775807");
-        expect_reply(C, "[]", "ZRANGEBYSCORE z 4 2");
-        expect_reply(C, "[]", "ZRANGEBYSCORE z (3 (3");
-        expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z x 1");
-        expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z 1 nan");
-        expect_error(C, "ERR min or max is not a float", "ZRANGEBYSCORE z ( 1");
-        expect_int(C, 3, "ZCOUNT z 2 4");
-        expect_int(C, 6, "ZCOUNT z -inf +inf");
-        expect_int(C, 0, "ZCOUNT z (4 (4");
-        expect_int(C, 0, "ZCOUNT nokey 0 1");
-        expect_error(C, "ERR min or max is not a float", "ZCOUNT z a b");
-    })
+    both_encodings(zrange_score);
 }
 END_TEST
+
+static void zrange_lex(int skip) {
+    expect_int(C, 5, "ZADD z 0 a 0 b 0 c 0 d 0 e");
+    expect_reply(C, "[\"a\",\"b\",\"c\"]", "ZRANGEBYLEX z - [c");
+    expect_reply(C, "[\"b\"]", "ZRANGEBYLEX z (a (c");
+    expect_reply(C, "[\"e\",\"d\"]", "ZREVRANGEBYLEX z + (c");
+    expect_reply(C, "[\"d\",\"c\"]", "ZRANGE z [d - BYLEX REV LIMIT 0 2");
+    expect_reply(C, "[\"c\",\"d\"]", "ZRANGEBYLEX z - + LIMIT 2 2");
+    expect_reply(C, "[]", "ZRANGEBYLEX z + -");
+    expect_int(C, 2, "ZLEXCOUNT z [b (d");
+    expect_int(C, 5, "ZLEXCOUNT z - +");
+    expect_error(C, "ERR min or max not valid string range item", "ZRANGEBYLEX z a +");
+    expect_error(C, "ERR min or max not valid string range item", "ZLEXCOUNT z -x +");
+    expect_int(C, 2, "ZREMRANGEBYLEX z [b (d");
+    expect_reply(C, "[\"a\",\"d\",\"e\"]", "ZRANGE z 0 -1");
+    expect_error(C, "ERR min or max not valid string range item", "ZREMRANGEBYLEX z x y");
+}
 
 START_TEST(test_zrange_lex) {
-    BOTH_ENCODINGS({
-        expect_int(C, 5, "ZADD z 0 a 0 b 0 c 0 d 0 e");
-        expect_reply(C, "[\"a\",\"b\",\"c\"]", "ZRANGEBYLEX z - [c");
-        expect_reply(C, "[\"b\"]", "ZRANGEBYLEX z (a (c");
-        expect_reply(C, "[\"e\",\"d\"]", "ZREVRANGEBYLEX z + (c");
-        expect_reply(C, "[\"d\",\"c\"]", "ZRANGE z [d - BYLEX REV LIMIT 0 2");
-        expect_reply(C, "[\"c\",\"d\"]", "ZRANGEBYLEX z - + LIMIT 2 2");
-        expect_reply(C, "[]", "ZRANGEBYLEX z + -");
-        expect_int(C, 2, "ZLEXCOUNT z [b (d");
-        expect_int(C, 5, "ZLEXCOUNT z - +");
-        expect_error(C, "ERR min or max not valid string range item", "ZRANGEBYLEX z a +");
-        expect_error(C, "ERR min or max not valid string range item", "ZLEXCOUNT z -x +");
-        expect_int(C, 2, "ZREMRANGEBYLEX z [b (d");
-        expect_reply(C, "[\"a\",\"d\",\"e\"]", "ZRANGE z 0 -1");
-        expect_error(C, "ERR min or max not valid string range item", "ZREMRANGEBYLEX z x y");
-    })
+    both_encodings(zrange_lex);
 }
 END_TEST
+
+static void zremrange(int skip) {
+    fill("z");
+    expect_int(C, 2, "ZREMRANGEBYRANK z 0 1");
+    expect_int(C, 1, "ZREMRANGEBYRANK z -1 -1");
+    expect_int(C, 0, "ZREMRANGEBYRANK z 5 10");
+    expect_reply(C, "[\"c\",\"d\",\"e\"]", "ZRANGE z 0 -1");
+    expect_int(C, 2, "ZREMRANGEBYSCORE z (3 5");
+    expect_int(C, 0, "ZREMRANGEBYSCORE z 10 20");
+    expect_error(C, "ERR min or max is not a float", "ZREMRANGEBYSCORE z a 1");
+    expect_error(C, "ERR value is not an integer or out of range", "ZREMRANGEBYRANK z a 1");
+    expect_int(C, 1, "ZREMRANGEBYSCORE z -inf +inf");
+    expect_int(C, 0, "EXISTS z");
+    expect_int(C, 0, "ZREMRANGEBYRANK nokey 0 -1");
+}
 
 START_TEST(test_zremrange) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_int(C, 2, "ZREMRANGEBYRANK z 0 1");
-        expect_int(C, 1, "ZREMRANGEBYRANK z -1 -1");
-        expect_int(C, 0, "ZREMRANGEBYRANK z 5 10");
-        expect_reply(C, "[\"c\",\"d\",\"e\"]", "ZRANGE z 0 -1");
-        expect_int(C, 2, "ZREMRANGEBYSCORE z (3 5");
-        expect_int(C, 0, "ZREMRANGEBYSCORE z 10 20");
-        expect_error(C, "ERR min or max is not a float", "ZREMRANGEBYSCORE z a 1");
-        expect_error(C, "ERR value is not an integer or out of range", "ZREMRANGEBYRANK z a 1");
-        expect_int(C, 1, "ZREMRANGEBYSCORE z -inf +inf");
-        expect_int(C, 0, "EXISTS z");
-        expect_int(C, 0, "ZREMRANGEBYRANK nokey 0 -1");
-    })
+    both_encodings(zremrange);
 }
 END_TEST
 
+static void zscore_rank(int skip) {
+    fill("z");
+    expect_reply(C, "[\"1\",nil,\"6\"]", "ZMSCORE z a nosuch f");
+    expect_reply(C, "[nil,nil]", "ZMSCORE nokey a b");
+    expect_int(C, 2, "ZRANK z c");
+    expect_int(C, 3, "ZREVRANK z c");
+    expect_reply(C, "[:2,\"3\"]", "ZRANK z c WITHSCORE");
+    expect_reply(C, "[:0,\"6\"]", "ZREVRANK z f WITHSCORE");
+    expect_nil(C, "ZRANK z nosuch");
+    expect_reply(C, "nil", "ZRANK z nosuch WITHSCORE");
+    expect_nil(C, "ZRANK nokey a");
+    expect_error(C, "ERR syntax error", "ZRANK z a FOO");
+    expect_error(C, "ERR wrong number of arguments for 'zrank' command", "ZRANK z a b c");
+    expect_int(C, 0, "ZCARD nokey");
+    expect_nil(C, "ZSCORE nokey a");
+}
+
 START_TEST(test_zscore_rank) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_reply(C, "[\"1\",nil,\"6\"]", "ZMSCORE z a nosuch f");
-        expect_reply(C, "[nil,nil]", "ZMSCORE nokey a b");
-        expect_int(C, 2, "ZRANK z c");
-        expect_int(C, 3, "ZREVRANK z c");
-        expect_reply(C, "[:2,\"3\"]", "ZRANK z c WITHSCORE");
-        expect_reply(C, "[:0,\"6\"]", "ZREVRANK z f WITHSCORE");
-        expect_nil(C, "ZRANK z nosuch");
-        expect_reply(C, "nil", "ZRANK z nosuch WITHSCORE");
-        expect_nil(C, "ZRANK nokey a");
-        expect_error(C, "ERR syntax error", "ZRANK z a FOO");
-        expect_error(C, "ERR wrong number of arguments for 'zrank' command", "ZRANK z a b c");
-        expect_int(C, 0, "ZCARD nokey");
-        expect_nil(C, "ZSCORE nokey a");
-    })
+    both_encodings(zscore_rank);
 }
 END_TEST
 
 START_TEST(test_wrongtype) {
     expect_ok(C, "SET s v");
-    const char *cmds[] = {"ZRANGE s 0 -1", "ZSCORE s a", "ZCARD s", "ZRANK s a", "ZREM s a",
-                          "ZPOPMIN s", "ZRANDMEMBER s", "ZSCAN s 0", "ZCOUNT s 0 1",
-                          "ZUNION 2 s nokey", "ZINTERCARD 1 s", "ZRANGESTORE d s 0 -1",
-                          "ZMPOP 1 s MIN", "ZINCRBY s 1 a", "ZMSCORE s a",
-                          "ZREMRANGEBYRANK s 0 1", "ZLEXCOUNT s - +"};
+    const char *cmds[] = {
+        "ZRANGE s 0 -1",  "ZSCORE s a",       "ZCARD s",        "ZRANK s a",
+        "ZREM s a",       "ZPOPMIN s",        "ZRANDMEMBER s",  "ZSCAN s 0",
+        "ZCOUNT s 0 1",   "ZUNION 2 s nokey", "ZINTERCARD 1 s", "ZRANGESTORE d s 0 -1",
+        "ZMPOP 1 s MIN",  "ZINCRBY s 1 a",    "ZMSCORE s a",    "ZREMRANGEBYRANK s 0 1",
+        "ZLEXCOUNT s - +"};
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         expect_error_prefix(C, "WRONGTYPE", cmds[i]);
 }
 END_TEST
 
+static void set_operations(int skip) {
+    expect_int(C, 3, "ZADD a 1 x 2 y 3 z");
+    expect_int(C, 3, "ZADD b 10 y 20 z 30 w");
+    expect_reply(C, "[\"x\",\"1\",\"y\",\"12\",\"z\",\"23\",\"w\",\"30\"]",
+                 "ZUNION 2 a b WITHSCORES");
+    expect_reply(C, "[\"x\",\"2\",\"y\",\"14\",\"z\",\"26\",\"w\",\"30\"]",
+                 "ZUNION 2 a b WEIGHTS 2 1 WITHSCORES");
+    expect_reply(C, "[\"x\",\"1\",\"y\",\"2\",\"z\",\"3\",\"w\",\"30\"]",
+                 "ZUNION 2 a b AGGREGATE MIN WITHSCORES");
+    expect_reply(C, "[\"y\",\"10\",\"z\",\"20\"]", "ZINTER 2 a b AGGREGATE MAX WITHSCORES");
+    expect_reply(C, "[\"y\",\"z\"]", "ZINTER 2 a b");
+    expect_reply(C, "[\"x\"]", "ZDIFF 2 a b");
+    expect_reply(C, "[\"x\",\"1\"]", "ZDIFF 2 a b WITHSCORES");
+    expect_reply(C, "[\"x\",\"y\",\"z\"]", "ZDIFF 2 a nokey");
+    expect_reply(C, "[]", "ZINTER 2 a nokey");
+    expect_int(C, 2, "ZINTERCARD 2 a b");
+    expect_int(C, 1, "ZINTERCARD 2 a b LIMIT 1");
+    expect_int(C, 2, "ZINTERCARD 2 a b LIMIT 0");
+    expect_int(C, 4, "ZUNIONSTORE d 2 a b");
+    /* A store result that fits is compact. */
+    expect_bulk(C, skip ? "skiplist" : "listpack", "OBJECT ENCODING d");
+    expect_int(C, 2, "ZINTERSTORE d 2 a b WEIGHTS 1 -1");
+    expect_reply(C, "[\"z\",\"-17\",\"y\",\"-8\"]", "ZRANGE d 0 -1 WITHSCORES");
+    expect_int(C, 1, "ZDIFFSTORE d 2 a b");
+    expect_int(C, 0, "ZINTERSTORE d 2 a nokey");
+    expect_int(C, 0, "EXISTS d");
+    /* inf * 0 weights count as 0; inf + -inf sums to 0. */
+    expect_int(C, 1, "ZADD i inf m");
+    expect_int(C, 1, "ZADD j -inf m");
+    expect_reply(C, "[\"m\",\"0\"]", "ZUNION 2 i j WITHSCORES");
+    expect_reply(C, "[\"m\",\"0\"]", "ZUNION 1 i WEIGHTS 0 WITHSCORES");
+    expect_error(C, "ERR at least 1 input key is needed for 'zunion' command", "ZUNION 0 a");
+    expect_error(C, "ERR at least 1 input key is needed for 'zunionstore' command",
+                 "ZUNIONSTORE d 0 a");
+    expect_error(C, "ERR syntax error", "ZUNION 3 a b");
+    expect_error(C, "ERR value is not an integer or out of range", "ZUNION x a");
+    expect_error(C, "ERR weight value is not a float", "ZUNION 2 a b WEIGHTS 1 x");
+    expect_error(C, "ERR syntax error", "ZUNION 2 a b AGGREGATE avg");
+    expect_error(C, "ERR syntax error", "ZDIFF 2 a b WEIGHTS 1 1");
+    expect_error(C, "ERR syntax error", "ZUNIONSTORE d 2 a b WITHSCORES");
+    expect_error(C, "ERR LIMIT can't be negative", "ZINTERCARD 2 a b LIMIT -1");
+    expect_error(C, "ERR syntax error", "ZINTERCARD 2 a b WITHSCORES");
+}
+
 START_TEST(test_set_operations) {
-    BOTH_ENCODINGS({
-        expect_int(C, 3, "ZADD a 1 x 2 y 3 z");
-        expect_int(C, 3, "ZADD b 10 y 20 z 30 w");
-        expect_reply(C, "[\"x\",\"1\",\"y\",\"12\",\"z\",\"23\",\"w\",\"30\"]",
-                     "ZUNION 2 a b WITHSCORES");
-        expect_reply(C, "[\"x\",\"2\",\"y\",\"14\",\"z\",\"26\",\"w\",\"30\"]",
-                     "ZUNION 2 a b WEIGHTS 2 1 WITHSCORES");
-        expect_reply(C, "[\"x\",\"1\",\"y\",\"2\",\"z\",\"3\",\"w\",\"30\"]",
-                     "ZUNION 2 a b AGGREGATE MIN WITHSCORES");
-        expect_reply(C, "[\"y\",\"10\",\"z\",\"20\"]", "ZINTER 2 a b AGGREGATE MAX WITHSCORES");
-        expect_reply(C, "[\"y\",\"z\"]", "ZINTER 2 a b");
-        expect_reply(C, "[\"x\"]", "ZDIFF 2 a b");
-        expect_reply(C, "[\"x\",\"1\"]", "ZDIFF 2 a b WITHSCORES");
-        expect_reply(C, "[\"x\",\"y\",\"z\"]", "ZDIFF 2 a nokey");
-        expect_reply(C, "[]", "ZINTER 2 a nokey");
-        expect_int(C, 2, "ZINTERCARD 2 a b");
-        expect_int(C, 1, "ZINTERCARD 2 a b LIMIT 1");
-        expect_int(C, 2, "ZINTERCARD 2 a b LIMIT 0");
-        expect_int(C, 4, "ZUNIONSTORE d 2 a b");
-        /* A store result that fits is compact. */
-        expect_bulk(C, skip_ ? "skiplist" : "listpack", "OBJECT ENCODING d");
-        expect_int(C, 2, "ZINTERSTORE d 2 a b WEIGHTS 1 -1");
-        expect_reply(C, "[\"z\",\"-17\",\"y\",\"-8\"]", "ZRANGE d 0 -1 WITHSCORES");
-        expect_int(C, 1, "ZDIFFSTORE d 2 a b");
-        expect_int(C, 0, "ZINTERSTORE d 2 a nokey");
-        expect_int(C, 0, "EXISTS d");
-        /* inf * 0 weights count as 0; inf + -inf sums to 0. */
-        expect_int(C, 1, "ZADD i inf m");
-        expect_int(C, 1, "ZADD j -inf m");
-        expect_reply(C, "[\"m\",\"0\"]", "ZUNION 2 i j WITHSCORES");
-        expect_reply(C, "[\"m\",\"0\"]", "ZUNION 1 i WEIGHTS 0 WITHSCORES");
-        expect_error(C, "ERR at least 1 input key is needed for 'zunion' command", "ZUNION 0 a");
-        expect_error(C, "ERR at least 1 input key is needed for 'zunionstore' command",
-                     "ZUNIONSTORE d 0 a");
-        expect_error(C, "ERR syntax error", "ZUNION 3 a b");
-        expect_error(C, "ERR value is not an integer or out of range", "ZUNION x a");
-        expect_error(C, "ERR weight value is not a float", "ZUNION 2 a b WEIGHTS 1 x");
-        expect_error(C, "ERR syntax error", "ZUNION 2 a b AGGREGATE avg");
-        expect_error(C, "ERR syntax error", "ZDIFF 2 a b WEIGHTS 1 1");
-        expect_error(C, "ERR syntax error", "ZUNIONSTORE d 2 a b WITHSCORES");
-        expect_error(C, "ERR LIMIT can't be negative", "ZINTERCARD 2 a b LIMIT -1");
-        expect_error(C, "ERR syntax error", "ZINTERCARD 2 a b WITHSCORES");
-    })
+    both_encodings(set_operations);
 }
 END_TEST
 
@@ -282,7 +302,8 @@ START_TEST(test_store_encodings) {
     /* 200 members: the union stays a skiplist; ZRANGESTORE of 10 of them is
      * compact, of 150 a skiplist. */
     expect_ok(C, "CONFIG SET zset-max-listpack-entries 128");
-    for (int i = 0; i < 200; i++) expect_int(C, 1, "ZADD big %d m%d", i, i);
+    for (int i = 0; i < 200; i++)
+        expect_int(C, 1, "ZADD big %d m%d", i, i);
     expect_bulk(C, "skiplist", "OBJECT ENCODING big");
     expect_int(C, 200, "ZUNIONSTORE u 1 big");
     expect_bulk(C, "skiplist", "OBJECT ENCODING u");
@@ -313,52 +334,57 @@ START_TEST(test_store_encodings) {
 }
 END_TEST
 
+static void pops(int skip) {
+    fill("z");
+    expect_reply(C, "[\"a\",\"1\"]", "ZPOPMIN z");
+    expect_reply(C, "[\"f\",\"6\",\"e\",\"5\"]", "ZPOPMAX z 2");
+    expect_reply(C, "[]", "ZPOPMIN z 0");
+    expect_reply(C, "[]", "ZPOPMIN nokey");
+    expect_error(C, "ERR value is out of range, must be positive", "ZPOPMIN z -1");
+    expect_error(C, "ERR syntax error", "ZPOPMIN z 1 2");
+    expect_reply(C, "[\"z\",[[\"b\",\"2\"]]]", "ZMPOP 2 nokey z MIN");
+    expect_reply(C, "[\"z\",[[\"d\",\"4\"],[\"c\",\"3\"]]]", "ZMPOP 1 z MAX COUNT 10");
+    expect_int(C, 0, "EXISTS z");
+    expect_reply(C, "nil", "ZMPOP 1 z MIN");
+    expect_error(C, "ERR numkeys should be greater than 0", "ZMPOP 0 z MIN");
+    expect_error(C, "ERR count should be greater than 0", "ZMPOP 1 z MIN COUNT 0");
+    expect_error(C, "ERR syntax error", "ZMPOP 1 z MID");
+    expect_error(C, "ERR syntax error", "ZMPOP 2 z MIN");
+    expect_error(C, "ERR syntax error", "ZMPOP 1 z MIN COUNT 1 COUNT 1");
+}
+
 START_TEST(test_pops) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_reply(C, "[\"a\",\"1\"]", "ZPOPMIN z");
-        expect_reply(C, "[\"f\",\"6\",\"e\",\"5\"]", "ZPOPMAX z 2");
-        expect_reply(C, "[]", "ZPOPMIN z 0");
-        expect_reply(C, "[]", "ZPOPMIN nokey");
-        expect_error(C, "ERR value is out of range, must be positive", "ZPOPMIN z -1");
-        expect_error(C, "ERR syntax error", "ZPOPMIN z 1 2");
-        expect_reply(C, "[\"z\",[[\"b\",\"2\"]]]", "ZMPOP 2 nokey z MIN");
-        expect_reply(C, "[\"z\",[[\"d\",\"4\"],[\"c\",\"3\"]]]", "ZMPOP 1 z MAX COUNT 10");
-        expect_int(C, 0, "EXISTS z");
-        expect_reply(C, "nil", "ZMPOP 1 z MIN");
-        expect_error(C, "ERR numkeys should be greater than 0", "ZMPOP 0 z MIN");
-        expect_error(C, "ERR count should be greater than 0", "ZMPOP 1 z MIN COUNT 0");
-        expect_error(C, "ERR syntax error", "ZMPOP 1 z MID");
-        expect_error(C, "ERR syntax error", "ZMPOP 2 z MIN");
-        expect_error(C, "ERR syntax error", "ZMPOP 1 z MIN COUNT 1 COUNT 1");
-    })
+    both_encodings(pops);
 }
 END_TEST
 
+static void zrandmember(int skip) {
+    fill("z");
+    redisReply *r = it_cmd(C, "ZRANDMEMBER z");
+    ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+    expect_nil(C, "ZRANDMEMBER nokey");
+    expect_reply(C, "[]", "ZRANDMEMBER nokey 5");
+    expect_reply(C, "[]", "ZRANDMEMBER z 0");
+    ck_assert_str_eq(it_sorted_join(it_cmd(C, "ZRANDMEMBER z 10")), "a,b,c,d,e,f");
+    r = it_cmd(C, "ZRANDMEMBER z -20 WITHSCORES");
+    ck_assert_int_eq(r->elements, 40);
+    for (int n = 1; n < 6; n++) { /* distinct members */
+        r = it_cmd(C, "ZRANDMEMBER z %d", n);
+        ck_assert_int_eq(r->elements, n);
+        for (size_t i = 0; i < r->elements; i++)
+            for (size_t j = i + 1; j < r->elements; j++)
+                ck_assert_str_ne(r->element[i]->str, r->element[j]->str);
+    }
+    expect_error(C, "ERR value is out of range", "ZRANDMEMBER z -9223372036854775807 WITHSCORES");
+    expect_error(C,
+                 "ERR value is out of range, value must between -9223372036854775807 and "
+                 "9223372036854775807",
+                 "ZRANDMEMBER z -9223372036854775808");
+    expect_error(C, "ERR syntax error", "ZRANDMEMBER z 1 FOO");
+}
+
 START_TEST(test_zrandmember) {
-    BOTH_ENCODINGS({
-        fill("z");
-        redisReply *r = it_cmd(C, "ZRANDMEMBER z");
-        ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
-        expect_nil(C, "ZRANDMEMBER nokey");
-        expect_reply(C, "[]", "ZRANDMEMBER nokey 5");
-        expect_reply(C, "[]", "ZRANDMEMBER z 0");
-        ck_assert_str_eq(it_sorted_join(it_cmd(C, "ZRANDMEMBER z 10")), "a,b,c,d,e,f");
-        r = it_cmd(C, "ZRANDMEMBER z -20 WITHSCORES");
-        ck_assert_int_eq(r->elements, 40);
-        for (int n = 1; n < 6; n++) { /* distinct members */
-            r = it_cmd(C, "ZRANDMEMBER z %d", n);
-            ck_assert_int_eq(r->elements, n);
-            for (size_t i = 0; i < r->elements; i++)
-                for (size_t j = i + 1; j < r->elements; j++)
-                    ck_assert_str_ne(r->element[i]->str, r->element[j]->str);
-        }
-        expect_error(C, "ERR value is out of range", "ZRANDMEMBER z -9223372036854775807 WITHSCORES");
-        expect_error(C, "ERR value is out of range, value must between -9223372036854775807 and "
-                        "9223372036854775807",
-                     "ZRANDMEMBER z -9223372036854775808");
-        expect_error(C, "ERR syntax error", "ZRANDMEMBER z 1 FOO");
-    })
+    both_encodings(zrandmember);
 }
 END_TEST
 
@@ -375,27 +401,29 @@ START_TEST(test_zrandmember_huge_count) {
 }
 END_TEST
 
+static void zscan(int skip) {
+    fill("z");
+    expect_int(C, 1, "ZADD z 1.5 x1");
+    redisReply *r;
+    unsigned long long cur = 0;
+    int members = 0;
+    do {
+        r = it_cmd(C, "ZSCAN z %llu COUNT 2", cur);
+        cur = strtoull(r->element[0]->str, NULL, 10);
+        members += (int)r->element[1]->elements / 2;
+    } while (cur);
+    ck_assert_int_ge(members, 7);
+    r = it_cmd(C, "ZSCAN z 0 MATCH x* COUNT 100");
+    expect_reply(C, "[\"0\",[\"x1\",\"1.5\"]]", "ZSCAN z 0 MATCH x* COUNT 100");
+    expect_reply(C, "[\"0\",[\"x1\"]]", "ZSCAN z 0 MATCH x* COUNT 100 NOSCORES");
+    expect_reply(C, "[\"0\",[]]", "ZSCAN nokey 0");
+    expect_error(C, "ERR invalid cursor", "ZSCAN z abc");
+    expect_error(C, "ERR syntax error", "ZSCAN z 0 COUNT 0");
+    expect_error(C, "ERR NOVALUES option can only be used in HSCAN", "ZSCAN z 0 NOVALUES");
+}
+
 START_TEST(test_zscan) {
-    BOTH_ENCODINGS({
-        fill("z");
-        expect_int(C, 1, "ZADD z 1.5 x1");
-        redisReply *r;
-        unsigned long long cur = 0;
-        int members = 0;
-        do {
-            r = it_cmd(C, "ZSCAN z %llu COUNT 2", cur);
-            cur = strtoull(r->element[0]->str, NULL, 10);
-            members += (int)r->element[1]->elements / 2;
-        } while (cur);
-        ck_assert_int_ge(members, 7);
-        r = it_cmd(C, "ZSCAN z 0 MATCH x* COUNT 100");
-        expect_reply(C, "[\"0\",[\"x1\",\"1.5\"]]", "ZSCAN z 0 MATCH x* COUNT 100");
-        expect_reply(C, "[\"0\",[\"x1\"]]", "ZSCAN z 0 MATCH x* COUNT 100 NOSCORES");
-        expect_reply(C, "[\"0\",[]]", "ZSCAN nokey 0");
-        expect_error(C, "ERR invalid cursor", "ZSCAN z abc");
-        expect_error(C, "ERR syntax error", "ZSCAN z 0 COUNT 0");
-        expect_error(C, "ERR NOVALUES option can only be used in HSCAN", "ZSCAN z 0 NOVALUES");
-    })
+    both_encodings(zscan);
 }
 END_TEST
 

@@ -257,7 +257,8 @@ static void model_set(model *md, double score, const char *m, size_t len) {
     long f = model_find(md, m, len);
     if (f >= 0) model_del_at(md, (size_t)f);
     size_t i = 0;
-    while (i < md->n && mcmp(md->e[i].score, md->e[i].m, md->e[i].len, score, m, len) < 0) i++;
+    while (i < md->n && mcmp(md->e[i].score, md->e[i].m, md->e[i].len, score, m, len) < 0)
+        i++;
     memmove(md->e + i + 1, md->e + i, (md->n - i) * sizeof(mentry));
     md->e[i].score = score;
     memcpy(md->e[i].m, m, len);
@@ -288,7 +289,8 @@ static void check_all(const kobj *o, const model *md, collect *buf) {
     buf->n = 0;
     if (md->n) zset_range_rank(o, 0, md->n - 1, 0, collect_fn, buf);
     ck_assert_uint_eq(buf->n, md->n);
-    for (size_t i = 0; i < md->n; i++) expect_same(&buf->e[i], &md->e[i]);
+    for (size_t i = 0; i < md->n; i++)
+        expect_same(&buf->e[i], &md->e[i]);
 }
 
 static int in_score(const zset_score_range *r, double s) {
@@ -395,7 +397,8 @@ static void random_ops(long long max_entries, int ops) {
         } else if (op < 95 && md.n) {
             size_t s = (size_t)rand() % md.n, e = s + (size_t)rand() % ((md.n - s + 3) / 4);
             ck_assert_uint_eq(zset_delete_rank(o, s, e), e - s + 1);
-            for (size_t k = e + 1; k-- > s;) model_del_at(&md, k);
+            for (size_t k = e + 1; k-- > s;)
+                model_del_at(&md, k);
         } else if (op < 98 && md.n) {
             int max = rand() % 2;
             size_t cnt = 1 + (size_t)rand() % 3;
@@ -447,7 +450,8 @@ START_TEST(test_lex_ranges) {
     size_t nn = sizeof(names) / sizeof(names[0]);
     for (int skip = 0; skip < 2; skip++) {
         kobj *o = skip ? zset_create_skiplist() : zset_create(0, 0);
-        for (size_t i = 0; i < nn; i++) add(o, 0, names[i]);
+        for (size_t i = 0; i < nn; i++)
+            add(o, 0, names[i]);
         const char *bounds[] = {"-", "+", "[", "(", "[a", "(a", "[ab", "(b", "[c", "(zz", "[e\xff"};
         size_t nb = sizeof(bounds) / sizeof(bounds[0]);
         for (size_t i = 0; i < nb; i++) {
@@ -461,10 +465,10 @@ START_TEST(test_lex_ranges) {
                     const zset_lex_bound *lo = &r.min, *hi = &r.max;
                     int c1 = lo->kind >= ZLEX_INCL ? strcmp(e.m, lo->s) : 0;
                     int c2 = hi->kind >= ZLEX_INCL ? strcmp(e.m, hi->s) : 0;
-                    int above = lo->kind == ZLEX_NEG_INF ||
-                                (lo->kind == ZLEX_INCL && c1 >= 0) || (lo->kind == ZLEX_EXCL && c1 > 0);
-                    int below = hi->kind == ZLEX_POS_INF ||
-                                (hi->kind == ZLEX_INCL && c2 <= 0) || (hi->kind == ZLEX_EXCL && c2 < 0);
+                    int above = lo->kind == ZLEX_NEG_INF || (lo->kind == ZLEX_INCL && c1 >= 0) ||
+                                (lo->kind == ZLEX_EXCL && c1 > 0);
+                    int below = hi->kind == ZLEX_POS_INF || (hi->kind == ZLEX_INCL && c2 <= 0) ||
+                                (hi->kind == ZLEX_EXCL && c2 < 0);
                     want += above && below;
                 }
                 ck_assert_uint_eq(zset_count_lex(o, &r), want);
@@ -492,7 +496,8 @@ typedef struct seen {
 static void scan_fn(void *priv, const zset_elem *e) {
     seen *s = priv;
     int k = 0; /* members are not NUL-terminated */
-    for (size_t i = 1; i < e->len; i++) k = k * 10 + (e->m[i] - '0');
+    for (size_t i = 1; i < e->len; i++)
+        k = k * 10 + (e->m[i] - '0');
     ck_assert_int_lt(k, 5000);
     s->hit[k] = 1;
 }
@@ -509,7 +514,8 @@ START_TEST(test_scan) {
     do {
         cur = zset_scan(o, cur, scan_fn, &s);
     } while (cur);
-    for (int i = 0; i < 5000; i++) ck_assert(s.hit[i]);
+    for (int i = 0; i < 5000; i++)
+        ck_assert(s.hit[i]);
     free(s.hit);
     ck_assert_uint_gt(obj_mem_usage(o), 5000 * 24);
     obj_decref(o);
