@@ -1211,6 +1211,11 @@ static const char *const reset_configs[][2] = {
     {"slowlog-log-slower-than", "10000"},
     {"slowlog-max-len", "128"},
     {"requirepass", ""},
+    {"lazyfree-lazy-eviction", "yes"},
+    {"lazyfree-lazy-expire", "yes"},
+    {"lazyfree-lazy-server-del", "yes"},
+    {"lazyfree-lazy-user-del", "yes"},
+    {"lazyfree-lazy-user-flush", "yes"},
 };
 
 /* Sets back the configs a test changed (only those: CONFIG SET is server
