@@ -140,7 +140,8 @@ static void lf_submit(int kind, void *a, void *b, size_t objects, size_t bytes) 
     atomic_fetch_add_explicit(&lf_pending_objects, objects, memory_order_relaxed);
     atomic_fetch_add_explicit(&lf_pending_bytes, bytes, memory_order_relaxed);
     if (!lf_start()) { /* no thread: the work is done here, as if it had been */
-        if (kind == LF_OBJ) obj_decref(a);
+        if (kind == LF_OBJ)
+            obj_decref(a);
         else {
             kvstore_release(b);
             kvstore_release(a);
@@ -150,8 +151,10 @@ static void lf_submit(int kind, void *a, void *b, size_t objects, size_t bytes) 
         return;
     }
     pthread_mutex_lock(&lf_lock);
-    if (lf_tail) lf_tail->next = j;
-    else lf_head = j;
+    if (lf_tail)
+        lf_tail->next = j;
+    else
+        lf_head = j;
     lf_tail = j;
     pthread_cond_signal(&lf_work);
     pthread_mutex_unlock(&lf_lock);

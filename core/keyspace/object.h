@@ -71,7 +71,7 @@ typedef struct kobj {
     uint8_t type;
     uint8_t encoding;
     uint16_t flags; /* OBJ_FLAG_* */
-    size_t len; /* string length (for INT: digits of the value) */
+    size_t len;     /* string length (for INT: digits of the value) */
     union {
         int64_t ival; /* INT */
         char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const directives[] = {"lazyfree-lazy-eviction", "lazyfree-lazy-expire",
+static const char *const directives[] = {"lazyfree-lazy-eviction",   "lazyfree-lazy-expire",
                                          "lazyfree-lazy-server-del", "lazyfree-lazy-user-del",
                                          "lazyfree-lazy-user-flush", "replica-lazy-flush"};
 
@@ -26,7 +26,8 @@ static long long pending(void) {
 }
 
 static void fill(int n, const char *prefix) {
-    for (int i = 0; i < n; i++) expect_ok(C, "SET %s%d v%d", prefix, i, i);
+    for (int i = 0; i < n; i++)
+        expect_ok(C, "SET %s%d v%d", prefix, i, i);
 }
 
 START_TEST(test_directive_defaults_and_set) {
@@ -120,12 +121,14 @@ END_TEST
 START_TEST(test_flush_async_reclaims_memory) {
     long long orig = it_info_int(C, "memory", "used_memory");
     char *val = it_random_bytes(10000, 2);
-    for (int i = 0; i < 3000; i++) expect_ok(C, "SET big%d %b", i, val, (size_t)10000);
+    for (int i = 0; i < 3000; i++)
+        expect_ok(C, "SET big%d %b", i, val, (size_t)10000);
     long long peak = it_info_int(C, "memory", "used_memory");
     ck_assert_int_gt(peak, orig + 25000000);
     expect_ok(C, "FLUSHALL ASYNC");
     it_wait_until(it_info_int(C, "memory", "used_memory") < orig + 5000000, 5000);
-    ck_assert_int_eq(pending(), 0);
+    /* The counters move after the job's last free. */
+    it_wait_until(pending() == 0, 5000);
     ck_assert_int_eq(freed(), 3000);
 }
 END_TEST
@@ -171,9 +174,12 @@ START_TEST(test_directives_start_up_and_rewrite) {
     expect_ok(c, "CONFIG SET lazyfree-lazy-server-del no");
     expect_ok(c, "CONFIG REWRITE");
     char *text = it_read_file(s->conf);
-    ck_assert_msg(strstr(text, "lazyfree-lazy-user-flush no"), "rewrite lost a directive:\n%s", text);
-    ck_assert_msg(strstr(text, "lazyfree-lazy-server-del no"), "rewrite lost a directive:\n%s", text);
-    ck_assert_msg(!strstr(text, "lazyfree-lazy-expire no"), "rewrite kept a stale value:\n%s", text);
+    ck_assert_msg(strstr(text, "lazyfree-lazy-user-flush no"), "rewrite lost a directive:\n%s",
+                  text);
+    ck_assert_msg(strstr(text, "lazyfree-lazy-server-del no"), "rewrite lost a directive:\n%s",
+                  text);
+    ck_assert_msg(!strstr(text, "lazyfree-lazy-expire no"), "rewrite kept a stale value:\n%s",
+                  text);
     it_disconnect(c);
     it_stop(s);
 }

@@ -346,13 +346,15 @@ START_TEST(test_flush_all_async) {
         total += keys;
     }
     ck_assert_uint_eq(db_flush_all_async(), total);
-    for (int i = 0; i < db_num(); i++) ck_assert_uint_eq(db_size(db_get(i)), 0);
+    for (int i = 0; i < db_num(); i++)
+        ck_assert_uint_eq(db_size(db_get(i)), 0);
     /* An empty database needs no job. */
     ck_assert_uint_eq(db_flush_async(db_get(3)), 0);
     lazyfree_wait();
     ck_assert_uint_eq(lazyfree_freed_objects(), total);
     ck_assert_int_eq(freed_elsewhere, 30);
-    for (int i = 0; i < 3; i++) obj_decref(held[i]);
+    for (int i = 0; i < 3; i++)
+        obj_decref(held[i]);
 }
 END_TEST
 
