@@ -1216,6 +1216,15 @@ static const char *const reset_configs[][2] = {
     {"lazyfree-lazy-server-del", "yes"},
     {"lazyfree-lazy-user-del", "yes"},
     {"lazyfree-lazy-user-flush", "yes"},
+    {"hash-max-listpack-entries", "128"},
+    {"hash-max-listpack-value", "64"},
+    {"set-max-intset-entries", "512"},
+    {"set-max-listpack-entries", "128"},
+    {"set-max-listpack-value", "64"},
+    {"zset-max-listpack-entries", "128"},
+    {"zset-max-listpack-value", "64"},
+    {"list-max-listpack-size", "-2"},
+    {"list-compress-depth", "0"},
 };
 
 /* Sets back the configs a test changed (only those: CONFIG SET is server
