@@ -33,7 +33,7 @@ static kobj *zobj_new(int encoding, void *ptr) {
     kobj *o = km_alloc(OBJ_SHORT_HEADER);
     o->refcount = 1;
     o->type = OBJ_ZSET;
-    o->unused = 0;
+    o->flags = 0;
     o->len = 0;
     zobj_set(o, encoding, ptr);
     return o;
