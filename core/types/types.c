@@ -7,5 +7,4 @@ void types_setup(void) {
     set_type_setup();
 }
 
-void types_teardown(void) {
-}
+void types_teardown(void) {}
