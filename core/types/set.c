@@ -96,6 +96,21 @@ const char *set_member_str(const set_member *m, char *buf, size_t *len) {
     return buf;
 }
 
+/* The encoding's structure behind v.ptr. */
+static inline intset *set_ints(const kobj *o) {
+    return (intset *)(void *)o->v.ptr;
+}
+static inline pack *set_pack(const kobj *o) {
+    return (pack *)o->v.ptr;
+}
+static inline hashtable *set_table(const kobj *o) {
+    return (hashtable *)(void *)o->v.ptr;
+}
+
+static inline void set_put(kobj *o, void *ptr) {
+    o->v.ptr = ptr;
+}
+
 static kobj *set_obj_new(uint8_t encoding, void *ptr) {
     kobj *o = km_alloc(OBJ_SHORT_HEADER);
     o->refcount = 1;
@@ -115,23 +130,31 @@ kobj *set_create_pack(void) {
     return set_obj_new(OBJ_ENC_LISTPACK, pack_new());
 }
 
+kobj *set_create_table(void) {
+    return set_obj_new(OBJ_ENC_HASHTABLE, hashtable_create(&set_table_type));
+}
+
+int set_is_intset(const kobj *o) {
+    return o->encoding == OBJ_ENC_INTSET;
+}
+
 kobj *set_create(const char *first, size_t len, size_t size_hint) {
     long long v;
     const type_options *t = set_opts();
     if (str_to_ll(first, len, &v) && size_hint <= (unsigned long long)t->set_max_intset_entries)
         return set_create_intset();
     if (size_hint <= (unsigned long long)t->set_max_listpack_entries) return set_create_pack();
-    return set_obj_new(OBJ_ENC_HASHTABLE, hashtable_create(&set_table_type));
+    return set_create_table();
 }
 
 size_t set_size(const kobj *o) {
     switch (o->encoding) {
     case OBJ_ENC_INTSET:
-        return intset_count(o->v.ptr);
+        return intset_count(set_ints(o));
     case OBJ_ENC_LISTPACK:
-        return pack_count(o->v.ptr);
+        return pack_count(set_pack(o));
     default:
-        return hashtable_size(o->v.ptr);
+        return hashtable_size(set_table(o));
     }
 }
 
@@ -141,7 +164,7 @@ void set_iter_init(set_iter *it, const kobj *o) {
     it->o = o;
     it->pos = 0;
     it->started = 0;
-    if (o->encoding == OBJ_ENC_HASHTABLE) hashtable_iter_init(&it->hi, o->v.ptr, 0);
+    if (o->encoding == OBJ_ENC_HASHTABLE) hashtable_iter_init(&it->hi, set_table(o), 0);
 }
 
 static void set_member_from_pack(const pack *p, size_t pos, set_member *m) {
@@ -160,7 +183,7 @@ static void set_member_from_elem(const set_elem *e, set_member *m) {
 int set_iter_next(set_iter *it, set_member *m) {
     const kobj *o = it->o;
     if (o->encoding == OBJ_ENC_INTSET) {
-        const intset *is = o->v.ptr;
+        const intset *is = set_ints(o);
         if (it->pos >= intset_count(is)) return 0;
         m->s = NULL;
         m->len = 0;
@@ -168,7 +191,7 @@ int set_iter_next(set_iter *it, set_member *m) {
         return 1;
     }
     if (o->encoding == OBJ_ENC_LISTPACK) {
-        const pack *p = o->v.ptr;
+        const pack *p = set_pack(o);
         it->pos = it->started ? (it->pos ? pack_next(p, it->pos) : 0) : pack_first(p);
         it->started = 1;
         if (!it->pos) return 0;
@@ -190,13 +213,13 @@ void set_iter_reset(set_iter *it) {
 static void set_free_encoding(kobj *o) {
     switch (o->encoding) {
     case OBJ_ENC_INTSET:
-        intset_free(o->v.ptr);
+        intset_free(set_ints(o));
         break;
     case OBJ_ENC_LISTPACK:
-        pack_free(o->v.ptr);
+        pack_free(set_pack(o));
         break;
     default:
-        hashtable_release(o->v.ptr);
+        hashtable_release(set_table(o));
     }
 }
 
@@ -214,16 +237,17 @@ static void set_to_table(kobj *o) {
     set_iter_reset(&it);
     set_free_encoding(o);
     o->encoding = OBJ_ENC_HASHTABLE;
-    o->v.ptr = ht;
+    set_put(o, ht);
 }
 
 static void set_intset_to_pack(kobj *o) {
-    const intset *is = o->v.ptr;
+    const intset *is = set_ints(o);
     pack *p = pack_new();
-    for (size_t i = 0; i < intset_count(is); i++) p = pack_append_int(p, intset_get(is, i));
+    for (size_t i = 0; i < intset_count(is); i++)
+        p = pack_append_int(p, intset_get(is, i));
     set_free_encoding(o);
     o->encoding = OBJ_ENC_LISTPACK;
-    o->v.ptr = p;
+    set_put(o, p);
 }
 
 void set_reserve(kobj *o, size_t size_hint) {
@@ -257,7 +281,7 @@ void set_try_intset(kobj *o) {
     }
     set_free_encoding(o);
     o->encoding = OBJ_ENC_INTSET;
-    o->v.ptr = is;
+    set_put(o, is);
 }
 
 /* Digits of v with its sign (the length of its decimal string). */
@@ -296,34 +320,34 @@ static int set_table_add(hashtable *ht, const char *s, size_t len) {
 
 static int set_intset_add(kobj *o, long long v) {
     int added;
-    o->v.ptr = intset_add(o->v.ptr, v, &added);
-    if (added && intset_count(o->v.ptr) > set_intset_max()) set_to_table(o);
+    set_put(o, intset_add(set_ints(o), v, &added));
+    if (added && intset_count(set_ints(o)) > set_intset_max()) set_to_table(o);
     return added;
 }
 
 int set_add(kobj *o, const char *s, size_t len) {
     long long v;
-    if (o->encoding == OBJ_ENC_HASHTABLE) return set_table_add(o->v.ptr, s, len);
+    if (o->encoding == OBJ_ENC_HASHTABLE) return set_table_add(set_table(o), s, len);
     if (o->encoding == OBJ_ENC_INTSET) {
         if (str_to_ll(s, len, &v)) return set_intset_add(o, v);
-        if (set_intset_fits_pack(o->v.ptr, len))
+        if (set_intset_fits_pack(set_ints(o), len))
             set_intset_to_pack(o);
         else
             set_to_table(o);
         return set_add(o, s, len); /* the value is no member: it is added */
     }
-    pack *p = o->v.ptr;
+    pack *p = set_pack(o);
     size_t first = pack_first(p);
     if (first && pack_find(p, first, s, len, 0)) return 0;
     const type_options *t = set_opts();
     if (pack_count(p) < (unsigned long long)t->set_max_listpack_entries &&
         len <= (unsigned long long)t->set_max_listpack_value &&
         pack_bytes(p) + pack_entry_size(s, len) <= SET_PACK_SAFE_BYTES) {
-        o->v.ptr = pack_append(p, s, len);
+        set_put(o, pack_append(p, s, len));
         return 1;
     }
     set_to_table(o);
-    return set_table_add(o->v.ptr, s, len);
+    return set_table_add(set_table(o), s, len);
 }
 
 int set_add_member(kobj *o, const set_member *m) {
@@ -335,25 +359,25 @@ int set_add_member(kobj *o, const set_member *m) {
 }
 
 int set_remove(kobj *o, const char *s, size_t len) {
-    if (o->encoding == OBJ_ENC_HASHTABLE) return hashtable_delete(o->v.ptr, s, len, NULL);
+    if (o->encoding == OBJ_ENC_HASHTABLE) return hashtable_delete(set_table(o), s, len, NULL);
     if (o->encoding == OBJ_ENC_INTSET) {
         long long v;
         int removed = 0;
-        if (str_to_ll(s, len, &v)) o->v.ptr = intset_remove(o->v.ptr, v, &removed);
+        if (str_to_ll(s, len, &v)) set_put(o, intset_remove(set_ints(o), v, &removed));
         return removed;
     }
-    pack *p = o->v.ptr;
+    pack *p = set_pack(o);
     size_t pos = pack_first(p);
     if (pos) pos = pack_find(p, pos, s, len, 0);
     if (!pos) return 0;
-    o->v.ptr = pack_delete(p, &pos, 1);
+    set_put(o, pack_delete(p, &pos, 1));
     return 1;
 }
 
 int set_remove_member(kobj *o, const set_member *m) {
     if (!m->s && o->encoding == OBJ_ENC_INTSET) {
         int removed;
-        o->v.ptr = intset_remove(o->v.ptr, m->v, &removed);
+        set_put(o, intset_remove(set_ints(o), m->v, &removed));
         return removed;
     }
     char buf[24];
@@ -363,18 +387,18 @@ int set_remove_member(kobj *o, const set_member *m) {
 }
 
 int set_contains(const kobj *o, const char *s, size_t len) {
-    if (o->encoding == OBJ_ENC_HASHTABLE) return hashtable_find(o->v.ptr, s, len) != NULL;
+    if (o->encoding == OBJ_ENC_HASHTABLE) return hashtable_find(set_table(o), s, len) != NULL;
     if (o->encoding == OBJ_ENC_INTSET) {
         long long v;
-        return str_to_ll(s, len, &v) && intset_contains(o->v.ptr, v);
+        return str_to_ll(s, len, &v) && intset_contains(set_ints(o), v);
     }
-    const pack *p = o->v.ptr;
+    const pack *p = set_pack(o);
     size_t pos = pack_first(p);
     return pos && pack_find(p, pos, s, len, 0);
 }
 
 int set_contains_member(const kobj *o, const set_member *m) {
-    if (!m->s && o->encoding == OBJ_ENC_INTSET) return intset_contains(o->v.ptr, m->v);
+    if (!m->s && o->encoding == OBJ_ENC_INTSET) return intset_contains(set_ints(o), m->v);
     char buf[24];
     size_t len;
     const char *s = set_member_str(m, buf, &len);
@@ -385,15 +409,15 @@ int set_contains_member(const kobj *o, const set_member *m) {
 
 void set_random(const kobj *o, set_member *m) {
     if (o->encoding == OBJ_ENC_INTSET) {
-        const intset *is = o->v.ptr;
+        const intset *is = set_ints(o);
         m->s = NULL;
         m->len = 0;
         m->v = intset_get(is, set_rng_below(intset_count(is)));
     } else if (o->encoding == OBJ_ENC_LISTPACK) {
-        const pack *p = o->v.ptr;
+        const pack *p = set_pack(o);
         set_member_from_pack(p, pack_seek(p, (long long)set_rng_below(pack_count(p))), m);
     } else {
-        set_member_from_elem(hashtable_random(o->v.ptr), m);
+        set_member_from_elem(hashtable_fair_random(set_table(o)), m);
     }
 }
 
@@ -432,8 +456,9 @@ static void set_sample_shuffle(const kobj *o, size_t count, set_member_fn fn, vo
     void **all = km_alloc(n * sizeof(*all));
     hashtable_iter hi;
     void *e;
-    hashtable_iter_init(&hi, o->v.ptr, 0);
-    while (hashtable_iter_next(&hi, &e)) all[i++] = e;
+    hashtable_iter_init(&hi, set_table(o), 0);
+    while (hashtable_iter_next(&hi, &e))
+        all[i++] = e;
     hashtable_iter_reset(&hi);
     for (i = 0; i < count; i++) {
         size_t j = i + set_rng_below(n - i);
@@ -452,7 +477,7 @@ static void set_sample_shuffle(const kobj *o, size_t count, set_member_fn fn, vo
 static void set_sample_draw(const kobj *o, size_t count, set_member_fn fn, void *priv) {
     hashtable *seen = hashtable_create(&set_borrow_type);
     while (hashtable_size(seen) < count) {
-        void *e = hashtable_random(o->v.ptr);
+        void *e = hashtable_fair_random(set_table(o));
         if (!hashtable_add(seen, e, NULL)) continue;
         set_member m;
         set_member_from_elem(e, &m);
@@ -491,14 +516,15 @@ size_t set_scan(const kobj *o, size_t cursor, long long count, set_member_fn fn,
         set_iter it;
         set_member m;
         set_iter_init(&it, o);
-        while (set_iter_next(&it, &m)) fn(priv, &m);
+        while (set_iter_next(&it, &m))
+            fn(priv, &m);
         set_iter_reset(&it);
         return 0;
     }
     set_scan_state st = {.fn = fn, .priv = priv, .seen = 0};
     long long maxiter = count > LLONG_MAX / 10 ? LLONG_MAX : count * 10;
     do {
-        cursor = hashtable_scan(o->v.ptr, cursor, set_scan_cb, &st);
+        cursor = hashtable_scan(set_table(o), cursor, set_scan_cb, &st);
     } while (cursor && maxiter-- && st.seen < count);
     return cursor;
 }
@@ -526,9 +552,9 @@ static const char *set_encoding_name(const kobj *o) {
 #define SET_MEM_SAMPLES 8
 
 static size_t set_mem_usage(const kobj *o) {
-    if (o->encoding == OBJ_ENC_INTSET) return km_usable(o->v.ptr);
-    if (o->encoding == OBJ_ENC_LISTPACK) return pack_bytes(o->v.ptr);
-    hashtable *ht = o->v.ptr;
+    if (o->encoding == OBJ_ENC_INTSET) return km_usable(set_ints(o));
+    if (o->encoding == OBJ_ENC_LISTPACK) return pack_bytes(set_pack(o));
+    hashtable *ht = set_table(o);
     size_t n = hashtable_size(ht), seen = 0, bytes = 0;
     hashtable_iter hi;
     void *e;
@@ -542,14 +568,13 @@ static size_t set_mem_usage(const kobj *o) {
 }
 
 static kobj *set_copy(const kobj *o) {
-    if (o->encoding == OBJ_ENC_INTSET)
-        return set_obj_new(OBJ_ENC_INTSET, intset_dup(o->v.ptr));
+    if (o->encoding == OBJ_ENC_INTSET) return set_obj_new(OBJ_ENC_INTSET, intset_dup(set_ints(o)));
     if (o->encoding == OBJ_ENC_LISTPACK)
-        return set_obj_new(OBJ_ENC_LISTPACK, pack_merge(pack_new(), o->v.ptr));
+        return set_obj_new(OBJ_ENC_LISTPACK, pack_merge(pack_new(), set_pack(o)));
     hashtable *ht = hashtable_create(&set_table_type);
     hashtable_iter hi;
     void *e;
-    hashtable_iter_init(&hi, o->v.ptr, 0);
+    hashtable_iter_init(&hi, set_table(o), 0);
     while (hashtable_iter_next(&hi, &e)) {
         size_t len;
         const char *s = set_elem_key(e, &len);
@@ -560,7 +585,7 @@ static kobj *set_copy(const kobj *o) {
 }
 
 static size_t set_free_effort(const kobj *o) {
-    return o->encoding == OBJ_ENC_HASHTABLE ? hashtable_size(o->v.ptr) : 1;
+    return o->encoding == OBJ_ENC_HASHTABLE ? hashtable_size(set_table(o)) : 1;
 }
 
 static const obj_type set_obj_type = {

@@ -44,6 +44,11 @@ kobj *set_create(const char *first, size_t len, size_t size_hint);
 kobj *set_create_intset(void);
 /* A new empty listpack set (SINTERSTORE's results may start as one). */
 kobj *set_create_pack(void);
+/* A new empty hashtable set (SUNION/SDIFF's replied results). */
+kobj *set_create_table(void);
+/* 1 if o is an intset: the algebra picks its result's encoding from its
+ * inputs' as Valkey does. */
+int set_is_intset(const kobj *o);
 /* Converts a compact set to a hashtable now when about size_hint members
  * are coming and they would not fit its encoding (SADD of many members). */
 void set_reserve(kobj *o, size_t size_hint);
