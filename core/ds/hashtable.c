@@ -892,7 +892,8 @@ void *hashtable_fair_random(hashtable *ht) {
     if (hashtable_size(ht) == 0) return NULL;
     rehash_step_if_allowed(ht);
     size_t slots[2];
-    for (int ti = 0; ti < 2; ti++) slots[ti] = ht->t[ti].b ? ht->t[ti].total * SLOTS : 0;
+    for (int ti = 0; ti < 2; ti++)
+        slots[ti] = ht->t[ti].b ? ht->t[ti].total * SLOTS : 0;
     for (int i = 0; i < FAIR_TRIES; i++) {
         uint64_t r = rng_next() % (slots[0] + slots[1]);
         const table *t = &ht->t[r < slots[0] ? 0 : 1];
