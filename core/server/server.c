@@ -172,7 +172,10 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
-    if (srv.active_expire_enabled) db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
+    if (srv.active_expire_enabled) {
+        db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
+        types_active_expire(event_cached_ms());
+    }
     db_cron();
     if (srv.db.maxmemory) evict_check_maxmemory();
     module_cron();
