@@ -116,7 +116,7 @@ static kobj *set_obj_new(uint8_t encoding, void *ptr) {
     o->refcount = 1;
     o->type = OBJ_SET;
     o->encoding = encoding;
-    o->unused = 0;
+    o->flags = 0;
     o->len = 0;
     o->v.ptr = ptr;
     return o;
