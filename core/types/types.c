@@ -2,10 +2,12 @@
 #include "types/types.h"
 
 #include "types/hash.h"
+#include "types/set.h"
 #include "types/zset.h"
 
 void types_setup(void) {
     hash_type_setup();
+    set_type_setup();
     zset_type_setup();
 }
 
