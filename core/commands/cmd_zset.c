@@ -3,15 +3,15 @@
  * (ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD), pops, random
  * members and ZSCAN, as Valkey 8.0.1 answers them in RESP2 and RESP3.
  *
- * Values are read and changed through types/zset.h only. A sorted set
- * that becomes empty is deleted, as in Valkey. Plain sets are valid
- * inputs of the set operations in Valkey (each member scoring 1); Keel
- * has no set type yet, so a set key answers WRONGTYPE there for now. */
+ * Values are read and changed through types/zset.h only (plain sets,
+ * valid inputs of the set operations, through types/set.h). A sorted set
+ * that becomes empty is deleted, as in Valkey. */
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/glob.h"
 #include "session/reply.h"
+#include "types/set.h"
 #include "types/zset.h"
 
 #include <limits.h>
@@ -526,25 +526,59 @@ static void cmd_zrevrank(client *c) {
 typedef enum { ZOP_UNION, ZOP_INTER, ZOP_DIFF } zset_op;
 typedef enum { AGG_SUM, AGG_MIN, AGG_MAX } zset_agg;
 
-/* One input: a sorted set, or NULL for a missing key (an empty input).
- * Inputs are read only through zsrc_len/zsrc_score/zsrc_walk, where a
- * plain set (members scoring 1) will plug in. */
+/* One input: a sorted set, a plain set (its members scoring 1, as in
+ * Valkey), or NULL for a missing key (an empty input). */
 typedef struct zsrc {
     const kobj *o;
+    int is_set;
     double weight;
 } zsrc;
 
 static size_t zsrc_len(const zsrc *s) {
-    return s->o ? zset_len(s->o) : 0;
+    if (!s->o) return 0;
+    return s->is_set ? set_size(s->o) : zset_len(s->o);
 }
 
 static int zsrc_score(const zsrc *s, const char *m, size_t len, double *score) {
-    return s->o && zset_score(s->o, m, len, score);
+    if (!s->o) return 0;
+    if (!s->is_set) return zset_score(s->o, m, len, score);
+    *score = 1.0;
+    return set_contains(s->o, m, len);
 }
 
 static void zsrc_walk(const zsrc *s, zset_elem_fn fn, void *priv) {
     size_t n = zsrc_len(s);
-    if (n) zset_range_rank(s->o, 0, n - 1, 0, fn, priv);
+    if (!n) return;
+    if (!s->is_set) {
+        zset_range_rank(s->o, 0, n - 1, 0, fn, priv);
+        return;
+    }
+    set_iter it;
+    set_member m;
+    zset_elem e = {.score = 1.0};
+    set_iter_init(&it, s->o);
+    while (set_iter_next(&it, &m)) {
+        e.m = set_member_str(&m, e.buf, &e.len);
+        fn(priv, &e);
+    }
+    set_iter_reset(&it);
+}
+
+/* The input at key: 1 and *src set, 0 after replying WRONGTYPE. */
+static int zsrc_lookup(client *c, const karg *key, zsrc *src) {
+    db_entry *e = db_lookup(c->db, key->ptr, key->len, 1);
+    src->o = NULL;
+    src->is_set = 0;
+    src->weight = 1.0;
+    if (!e) return 1;
+    int type = db_entry_type(e);
+    if (type != OBJ_ZSET && type != OBJ_SET) {
+        reply_wrongtype(c);
+        return 0;
+    }
+    src->o = db_entry_obj(e);
+    src->is_set = type == OBJ_SET;
+    return 1;
 }
 
 static int zsrc_cmp_len(const void *a, const void *b) {
@@ -685,12 +719,8 @@ static void zop_generic(client *c, const karg *dst, int nk, zset_op op, int card
     }
     zop_ctx z = {.n = (int)n, .agg = AGG_SUM};
     z.src = km_alloc((size_t)n * sizeof(zsrc));
-    for (int i = 0; i < z.n; i++) {
-        kobj *o = NULL;
-        if (zlookup(c, &c->argv[nk + 1 + i], 1, &o) < 0) goto done;
-        z.src[i].o = o;
-        z.src[i].weight = 1.0;
-    }
+    for (int i = 0; i < z.n; i++)
+        if (!zsrc_lookup(c, &c->argv[nk + 1 + i], &z.src[i])) goto done;
     int withscores = 0;
     if (!zop_parse_options(c, nk + 1 + z.n, &z, op, dst != NULL, card, &withscores)) goto done;
     if (op != ZOP_DIFF) qsort(z.src, (size_t)z.n, sizeof(zsrc), zsrc_cmp_len);

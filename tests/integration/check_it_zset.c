@@ -298,6 +298,30 @@ START_TEST(test_set_operations) {
 }
 END_TEST
 
+/* Plain sets are inputs whose members score 1 (times their weight). */
+START_TEST(test_sets_as_inputs) {
+    expect_int(C, 3, "ZADD z 1 x 2 y 3 z");
+    expect_int(C, 2, "SADD s y w");
+    expect_int(C, 3, "SADD ints 1 2 3"); /* an intset */
+    expect_int(C, 2, "ZADD zi 5 1 6 4");
+    expect_reply(C, "[\"x\",\"1\",\"w\",\"2\",\"z\",\"3\",\"y\",\"4\"]",
+                 "ZUNION 2 z s WEIGHTS 1 2 WITHSCORES");
+    expect_reply(C, "[\"y\",\"3\"]", "ZINTER 2 z s WITHSCORES");
+    expect_reply(C, "[\"w\"]", "ZDIFF 2 s z");
+    expect_int(C, 1, "ZINTERCARD 2 s z");
+    expect_int(C, 1, "ZINTERSTORE d 2 ints zi AGGREGATE MAX");
+    expect_reply(C, "[\"1\",\"5\"]", "ZRANGE d 0 -1 WITHSCORES");
+    expect_int(C, 3, "ZUNIONSTORE d 1 ints");
+    expect_reply(C, "[\"1\",\"1\",\"2\",\"1\",\"3\",\"1\"]", "ZRANGE d 0 -1 WITHSCORES");
+    expect_int(C, 2, "ZINTERSTORE d 2 s s");
+    expect_ok(C, "SET str v");
+    expect_error_prefix(C, "WRONGTYPE", "ZUNION 2 z str");
+    /* Only the set operations take sets. */
+    expect_error_prefix(C, "WRONGTYPE", "ZRANGE s 0 -1");
+    expect_error_prefix(C, "WRONGTYPE", "ZRANGESTORE d s 0 -1");
+}
+END_TEST
+
 START_TEST(test_store_encodings) {
     /* 200 members: the union stays a skiplist; ZRANGESTORE of 10 of them is
      * compact, of 150 a skiplist. */
@@ -484,6 +508,7 @@ static Suite *zset_suite(void) {
     tcase_add_test(tc, test_zscore_rank);
     tcase_add_test(tc, test_wrongtype);
     tcase_add_test(tc, test_set_operations);
+    tcase_add_test(tc, test_sets_as_inputs);
     tcase_add_test(tc, test_store_encodings);
     tcase_add_test(tc, test_pops);
     tcase_add_test(tc, test_zrandmember);
