@@ -3,8 +3,10 @@
 
 #include "types/hash.h"
 
-void types_setup(void) {
-    hash_type_setup();
+METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
+
+void types_setup(types_metrics *m) {
+    hash_type_setup(m);
 }
 
 void types_teardown(void) {
