@@ -10,6 +10,7 @@
 #include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
+#include "keyspace/lazyfree.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -338,6 +339,7 @@ static void server_reset_stats(void) {
         metric_group_reset(&g[i]);
     km_reset_peak_memory();
     io_stats = (io_threads_stats){0};
+    lazyfree_reset_stats();
     command_reset_stats();
     reply_errorstats_reset();
 }
