@@ -2,11 +2,13 @@
 #include "types/types.h"
 
 #include "types/hash.h"
+#include "types/set.h"
 
 METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
 
 void types_setup(types_metrics *m) {
     hash_type_setup(m);
+    set_type_setup();
 }
 
 void types_teardown(void) {
