@@ -574,43 +574,27 @@ void hash_iter_reset(hash_iter *it) {
     if (!hash_is_listpack(it->o)) hashtable_iter_reset(&it->hi);
 }
 
-/* Tables up to this size (or up to 4 times the picks) are snapshotted so
- * each pick is uniform; hashtable_random() favours entries in crowded
- * buckets, which shows on small tables. */
-#define HASH_PICK_SNAPSHOT 1024
-
+/* A hashtable picks with hashtable_fair_random() (uniform over entries);
+ * a listpack, at most hash-max-listpack-entries long, from a snapshot of
+ * its field positions. */
 void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv) {
-    size_t n = hash_length(o);
     hash_str f, v;
-    if (!hash_is_listpack(o) && n > HASH_PICK_SNAPSHOT && n / 4 > count) {
+    if (!hash_is_listpack(o)) {
         for (size_t i = 0; i < count; i++) {
-            hf_to_str(hashtable_random(ht_of(o)->fields), &f, &v);
+            hf_to_str(hashtable_fair_random(ht_of(o)->fields), &f, &v);
             fn(priv, &f, &v);
         }
         return;
     }
-    /* Entry pointers (hashtable) or field positions (listpack). */
-    void **all = km_alloc(n * sizeof(*all));
-    size_t k = 0;
-    if (hash_is_listpack(o)) {
-        pack *p = lp_of(o);
-        for (size_t pos = pack_first(p); pos; pos = pack_next(p, pack_next(p, pos)))
-            all[k++] = (void *)(uintptr_t)pos;
-    } else {
-        hashtable_iter it;
-        hashtable_iter_init(&it, ht_of(o)->fields, 0);
-        while (k < n && hashtable_iter_next(&it, &all[k]))
-            k++;
-        hashtable_iter_reset(&it);
-    }
+    pack *p = lp_of(o);
+    size_t n = hash_length(o), k = 0;
+    size_t *all = km_alloc(n * sizeof(*all));
+    for (size_t pos = pack_first(p); pos; pos = pack_next(p, pack_next(p, pos)))
+        all[k++] = pos;
     for (size_t i = 0; i < count; i++) {
-        void *e = all[(size_t)random() % k];
-        if (hash_is_listpack(o)) {
-            size_t pos = (size_t)(uintptr_t)e;
-            lp_read(lp_of(o), pos, &f);
-            lp_read(lp_of(o), pack_next(lp_of(o), pos), &v);
-        } else
-            hf_to_str(e, &f, &v);
+        size_t pos = all[(size_t)random() % k];
+        lp_read(p, pos, &f);
+        lp_read(p, pack_next(p, pos), &v);
         fn(priv, &f, &v);
     }
     km_free(all);
