@@ -10,6 +10,7 @@
 #include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
+#include "session/blocking.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -196,6 +197,9 @@ static void server_apply_io_threads(void) {
 
 static void server_before_sleep(event_loop *el) {
     server_apply_io_threads();
+    /* Keys made ready outside a command, and the pipelines of clients
+     * unblocked since the last iteration (their replies go out below). */
+    blocking_before_sleep();
     /* Finish the I/O jobs that came back, write, and repeat while more come
      * back before the main thread may sleep. */
     do {
@@ -391,6 +395,7 @@ int server_init_core(char **err) {
     types_setup();
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
+    blocking_setup(srv.el, &srv.blocking_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -440,6 +445,7 @@ void server_teardown(void) {
         client_free(client_list_head());
         client_free_closed();
     }
+    blocking_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);
