@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strconv.h"
+
 /* Type ids, Valkey's numbers (persistence will write them). The aggregate
  * types' operations live in core/types/, which registers them with
  * obj_set_type at types_setup. */
@@ -165,11 +167,6 @@ const char *obj_type_name(const kobj *o);
 /* A new object with the same value (COPY), or NULL if the type cannot. */
 kobj *obj_copy(const kobj *o);
 
-/* Strict decimal parsing (no spaces, no '+', no leading zeros but "0"); the
- * test used to decide the INT encoding and for command arguments. */
-int str_to_ll(const char *s, size_t len, long long *out);
-/* Formats v into buf (at least 21 bytes); returns the length. */
-size_t ll_to_str(char *buf, long long v);
 /* Parses a long double as Valkey does for INCRBYFLOAT (no spaces, not NaN;
  * "inf" is accepted and callers refuse it where it matters). */
 int str_to_ld(const char *s, size_t len, long double *out);

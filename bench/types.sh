@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Throughput of the aggregate-type commands: redis-benchmark's own tests
+# (LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN LRANGE_100/300/500/600
+# MSET) against Keel, Redis (Debian's redis-server) and optionally a Valkey
+# build, in one run. Servers take turns within each round (Keel, Redis,
+# Valkey, then again), each server pinned to CPU 0 and redis-benchmark to CPU
+# 1 (lib.sh), and the medians of the rounds are reported with Keel/peer
+# ratios. Writes a markdown table to bench/results/types.md and the medians
+# to bench/results/types.csv.
+#
+#   bench/types.sh [--valkey /path/to/valkey-server] [--reps N] [--quick]
+#
+# Options:
+#   --valkey PATH   also benchmark this valkey-server
+#   --keel PATH     Keel binary (default: build/release/keel-server)
+#   --redis PATH    Redis binary (default: /usr/bin/redis-server)
+#   --reps N        rounds, median taken (default 3)
+#   --pipelines L   comma-separated pipeline depths (default 1,16)
+#   --quick         request counts / 10 (smoke run)
+#   --out FILE      markdown output (default: bench/results/types.md)
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$BENCH_DIR")
+# shellcheck source=bench/lib.sh
+source "$BENCH_DIR/lib.sh"
+
+KEEL="$ROOT/build/release/keel-server"
+REDIS=/usr/bin/redis-server
+VALKEY=""
+REPS=3
+QUICK=0
+PIPES_ARG="1,16"
+OUT="$BENCH_DIR/results/types.md"
+TESTS="lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,lrange_500,lrange_600,mset"
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --valkey) VALKEY=${2:?}; shift 2 ;;
+        --keel) KEEL=${2:?}; shift 2 ;;
+        --redis) REDIS=${2:?}; shift 2 ;;
+        --reps) REPS=${2:?}; shift 2 ;;
+        --pipelines) PIPES_ARG=${2:?}; shift 2 ;;
+        --quick) QUICK=1; shift ;;
+        --out) OUT=${2:?}; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown argument: $1" ;;
+    esac
+done
+[ -x "$KEEL" ] || die "$KEEL not found; build it first with: bash .ci/setup"
+[ -x "$REDIS" ] || die "$REDIS not found (apt-get install redis-server)"
+[ -z "$VALKEY" ] || [ -x "$VALKEY" ] || die "$VALKEY is not an executable"
+command -v redis-benchmark >/dev/null || die "redis-benchmark not found (apt-get install redis-tools)"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+
+NAMES=(keel redis)
+TITLES=(Keel Redis)
+BINS=("$KEEL" "$REDIS")
+if [ -n "$VALKEY" ]; then NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY"); fi
+IFS=, read -r -a PIPES <<<"$PIPES_ARG"
+
+# Requests per test: 2-3 s each on a loaded 2-core machine. The LRANGE
+# tests move 100-600 elements per request, so they get fewer.
+requests() { # pipeline test
+    local n=200000
+    [ "$1" -gt 1 ] && n=1000000
+    case "$2" in lrange_*) n=$((n / 5)) ;; esac
+    [ "$QUICK" = 1 ] && n=$((n / 10))
+    echo "$n"
+}
+
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+bench_tmpdir
+mkdir -p "$(dirname "$OUT")"
+started_at=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "bench: load average at start: $(load_avg) ($(nproc) CPUs); $(pinning_desc)"
+
+PORTS=()
+SPIDS=()
+for i in "${!NAMES[@]}"; do
+    start_server "${NAMES[$i]}" "$BENCH_TMP/${NAMES[$i]}" -- "${BINS[$i]}" || die "could not start ${NAMES[$i]}"
+    PORTS+=("$SERVER_PORT")
+    SPIDS+=("$SERVER_PID")
+    echo "bench: ${TITLES[$i]} on port $SERVER_PORT: $(server_version "${BINS[$i]}")"
+done
+
+# One round against server i at pipeline p: every test in its own
+# redis-benchmark run (so each gets its request count), on an empty
+# database; appends "server,pipeline,test,rep,rps" lines to RAW.
+RAW="$BENCH_TMP/raw.csv"
+: >"$RAW"
+run_round() { # i p rep
+    local i=$1 p=$2 rep=$3 port=${PORTS[$1]} t n rps log="$BENCH_TMP/benchmark.log"
+    IFS=, read -r -a tests <<<"$TESTS"
+    for t in "${tests[@]}"; do
+        [ "$(redis-cli -h 127.0.0.1 -p "$port" flushall 2>&1)" = OK ] || die "FLUSHALL failed on ${NAMES[$i]}"
+        kill -0 "${SPIDS[$i]}" 2>/dev/null || die "${NAMES[$i]} is no longer running"
+        n=$(requests "$p" "$t")
+        if ! run_client 300 "$BENCH_TMP/out.csv" "$log" redis-benchmark -h 127.0.0.1 -p "$port" \
+            -c 50 -P "$p" -n "$n" --threads 1 --csv -t "$t"; then
+            tail -n 5 "$log" >&2
+            die "redis-benchmark failed against ${NAMES[$i]} ($t, -P $p)"
+        fi
+        # LRANGE tests first run an LPUSH to fill the list: keep the row
+        # named after the test asked for.
+        rps=$(awk -F'","' -v want="$t" 'NF > 1 && $1 !~ /"test/ {
+                  name = tolower($1); gsub(/"/, "", name); sub(/ .*/, "", name)
+                  gsub(/"/, "", $2); if (name == want) r = $2 } END { print r }' "$BENCH_TMP/out.csv")
+        [ -n "$rps" ] || die "no result for $t in: $(cat "$BENCH_TMP/out.csv")"
+        echo "${NAMES[$i]},$p,$t,$rep,$rps" >>"$RAW"
+        printf '%s %.0f/s  ' "$t" "$rps"
+    done
+    echo
+}
+
+for p in "${PIPES[@]}"; do
+    for rep in $(seq 1 "$REPS"); do
+        for i in "${!NAMES[@]}"; do
+            printf 'bench: -P %-2s round %d/%d %-6s ' "$p" "$rep" "$REPS" "${NAMES[$i]}"
+            run_round "$i" "$p" "$rep"
+        done
+    done
+done
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+med() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t { print $5 }' "$RAW" | median; }
+
+{
+    echo "# Aggregate-type commands: redis-benchmark's tests"
+    echo
+    echo "$started_at; $(nproc) CPUs; $(pinning_desc); -c 50 --threads 1; median of $REPS rounds, servers alternating."
+    echo "Keel: $(server_version "$KEEL"); Redis: $(server_version "$REDIS")${VALKEY:+; Valkey: $(server_version "$VALKEY")}."
+    echo "Load average at the end: $(load_avg)."
+    echo
+    head="| test | pipeline |"
+    rule="| --- | ---: |"
+    for i in "${!NAMES[@]}"; do head+=" ${TITLES[$i]} req/s |"; rule+=" ---: |"; done
+    for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" Keel / ${TITLES[$i]} |"; rule+=" ---: |"; }; done
+    echo "$head"
+    echo "$rule"
+} >"$OUT"
+csv="$(dirname "$OUT")/$(basename "$OUT" .md).csv"
+echo "test,pipeline,$(IFS=,; echo "${NAMES[*]}")" >"$csv"
+IFS=, read -r -a tests <<<"$TESTS"
+for p in "${PIPES[@]}"; do
+    for t in "${tests[@]}"; do
+        row="| ${t^^} | $p |"
+        vals=()
+        for i in "${!NAMES[@]}"; do vals+=("$(med "${NAMES[$i]}" "$p" "$t")"); row+=" $(printf '%.0f' "${vals[$i]}") |"; done
+        for i in "${!NAMES[@]}"; do
+            [ "$i" = 0 ] || row+=" $(awk -v a="${vals[0]}" -v b="${vals[$i]}" 'BEGIN { printf "%.2fx", a / b }') |"
+        done
+        echo "$row" >>"$OUT"
+        echo "$t,$p,$(IFS=,; echo "${vals[*]}")" >>"$csv"
+    done
+done
+cat "$OUT"
