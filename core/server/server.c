@@ -197,13 +197,15 @@ static void server_apply_io_threads(void) {
 
 static void server_before_sleep(event_loop *el) {
     server_apply_io_threads();
-    /* Keys made ready outside a command, and the pipelines of clients
-     * unblocked since the last iteration (their replies go out below). */
-    blocking_before_sleep();
     /* Finish the I/O jobs that came back, write, and repeat while more come
-     * back before the main thread may sleep. */
+     * back before the main thread may sleep. In between, the keys made
+     * ready outside a command are served and the clients unblocked so far
+     * (by this iteration's commands and timeouts, or by the requests the
+     * jobs just ran) run their pipelined requests, so their replies go out
+     * now rather than after the next wake-up. */
     do {
         io_threads_poll();
+        blocking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());

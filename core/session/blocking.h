@@ -74,8 +74,10 @@ int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms);
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout);
 
-/* 1 while the running command is a blocked client's rerun (a rerun that
- * serves must not count as a new command in the statistics). */
+/* 1 while the running command is a blocked client's rerun. call() already
+ * counts a blocked command once (the first run that blocks is not counted,
+ * the rerun that serves is), so commands need not test this for the
+ * statistics. */
 int blocking_is_rerun(const client *c);
 
 /* ---- the session layer's and the server's side ---- */
