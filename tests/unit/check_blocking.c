@@ -77,6 +77,22 @@ static void tmove_proc(client *c) {
     blocking_wait(c, pos, 1, deadline, BLOCKING_NULL_BULK);
 }
 
+/* TKILL id key timeout: pops key like TPOP, then frees client id. */
+static void tkill_proc(client *c) {
+    if (db_lookup(c->db, c->argv[2].ptr, c->argv[2].len, 1)) {
+        db_delete(c->db, c->argv[2].ptr, c->argv[2].len);
+        long long id = atoll(c->argv[1].ptr); /* the request's next byte is '\r' */
+        client *victim = client_by_id((uint64_t)id);
+        if (victim) client_free(victim);
+        reply_ok(c);
+        return;
+    }
+    int64_t deadline;
+    if (blocking_parse_timeout(c, &c->argv[3], &deadline) != K_OK) return;
+    int pos[] = {2};
+    blocking_wait(c, pos, 1, deadline, BLOCKING_NULL_ARRAY);
+}
+
 static command test_cmds[] = {
     {.name = "tpop",
      .proc = tpop_proc,
@@ -91,6 +107,14 @@ static command test_cmds[] = {
      .arity = 4,
      .flags = CMD_WRITE | CMD_BLOCKING,
      .first_key = 1,
+     .last_key = 2,
+     .key_step = 1,
+     .group = "list"},
+    {.name = "tkill",
+     .proc = tkill_proc,
+     .arity = 4,
+     .flags = CMD_WRITE | CMD_BLOCKING,
+     .first_key = 2,
      .last_key = 2,
      .key_step = 1,
      .group = "list"},
@@ -465,6 +489,24 @@ START_TEST(test_blocked_client_freed) {
 }
 END_TEST
 
+/* A waiter freed by an earlier waiter's rerun is closed later, never
+ * touched after its free (ASan). */
+START_TEST(test_waiter_freed_by_rerun) {
+    client *victim = client_create(NULL);
+    send_cmd(a, "TKILL %llu k 0", (unsigned long long)victim->id);
+    send_cmd(victim, "TPOP k 0");
+    send_cmd(b, "TPOP k 0");
+    ck_assert_int_eq(stat("blocked_clients"), 3);
+    send_cmd(p, "SET k v");
+    expect(a, "+OK\r\n");
+    ck_assert(victim->flags & CLIENT_CLOSE_ASAP);
+    send_cmd(p, "SET k v"); /* the closing client is passed over */
+    expect(b, POP_K_V);
+    client_free_closed();
+    ck_assert_int_eq(stat("blocked_clients"), 0);
+}
+END_TEST
+
 START_TEST(test_info_fields) {
     send_cmd(a, "TPOP k1 k2 0");
     send_cmd(b, "TPOP k2 0.5");
@@ -499,6 +541,7 @@ static Suite *blocking_suite(void) {
     tcase_add_test(tc, test_timeout_errors);
     tcase_add_test(tc, test_client_unblock);
     tcase_add_test(tc, test_blocked_client_freed);
+    tcase_add_test(tc, test_waiter_freed_by_rerun);
     tcase_add_test(tc, test_info_fields);
     suite_add_tcase(s, tc);
     return s;
