@@ -288,7 +288,7 @@ static void waiter_remove(struct blocking_state *bs, waiter *w) {
     }
 }
 
-/* 1 if argument keypos[i] repeats an earlier one. */
+/* 1 if key is one bs already waits on (BLPOP k k 0). */
 static int blocking_key_seen(const struct blocking_state *bs, const karg *key) {
     for (int i = 0; i < bs->nkeys; i++) {
         const blocked_key *bk = bs->waiters[i].bk;
