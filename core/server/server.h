@@ -17,6 +17,7 @@
 #include "server/server_compat.h"
 #include "session/blocking.h"
 #include "session/client.h"
+#include "types/types.h"
 
 /* The event loop's own counters, named as their INFO stats fields:
  * iterations, and the microseconds spent awake (from the wake-up to the
@@ -37,6 +38,7 @@ typedef struct server {
     log_options log;
     db_options db;
     db_metrics db_stats;
+    types_metrics types_stats;
     session_options session;
     session_metrics session_stats;
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
