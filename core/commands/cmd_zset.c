@@ -1,7 +1,8 @@
 /* cmd_zset.c -- the sorted set command family: ZADD and the updates, the
  * range reads and deletions by rank, score and lex, the set operations
- * (ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD), pops, random
- * members and ZSCAN, as Valkey 8.0.1 answers them in RESP2 and RESP3.
+ * (ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD), pops (and
+ * their blocking forms), random members and ZSCAN, as Valkey 8.0.1
+ * answers them in RESP2 and RESP3.
  *
  * Values are read and changed through types/zset.h only (plain sets,
  * valid inputs of the set operations, through types/set.h). A sorted set
@@ -10,6 +11,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/glob.h"
+#include "session/blocking.h"
 #include "session/reply.h"
 #include "types/set.h"
 #include "types/zset.h"
@@ -893,6 +895,48 @@ static void cmd_zmpop(client *c) {
     zpop_generic(c, &c->argv[2], a.nkeys, a.max, a.count, 1, 1, 1);
 }
 
+/* ---- BZPOPMIN, BZPOPMAX, BZMPOP ---- */
+
+/* Pops from the first non-empty key of keys (argument positions first..
+ * first+nkeys-1), or blocks on all of them until one is written to or the
+ * deadline passes (null array). Inside MULTI or a script the null comes at
+ * once, as Valkey. */
+static void bzpop_generic(client *c, int first, int nkeys, const karg *timeout, int max,
+                          long long count, int nested) {
+    int64_t deadline;
+    if (blocking_parse_timeout(c, timeout, &deadline) != K_OK) return;
+    kobj *o;
+    int i = zpop_find(c, &c->argv[first], nkeys, &o);
+    if (i == -2) return;
+    if (i >= 0) {
+        zpop_reply(c, &c->argv[first + i], o, max, count, 1, nested);
+        return;
+    }
+    if (!blocking_allowed(c)) {
+        reply_null_array(c);
+        return;
+    }
+    int *pos = km_alloc((size_t)nkeys * sizeof(int));
+    for (int k = 0; k < nkeys; k++)
+        pos[k] = first + k;
+    blocking_wait(c, pos, nkeys, deadline, BLOCKING_NULL_ARRAY);
+    km_free(pos);
+}
+
+static void cmd_bzpopmin(client *c) {
+    bzpop_generic(c, 1, c->argc - 2, &c->argv[c->argc - 1], 0, -1, 0);
+}
+
+static void cmd_bzpopmax(client *c) {
+    bzpop_generic(c, 1, c->argc - 2, &c->argv[c->argc - 1], 1, -1, 0);
+}
+
+static void cmd_bzmpop(client *c) {
+    zmpop_args a;
+    if (!zmpop_parse(c, 2, &a)) return;
+    bzpop_generic(c, 3, a.nkeys, &c->argv[1], a.max, a.count, 1);
+}
+
 /* ---- ZRANDMEMBER ---- */
 
 /* A set of ranks (open addressing), for picking distinct members. */
@@ -1131,6 +1175,9 @@ static command zset_table[] = {
     Z_CMD("zpopmin", cmd_zpopmin, -2, RW | CMD_FAST, 1, 1, 1, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
     Z_CMD("zpopmax", cmd_zpopmax, -2, RW | CMD_FAST, 1, 1, 1, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
     Z_CMD("zmpop", cmd_zmpop, -4, RW, 0, 0, 0, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0"),
+    Z_CMD("bzpopmin", cmd_bzpopmin, -3, RW | CMD_BLOCKING | CMD_FAST, 1, -2, 1, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.", "5.0.0"),
+    Z_CMD("bzpopmax", cmd_bzpopmax, -3, RW | CMD_BLOCKING | CMD_FAST, 1, -2, 1, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "5.0.0"),
+    Z_CMD("bzmpop", cmd_bzmpop, -5, RW | CMD_BLOCKING, 0, 0, 0, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "7.0.0"),
     Z_CMD("zrandmember", cmd_zrandmember, -2, RO, 1, 1, 1, "Returns one or more random members from a sorted set.", "6.2.0"),
     Z_CMD("zscan", cmd_zscan, -3, RO, 1, 1, 1, "Iterates over members and scores of a sorted set.", "2.8.0"),
 };

@@ -1,7 +1,8 @@
 /* check_it_zset.c -- the sorted set commands against a real keel-server:
  * every command in RESP2 (hiredis) and the RESP3 shapes (raw client:
  * doubles, [member, score] pairs, nulls), Valkey's errors, WRONGTYPE,
- * inf/-inf and NaN, LIMIT extremes, both encodings and their thresholds. */
+ * inf/-inf and NaN, LIMIT extremes, both encodings and their thresholds,
+ * the blocking pops woken by another client. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -494,6 +495,48 @@ START_TEST(test_resp3_shapes) {
 }
 END_TEST
 
+/* The blocking pops: served at once when a key has members, else woken
+ * by a write, timed out (null array), or answered at once inside MULTI. */
+START_TEST(test_blocking_pops) {
+    expect_int(C, 2, "ZADD z 1 a 2 b");
+    expect_reply(C, "[\"z\",\"a\",\"1\"]", "BZPOPMIN nokey z 0");
+    expect_reply(C, "[\"z\",\"b\",\"2\"]", "BZPOPMAX z 0");
+    expect_int(C, 0, "EXISTS z");
+    expect_reply(C, "nil", "BZPOPMIN z 0.01");
+    expect_reply(C, "nil", "BZMPOP 0.01 1 z MIN");
+    expect_error(C, "ERR timeout is not a float or out of range", "BZPOPMIN z x");
+    expect_error(C, "ERR timeout is negative", "BZPOPMIN z -1");
+    expect_error(C, "ERR numkeys should be greater than 0", "BZMPOP 0 0 z MIN");
+    expect_ok(C, "SET s v");
+    expect_error_prefix(C, "WRONGTYPE", "BZPOPMIN s 0");
+    expect_error_prefix(C, "WRONGTYPE", "BZMPOP 0 1 s MAX");
+    /* Woken by a ZADD from another client, in the order they blocked. */
+    it_raw *r1 = it_raw_connect(S), *r2 = it_raw_connect(S);
+    it_raw_cmd(r1, "BZPOPMIN", "k1", "k2", "0", NULL);
+    it_raw_cmd(r2, "BZMPOP", "0", "1", "k2", "MAX", "COUNT", "5", NULL);
+    it_wait_until(it_info_int(C, "clients", "blocked_clients") == 2, 5000);
+    expect_int(C, 3, "ZADD k2 1 x 2 y 3 z");
+    expect_raw(r1, "[\"k2\",\"x\",\"1\"]");
+    expect_raw(r2, "[\"k2\",[[\"z\",\"3\"],[\"y\",\"2\"]]]");
+    expect_int(C, 0, "EXISTS k2");
+    /* Inside MULTI an empty key answers at once. */
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "BZPOPMIN k1 0");
+    expect_reply(C, "[nil]", "EXEC");
+    /* RESP3: a flat triple with a double; BZMPOP's pairs; a null. */
+    it_raw *r3 = it_raw_connect(S);
+    it_raw_cmd(r3, "HELLO", "3", NULL);
+    ck_assert(it_raw_read(r3) != NULL);
+    expect_int(C, 2, "ZADD k3 1.5 m 2 n");
+    it_raw_cmd(r3, "BZPOPMIN", "k3", "0", NULL);
+    expect_raw(r3, "[\"k3\",\"m\",,1.5]");
+    it_raw_cmd(r3, "BZMPOP", "0", "1", "k3", "MIN", NULL);
+    expect_raw(r3, "[\"k3\",[[\"n\",,2]]]");
+    it_raw_cmd(r3, "BZPOPMAX", "k3", "0.01", NULL);
+    expect_raw(r3, "_");
+}
+END_TEST
+
 static Suite *zset_suite(void) {
     Suite *s = suite_create("it_zset");
     TCase *tc = it_tcase(s, "zset");
@@ -515,6 +558,7 @@ static Suite *zset_suite(void) {
     tcase_add_test(tc, test_zrandmember_huge_count);
     tcase_add_test(tc, test_zscan);
     tcase_add_test(tc, test_resp3_shapes);
+    tcase_add_test(tc, test_blocking_pops);
     return s;
 }
 
