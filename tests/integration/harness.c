@@ -1211,6 +1211,15 @@ static const char *const reset_configs[][2] = {
     {"slowlog-log-slower-than", "10000"},
     {"slowlog-max-len", "128"},
     {"requirepass", ""},
+    {"hash-max-listpack-entries", "128"},
+    {"hash-max-listpack-value", "64"},
+    {"set-max-intset-entries", "512"},
+    {"set-max-listpack-entries", "128"},
+    {"set-max-listpack-value", "64"},
+    {"zset-max-listpack-entries", "128"},
+    {"zset-max-listpack-value", "64"},
+    {"list-max-listpack-size", "-2"},
+    {"list-compress-depth", "0"},
 };
 
 /* Sets back the configs a test changed (only those: CONFIG SET is server
