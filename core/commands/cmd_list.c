@@ -423,8 +423,9 @@ static void cmd_rpop(client *c) {
     pop_generic(c, LIST_TAIL);
 }
 
-/* The first non-empty list among keys[0..n) (argument positions): its
- * position in *found, or 0 when none; -1 after a WRONGTYPE reply. */
+/* The first non-empty list among the keys at argument positions
+ * keys[0..n): returns its position and sets *found to it; 0 when there is
+ * none; -1 after a WRONGTYPE reply. */
 static int first_list(client *c, const int *keys, int n, kobj **found) {
     for (int j = 0; j < n; j++) {
         kobj *o;
