@@ -115,14 +115,25 @@ static void reply_keys_and_free(client *c, entry_list *l) {
 /* ---- DEL, UNLINK, EXISTS, TOUCH, TYPE ---- */
 
 /* UNLINK is DEL: values are freed synchronously either way. */
-static void cmd_del(client *c) {
+/* DEL and UNLINK: `unlink` frees costly values on the lazy-free thread
+ * whatever lazyfree-lazy-user-del says. */
+static void del_generic(client *c, int unlink) {
     long long deleted = 0;
     for (int j = 1; j < c->argc; j++) {
         const karg *k = &c->argv[j];
         /* An expired key counts as expired, not as deleted by this call. */
-        if (db_lookup_quiet(c->db, k->ptr, k->len) && db_delete(c->db, k->ptr, k->len)) deleted++;
+        if (db_lookup_quiet(c->db, k->ptr, k->len) && db_delete_user(c->db, k->ptr, k->len, unlink))
+            deleted++;
     }
     reply_int(c, deleted);
+}
+
+static void cmd_del(client *c) {
+    del_generic(c, 0);
+}
+
+static void cmd_unlink(client *c) {
+    del_generic(c, 1);
 }
 
 /* A key named twice counts twice, as in Valkey. */
@@ -437,23 +448,42 @@ static void cmd_swapdb(client *c) {
     reply_ok(c);
 }
 
-/* [ASYNC|SYNC]: both flush synchronously here. */
-static int flush_parse_options(client *c) {
-    if (c->argc == 1) return 1;
-    if (c->argc == 2 && (karg_eq(&c->argv[1], "sync") || karg_eq(&c->argv[1], "async"))) return 1;
+/* [ASYNC|SYNC]; without either, lazyfree-lazy-user-flush decides. Sets
+ * *async; 0 after a syntax error (replied). */
+static int flush_parse_options(client *c, int *async) {
+    if (c->argc == 1) {
+        *async = db_opts()->lazyfree.user_flush;
+        return 1;
+    }
+    if (c->argc == 2 && karg_eq(&c->argv[1], "sync")) {
+        *async = 0;
+        return 1;
+    }
+    if (c->argc == 2 && karg_eq(&c->argv[1], "async")) {
+        *async = 1;
+        return 1;
+    }
     reply_syntax_error(c);
     return 0;
 }
 
 static void cmd_flushdb(client *c) {
-    if (!flush_parse_options(c)) return;
-    db_flush(c->db);
+    int async;
+    if (!flush_parse_options(c, &async)) return;
+    if (async)
+        db_flush_async(c->db);
+    else
+        db_flush(c->db);
     reply_ok(c);
 }
 
 static void cmd_flushall(client *c) {
-    if (!flush_parse_options(c)) return;
-    db_flush_all();
+    int async;
+    if (!flush_parse_options(c, &async)) return;
+    if (async)
+        db_flush_all_async();
+    else
+        db_flush_all();
     reply_ok(c);
 }
 
@@ -692,7 +722,7 @@ static command object_subcommands[] = {
 
 static command keys_table[] = {
     KEY_CMD("del", cmd_del, -2, CMD_WRITE, 1, -1, 1, "generic", "Deletes one or more keys.", "1.0.0"),
-    KEY_CMD("unlink", cmd_del, -2, CMD_WRITE | CMD_FAST, 1, -1, 1, "generic", "Asynchronously deletes one or more keys.", "4.0.0"),
+    KEY_CMD("unlink", cmd_unlink, -2, CMD_WRITE | CMD_FAST, 1, -1, 1, "generic", "Asynchronously deletes one or more keys.", "4.0.0"),
     KEY_CMD("exists", cmd_exists, -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "generic", "Determines whether one or more keys exist.", "1.0.0"),
     KEY_CMD("touch", cmd_touch, -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1"),
     KEY_CMD("type", cmd_type, 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "generic", "Determines the type of value stored at a key.", "1.0.0"),

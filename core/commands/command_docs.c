@@ -814,6 +814,103 @@ static const command_arg hexists_args_66[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
 
+static const key_spec hexpire_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hexpire_args_67[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+    {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
+    {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
+};
+
+static const command_arg hexpire_args_68[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hexpire_args_69[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hexpire_args_67,
+     .num_args = 4},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hexpire_args_68,
+     .num_args = 2},
+};
+
+static const key_spec hexpireat_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hexpireat_args_70[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+    {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
+    {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
+};
+
+static const command_arg hexpireat_args_71[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hexpireat_args_72[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hexpireat_args_70,
+     .num_args = 4},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hexpireat_args_71,
+     .num_args = 2},
+};
+
+static const key_spec hexpiretime_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hexpiretime_args_73[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hexpiretime_args_74[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hexpiretime_args_73,
+     .num_args = 2},
+};
+
 static const key_spec hget_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
      .begin = KEY_BEGIN_INDEX,
@@ -822,7 +919,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_67[] = {
+static const command_arg hget_args_75[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -837,8 +934,71 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_68[] = {
+static const command_arg hgetall_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec hgetdel_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hgetdel_args_77[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hgetdel_args_78[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hgetdel_args_77,
+     .num_args = 2},
+};
+
+static const key_spec hgetex_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hgetex_args_79[] = {
+    {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
+    {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
+    {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "PXAT"},
+    {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
+};
+
+static const command_arg hgetex_args_80[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hgetex_args_81[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "expiration",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hgetex_args_79,
+     .num_args = 5},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hgetex_args_80,
+     .num_args = 2},
 };
 
 static const key_spec hincrby_key_specs[] = {
@@ -849,7 +1009,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_69[] = {
+static const command_arg hincrby_args_82[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -863,7 +1023,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_70[] = {
+static const command_arg hincrbyfloat_args_83[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -879,7 +1039,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_71[] = {
+static const command_arg hkeys_args_84[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -891,7 +1051,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_72[] = {
+static const command_arg hlen_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -903,7 +1063,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_73[] = {
+static const command_arg hmget_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -916,18 +1076,161 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_74[] = {
+static const command_arg hmset_args_87[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_75[] = {
+static const command_arg hmset_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_74,
+     .subargs = hmset_args_87,
+     .num_args = 2},
+};
+
+static const key_spec hpersist_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hpersist_args_89[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hpersist_args_90[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hpersist_args_89,
+     .num_args = 2},
+};
+
+static const key_spec hpexpire_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hpexpire_args_91[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+    {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
+    {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
+};
+
+static const command_arg hpexpire_args_92[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hpexpire_args_93[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hpexpire_args_91,
+     .num_args = 4},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hpexpire_args_92,
+     .num_args = 2},
+};
+
+static const key_spec hpexpireat_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hpexpireat_args_94[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+    {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
+    {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
+};
+
+static const command_arg hpexpireat_args_95[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hpexpireat_args_96[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hpexpireat_args_94,
+     .num_args = 4},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hpexpireat_args_95,
+     .num_args = 2},
+};
+
+static const key_spec hpexpiretime_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hpexpiretime_args_97[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hpexpiretime_args_98[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hpexpiretime_args_97,
+     .num_args = 2},
+};
+
+static const key_spec hpttl_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hpttl_args_99[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg hpttl_args_100[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hpttl_args_99,
      .num_args = 2},
 };
 
@@ -941,7 +1244,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_76[] = {
+static const command_arg hrandfield_args_101[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -950,13 +1253,13 @@ static const command_arg hrandfield_args_76[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_77[] = {
+static const command_arg hrandfield_args_102[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_76,
+     .subargs = hrandfield_args_101,
      .num_args = 2},
 };
 
@@ -970,7 +1273,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_78[] = {
+static const command_arg hscan_args_103[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -998,18 +1301,90 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_79[] = {
+static const command_arg hset_args_104[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_80[] = {
+static const command_arg hset_args_105[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_79,
+     .subargs = hset_args_104,
+     .num_args = 2},
+};
+
+static const key_spec hsetex_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg hsetex_args_106[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg hsetex_args_107[] = {
+    {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
+    {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
+};
+
+static const command_arg hsetex_args_108[] = {
+    {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
+    {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
+    {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "PXAT"},
+    {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
+};
+
+static const command_arg hsetex_args_109[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg hsetex_args_110[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = hsetex_args_109,
+     .num_args = 2},
+};
+
+static const command_arg hsetex_args_111[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key-condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hsetex_args_106,
+     .num_args = 2},
+    {.name = "field-condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hsetex_args_107,
+     .num_args = 2},
+    {.name = "expiration",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = hsetex_args_108,
+     .num_args = 5},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = hsetex_args_110,
      .num_args = 2},
 };
 
@@ -1021,7 +1396,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_81[] = {
+static const command_arg hsetnx_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1035,9 +1410,32 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_82[] = {
+static const command_arg hstrlen_args_113[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec httl_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg httl_args_114[] = {
+    {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg httl_args_115[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "fields",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FIELDS",
+     .subargs = httl_args_114,
+     .num_args = 2},
 };
 
 static const char *const hvals_tips[] = {"nondeterministic_output_order"};
@@ -1050,7 +1448,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_83[] = {
+static const command_arg hvals_args_116[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1062,7 +1460,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_84[] = {
+static const command_arg incr_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1074,7 +1472,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_85[] = {
+static const command_arg incrby_args_118[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1087,7 +1485,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_86[] = {
+static const command_arg incrbyfloat_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1095,7 +1493,7 @@ static const command_arg incrbyfloat_args_86[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_87[] = {
+static const command_arg info_args_120[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1105,7 +1503,7 @@ static const command_arg info_args_87[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_88[] = {
+static const command_arg keys_args_121[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1119,7 +1517,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_89[] = {
+static const command_arg lindex_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1132,17 +1530,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_90[] = {
+static const command_arg linsert_args_123[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_91[] = {
+static const command_arg linsert_args_124[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_90,
+     .subargs = linsert_args_123,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1156,7 +1554,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_92[] = {
+static const command_arg llen_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1173,28 +1571,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_93[] = {
+static const command_arg lmove_args_126[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_94[] = {
+static const command_arg lmove_args_127[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_95[] = {
+static const command_arg lmove_args_128[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_93,
+     .subargs = lmove_args_126,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_94,
+     .subargs = lmove_args_127,
      .num_args = 2},
 };
 
@@ -1206,18 +1604,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_96[] = {
+static const command_arg lmpop_args_129[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_97[] = {
+static const command_arg lmpop_args_130[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_96,
+     .subargs = lmpop_args_129,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1234,7 +1632,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_98[] = {
+static const command_arg lpop_args_131[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1251,7 +1649,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_99[] = {
+static const command_arg lpos_args_132[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1279,7 +1677,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_100[] = {
+static const command_arg lpush_args_133[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1292,7 +1690,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_101[] = {
+static const command_arg lpushx_args_134[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1305,7 +1703,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_102[] = {
+static const command_arg lrange_args_135[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1319,7 +1717,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_103[] = {
+static const command_arg lrem_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1333,7 +1731,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_104[] = {
+static const command_arg lset_args_137[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1347,7 +1745,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_105[] = {
+static const command_arg ltrim_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1373,7 +1771,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_106[] = {
+static const command_arg memory_usage_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1392,30 +1790,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_107[] = {
+static const command_arg mget_args_140[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_108[] = {
+static const command_arg module_load_args_141[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_109[] = {
+static const command_arg module_loadex_args_142[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_110[] = {
+static const command_arg module_loadex_args_143[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_109,
+     .subargs = module_loadex_args_142,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1424,7 +1822,7 @@ static const command_arg module_loadex_args_110[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_111[] = {
+static const command_arg module_unload_args_144[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1436,7 +1834,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_112[] = {
+static const command_arg move_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1452,17 +1850,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_113[] = {
+static const command_arg mset_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_114[] = {
+static const command_arg mset_args_147[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_113,
+     .subargs = mset_args_146,
      .num_args = 2},
 };
 
@@ -1474,17 +1872,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_115[] = {
+static const command_arg msetnx_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_116[] = {
+static const command_arg msetnx_args_149[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_115,
+     .subargs = msetnx_args_148,
      .num_args = 2},
 };
 
@@ -1498,7 +1896,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_117[] = {
+static const command_arg object_encoding_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1512,7 +1910,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_118[] = {
+static const command_arg object_freq_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1526,7 +1924,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_119[] = {
+static const command_arg object_idletime_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1540,7 +1938,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_120[] = {
+static const command_arg object_refcount_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1552,7 +1950,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_121[] = {
+static const command_arg persist_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1564,14 +1962,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_122[] = {
+static const command_arg pexpire_args_155[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_123[] = {
+static const command_arg pexpire_args_156[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -1579,7 +1977,7 @@ static const command_arg pexpire_args_123[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_122,
+     .subargs = pexpire_args_155,
      .num_args = 4},
 };
 
@@ -1591,14 +1989,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_124[] = {
+static const command_arg pexpireat_args_157[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_125[] = {
+static const command_arg pexpireat_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -1606,7 +2004,7 @@ static const command_arg pexpireat_args_125[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_124,
+     .subargs = pexpireat_args_157,
      .num_args = 4},
 };
 
@@ -1618,14 +2016,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_126[] = {
+static const command_arg pexpiretime_args_159[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_127[] = {
+static const command_arg ping_args_160[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -1637,7 +2035,7 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_128[] = {
+static const command_arg psetex_args_161[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1653,7 +2051,7 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_129[] = {
+static const command_arg pttl_args_162[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1673,7 +2071,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_130[] = {
+static const command_arg rename_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -1691,7 +2089,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_131[] = {
+static const command_arg renamenx_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -1704,7 +2102,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_132[] = {
+static const command_arg rpop_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1726,7 +2124,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_133[] = {
+static const command_arg rpoplpush_args_166[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -1739,7 +2137,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_134[] = {
+static const command_arg rpush_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1752,7 +2150,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_135[] = {
+static const command_arg rpushx_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1765,7 +2163,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_136[] = {
+static const command_arg sadd_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1773,7 +2171,7 @@ static const command_arg sadd_args_136[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_137[] = {
+static const command_arg scan_args_170[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -1801,7 +2199,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_138[] = {
+static const command_arg scard_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1815,7 +2213,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_139[] = {
+static const command_arg sdiff_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -1832,12 +2230,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_140[] = {
+static const command_arg sdiffstore_args_173[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_141[] = {
+static const command_arg select_args_174[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -1849,12 +2247,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_142[] = {
+static const command_arg set_args_175[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_143[] = {
+static const command_arg set_args_176[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -1882,7 +2280,7 @@ static const command_arg set_args_143[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_144[] = {
+static const command_arg set_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -1890,7 +2288,7 @@ static const command_arg set_args_144[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_142,
+     .subargs = set_args_175,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -1902,7 +2300,7 @@ static const command_arg set_args_144[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_143,
+     .subargs = set_args_176,
      .num_args = 5},
 };
 
@@ -1914,7 +2312,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_145[] = {
+static const command_arg setex_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1928,7 +2326,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_146[] = {
+static const command_arg setnx_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1941,23 +2339,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_147[] = {
+static const command_arg setrange_args_180[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_148[] = {
+static const command_arg shutdown_args_181[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_149[] = {
+static const command_arg shutdown_args_182[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_148,
+     .subargs = shutdown_args_181,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -1973,11 +2371,11 @@ static const command_arg shutdown_args_149[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_150[] = {
+static const command_arg shutdown_args_183[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_149,
+     .subargs = shutdown_args_182,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -1986,12 +2384,12 @@ static const command_arg shutdown_args_150[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_151[] = {
+static const command_arg shutdown_args_184[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_150,
+     .subargs = shutdown_args_183,
      .num_args = 2},
 };
 
@@ -2005,7 +2403,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_152[] = {
+static const command_arg sinter_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2017,7 +2415,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_153[] = {
+static const command_arg sintercard_args_186[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2040,7 +2438,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_154[] = {
+static const command_arg sinterstore_args_187[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2053,7 +2451,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_155[] = {
+static const command_arg sismember_args_188[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2061,7 +2459,7 @@ static const command_arg sismember_args_155[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_156[] = {
+static const command_arg slowlog_get_args_189[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2081,7 +2479,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_157[] = {
+static const command_arg smembers_args_190[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2093,7 +2491,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_158[] = {
+static const command_arg smismember_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2111,7 +2509,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_159[] = {
+static const command_arg smove_args_192[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2127,7 +2525,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_160[] = {
+static const command_arg spop_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2146,7 +2544,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_161[] = {
+static const command_arg srandmember_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2163,7 +2561,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_162[] = {
+static const command_arg srem_args_195[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2178,7 +2576,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_163[] = {
+static const command_arg sscan_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2201,7 +2599,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_164[] = {
+static const command_arg strlen_args_197[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2213,7 +2611,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_165[] = {
+static const command_arg substr_args_198[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2229,7 +2627,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_166[] = {
+static const command_arg sunion_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2246,12 +2644,12 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_167[] = {
+static const command_arg sunionstore_args_200[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_168[] = {
+static const command_arg swapdb_args_201[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2268,7 +2666,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_169[] = {
+static const command_arg touch_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2282,7 +2680,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_170[] = {
+static const command_arg ttl_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2294,7 +2692,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_171[] = {
+static const command_arg type_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2308,7 +2706,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_172[] = {
+static const command_arg unlink_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2320,7 +2718,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_173[] = {
+static const command_arg watch_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2332,36 +2730,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_174[] = {
+static const command_arg zadd_args_207[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_175[] = {
+static const command_arg zadd_args_208[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_176[] = {
+static const command_arg zadd_args_209[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_177[] = {
+static const command_arg zadd_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_174,
+     .subargs = zadd_args_207,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_175,
+     .subargs = zadd_args_208,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2379,7 +2777,7 @@ static const command_arg zadd_args_177[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_176,
+     .subargs = zadd_args_209,
      .num_args = 2},
 };
 
@@ -2391,7 +2789,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_178[] = {
+static const command_arg zcard_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2403,7 +2801,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_179[] = {
+static const command_arg zcount_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2417,7 +2815,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_180[] = {
+static const command_arg zdiff_args_213[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -2440,7 +2838,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_181[] = {
+static const command_arg zdiffstore_args_214[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -2454,7 +2852,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_182[] = {
+static const command_arg zincrby_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2468,13 +2866,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_183[] = {
+static const command_arg zinter_args_216[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_184[] = {
+static const command_arg zinter_args_217[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -2487,7 +2885,7 @@ static const command_arg zinter_args_184[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_183,
+     .subargs = zinter_args_216,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -2504,7 +2902,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_185[] = {
+static const command_arg zintercard_args_218[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2527,13 +2925,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_186[] = {
+static const command_arg zinterstore_args_219[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_187[] = {
+static const command_arg zinterstore_args_220[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -2547,7 +2945,7 @@ static const command_arg zinterstore_args_187[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_186,
+     .subargs = zinterstore_args_219,
      .num_args = 3},
 };
 
@@ -2559,7 +2957,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_188[] = {
+static const command_arg zlexcount_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -2573,18 +2971,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_189[] = {
+static const command_arg zmpop_args_222[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_190[] = {
+static const command_arg zmpop_args_223[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_189,
+     .subargs = zmpop_args_222,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2601,7 +2999,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_191[] = {
+static const command_arg zmscore_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2614,7 +3012,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_192[] = {
+static const command_arg zpopmax_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -2627,7 +3025,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_193[] = {
+static const command_arg zpopmin_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -2642,7 +3040,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_194[] = {
+static const command_arg zrandmember_args_227[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -2651,13 +3049,13 @@ static const command_arg zrandmember_args_194[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_195[] = {
+static const command_arg zrandmember_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_194,
+     .subargs = zrandmember_args_227,
      .num_args = 2},
 };
 
@@ -2669,17 +3067,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_196[] = {
+static const command_arg zrange_args_229[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_197[] = {
+static const command_arg zrange_args_230[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_198[] = {
+static const command_arg zrange_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -2688,7 +3086,7 @@ static const command_arg zrange_args_198[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_196,
+     .subargs = zrange_args_229,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -2702,7 +3100,7 @@ static const command_arg zrange_args_198[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_197,
+     .subargs = zrange_args_230,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -2719,12 +3117,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_199[] = {
+static const command_arg zrangebylex_args_232[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_200[] = {
+static const command_arg zrangebylex_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -2733,7 +3131,7 @@ static const command_arg zrangebylex_args_200[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_199,
+     .subargs = zrangebylex_args_232,
      .num_args = 2},
 };
 
@@ -2745,12 +3143,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_201[] = {
+static const command_arg zrangebyscore_args_234[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_202[] = {
+static const command_arg zrangebyscore_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2765,7 +3163,7 @@ static const command_arg zrangebyscore_args_202[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_201,
+     .subargs = zrangebyscore_args_234,
      .num_args = 2},
 };
 
@@ -2782,17 +3180,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_203[] = {
+static const command_arg zrangestore_args_236[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_204[] = {
+static const command_arg zrangestore_args_237[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_205[] = {
+static const command_arg zrangestore_args_238[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -2801,7 +3199,7 @@ static const command_arg zrangestore_args_205[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_203,
+     .subargs = zrangestore_args_236,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -2813,7 +3211,7 @@ static const command_arg zrangestore_args_205[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_204,
+     .subargs = zrangestore_args_237,
      .num_args = 2},
 };
 
@@ -2825,7 +3223,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_206[] = {
+static const command_arg zrank_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -2843,7 +3241,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_207[] = {
+static const command_arg zrem_args_240[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2856,7 +3254,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_208[] = {
+static const command_arg zremrangebylex_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -2870,7 +3268,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_209[] = {
+static const command_arg zremrangebyrank_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2884,7 +3282,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_210[] = {
+static const command_arg zremrangebyscore_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2898,7 +3296,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_211[] = {
+static const command_arg zrevrange_args_244[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2917,12 +3315,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_212[] = {
+static const command_arg zrevrangebylex_args_245[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_213[] = {
+static const command_arg zrevrangebylex_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -2931,7 +3329,7 @@ static const command_arg zrevrangebylex_args_213[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_212,
+     .subargs = zrevrangebylex_args_245,
      .num_args = 2},
 };
 
@@ -2943,12 +3341,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_214[] = {
+static const command_arg zrevrangebyscore_args_247[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_215[] = {
+static const command_arg zrevrangebyscore_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2962,7 +3360,7 @@ static const command_arg zrevrangebyscore_args_215[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_214,
+     .subargs = zrevrangebyscore_args_247,
      .num_args = 2},
 };
 
@@ -2974,7 +3372,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_216[] = {
+static const command_arg zrevrank_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -2994,7 +3392,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_217[] = {
+static const command_arg zscan_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3022,7 +3420,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_218[] = {
+static const command_arg zscore_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3035,13 +3433,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_219[] = {
+static const command_arg zunion_args_252[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_220[] = {
+static const command_arg zunion_args_253[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3054,7 +3452,7 @@ static const command_arg zunion_args_220[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_219,
+     .subargs = zunion_args_252,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3076,13 +3474,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_221[] = {
+static const command_arg zunionstore_args_254[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_222[] = {
+static const command_arg zunionstore_args_255[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3096,7 +3494,7 @@ static const command_arg zunionstore_args_222[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_221,
+     .subargs = zunionstore_args_254,
      .num_args = 3},
 };
 
@@ -3578,6 +3976,33 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = hexists_args_66,
      .num_args = 2},
+    {.fullname = "hexpire",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hexpire_key_specs,
+     .num_key_specs = 1,
+     .args = hexpire_args_69,
+     .num_args = 4},
+    {.fullname = "hexpireat",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hexpireat_key_specs,
+     .num_key_specs = 1,
+     .args = hexpireat_args_72,
+     .num_args = 4},
+    {.fullname = "hexpiretime",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hexpiretime_key_specs,
+     .num_key_specs = 1,
+     .args = hexpiretime_args_74,
+     .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
      .since = "2.0.0",
@@ -3585,7 +4010,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_67,
+     .args = hget_args_75,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -3596,8 +4021,26 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_68,
+     .args = hgetall_args_76,
      .num_args = 1},
+    {.fullname = "hgetdel",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hgetdel_key_specs,
+     .num_key_specs = 1,
+     .args = hgetdel_args_78,
+     .num_args = 2},
+    {.fullname = "hgetex",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hgetex_key_specs,
+     .num_key_specs = 1,
+     .args = hgetex_args_81,
+     .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
      .since = "2.0.0",
@@ -3605,7 +4048,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_69,
+     .args = hincrby_args_82,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -3614,7 +4057,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_70,
+     .args = hincrbyfloat_args_83,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -3625,7 +4068,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_71,
+     .args = hkeys_args_84,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -3634,7 +4077,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_72,
+     .args = hlen_args_85,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -3643,7 +4086,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_73,
+     .args = hmget_args_86,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -3655,7 +4098,52 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_75,
+     .args = hmset_args_88,
+     .num_args = 2},
+    {.fullname = "hpersist",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hpersist_key_specs,
+     .num_key_specs = 1,
+     .args = hpersist_args_90,
+     .num_args = 2},
+    {.fullname = "hpexpire",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hpexpire_key_specs,
+     .num_key_specs = 1,
+     .args = hpexpire_args_93,
+     .num_args = 4},
+    {.fullname = "hpexpireat",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hpexpireat_key_specs,
+     .num_key_specs = 1,
+     .args = hpexpireat_args_96,
+     .num_args = 4},
+    {.fullname = "hpexpiretime",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hpexpiretime_key_specs,
+     .num_key_specs = 1,
+     .args = hpexpiretime_args_98,
+     .num_args = 2},
+    {.fullname = "hpttl",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hpttl_key_specs,
+     .num_key_specs = 1,
+     .args = hpttl_args_100,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -3666,7 +4154,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_77,
+     .args = hrandfield_args_102,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -3679,7 +4167,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_78,
+     .args = hscan_args_103,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -3689,8 +4177,17 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_80,
+     .args = hset_args_105,
      .num_args = 2},
+    {.fullname = "hsetex",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = hsetex_key_specs,
+     .num_key_specs = 1,
+     .args = hsetex_args_111,
+     .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
      .since = "2.0.0",
@@ -3698,7 +4195,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_81,
+     .args = hsetnx_args_112,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -3707,7 +4204,16 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_82,
+     .args = hstrlen_args_113,
+     .num_args = 2},
+    {.fullname = "httl",
+     .group = "hash",
+     .since = "9.0.0",
+     .complexity = "O(N) where N is the number of specified fields.",
+     .acl_categories = ACL_CAT_HASH,
+     .key_specs = httl_key_specs,
+     .num_key_specs = 1,
+     .args = httl_args_115,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -3718,7 +4224,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_83,
+     .args = hvals_args_116,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -3727,7 +4233,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_84,
+     .args = incr_args_117,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -3736,7 +4242,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_85,
+     .args = incrby_args_118,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -3745,7 +4251,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_86,
+     .args = incrbyfloat_args_119,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -3754,7 +4260,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_87,
+     .args = info_args_120,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -3764,7 +4270,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_88,
+     .args = keys_args_121,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -3781,7 +4287,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_89,
+     .args = lindex_args_122,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -3793,7 +4299,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_91,
+     .args = linsert_args_124,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -3802,7 +4308,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_92,
+     .args = llen_args_125,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -3811,7 +4317,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_95,
+     .args = lmove_args_128,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -3821,7 +4327,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_97,
+     .args = lmpop_args_130,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -3830,7 +4336,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_98,
+     .args = lpop_args_131,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -3841,7 +4347,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_99,
+     .args = lpos_args_132,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -3851,7 +4357,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_100,
+     .args = lpush_args_133,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -3861,7 +4367,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_101,
+     .args = lpushx_args_134,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -3872,7 +4378,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_102,
+     .args = lrange_args_135,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -3882,7 +4388,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_103,
+     .args = lrem_args_136,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -3892,7 +4398,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_104,
+     .args = lset_args_137,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -3901,7 +4407,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_105,
+     .args = ltrim_args_138,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -3938,7 +4444,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_106,
+     .args = memory_usage_args_139,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -3949,7 +4455,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_107,
+     .args = mget_args_140,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -3967,21 +4473,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_108,
+     .args = module_load_args_141,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_110,
+     .args = module_loadex_args_143,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_111,
+     .args = module_unload_args_144,
      .num_args = 1},
     {.fullname = "move",
      .group = "generic",
@@ -3990,7 +4496,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_112,
+     .args = move_args_145,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4001,7 +4507,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_114,
+     .args = mset_args_147,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4010,7 +4516,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_116,
+     .args = msetnx_args_149,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4030,7 +4536,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_117,
+     .args = object_encoding_args_150,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4041,7 +4547,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_118,
+     .args = object_freq_args_151,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4057,7 +4563,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_119,
+     .args = object_idletime_args_152,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -4068,7 +4574,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_120,
+     .args = object_refcount_args_153,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -4077,7 +4583,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_121,
+     .args = persist_args_154,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -4086,7 +4592,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_123,
+     .args = pexpire_args_156,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -4095,7 +4601,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_125,
+     .args = pexpireat_args_158,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -4104,7 +4610,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_126,
+     .args = pexpiretime_args_159,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -4113,7 +4619,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_127,
+     .args = ping_args_160,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -4125,7 +4631,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_128,
+     .args = psetex_args_161,
      .num_args = 3},
     {.fullname = "pttl",
      .group = "generic",
@@ -4136,7 +4642,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_129,
+     .args = pttl_args_162,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4170,7 +4676,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_130,
+     .args = rename_args_163,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4179,7 +4685,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_131,
+     .args = renamenx_args_164,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4193,7 +4699,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_132,
+     .args = rpop_args_165,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4205,7 +4711,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_133,
+     .args = rpoplpush_args_166,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4215,7 +4721,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_134,
+     .args = rpush_args_167,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -4225,7 +4731,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_135,
+     .args = rpushx_args_168,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -4235,7 +4741,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_136,
+     .args = sadd_args_169,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -4251,7 +4757,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_137,
+     .args = scan_args_170,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -4260,7 +4766,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_138,
+     .args = scard_args_171,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -4271,7 +4777,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_139,
+     .args = sdiff_args_172,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -4280,14 +4786,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_140,
+     .args = sdiffstore_args_173,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_141,
+     .args = select_args_174,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -4296,7 +4802,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_144,
+     .args = set_args_177,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -4309,7 +4815,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_145,
+     .args = setex_args_178,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -4321,7 +4827,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_146,
+     .args = setnx_args_179,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -4332,14 +4838,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_147,
+     .args = setrange_args_180,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_151,
+     .args = shutdown_args_184,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -4351,7 +4857,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_152,
+     .args = sinter_args_185,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -4361,7 +4867,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_153,
+     .args = sintercard_args_186,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -4371,7 +4877,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_154,
+     .args = sinterstore_args_187,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -4380,7 +4886,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_155,
+     .args = sismember_args_188,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -4392,7 +4898,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_156,
+     .args = slowlog_get_args_189,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -4416,7 +4922,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_157,
+     .args = smembers_args_190,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -4425,7 +4931,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_158,
+     .args = smismember_args_191,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -4434,7 +4940,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_159,
+     .args = smove_args_192,
      .num_args = 3},
     {.fullname = "spop",
      .group = "set",
@@ -4446,7 +4952,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_160,
+     .args = spop_args_193,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -4458,7 +4964,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_161,
+     .args = srandmember_args_194,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -4467,7 +4973,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_162,
+     .args = srem_args_195,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -4480,7 +4986,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_163,
+     .args = sscan_args_196,
      .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
@@ -4489,7 +4995,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_164,
+     .args = strlen_args_197,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -4504,7 +5010,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_165,
+     .args = substr_args_198,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -4515,7 +5021,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_166,
+     .args = sunion_args_199,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -4524,7 +5030,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_167,
+     .args = sunionstore_args_200,
      .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
@@ -4532,7 +5038,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_168,
+     .args = swapdb_args_201,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -4549,7 +5055,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_169,
+     .args = touch_args_202,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -4560,7 +5066,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_170,
+     .args = ttl_args_203,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -4569,7 +5075,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_171,
+     .args = type_args_204,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -4582,7 +5088,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_172,
+     .args = unlink_args_205,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -4596,7 +5102,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_173,
+     .args = watch_args_206,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -4606,7 +5112,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_177,
+     .args = zadd_args_210,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -4615,7 +5121,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_178,
+     .args = zcard_args_211,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -4624,7 +5130,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_179,
+     .args = zcount_args_212,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -4634,7 +5140,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_180,
+     .args = zdiff_args_213,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -4644,7 +5150,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_181,
+     .args = zdiffstore_args_214,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -4653,7 +5159,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_182,
+     .args = zincrby_args_215,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -4664,7 +5170,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_184,
+     .args = zinter_args_217,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -4674,7 +5180,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_185,
+     .args = zintercard_args_218,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -4685,7 +5191,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_187,
+     .args = zinterstore_args_220,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -4694,7 +5200,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_188,
+     .args = zlexcount_args_221,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -4704,7 +5210,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_190,
+     .args = zmpop_args_223,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -4713,7 +5219,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_191,
+     .args = zmscore_args_224,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -4723,7 +5229,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_192,
+     .args = zpopmax_args_225,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -4733,7 +5239,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_193,
+     .args = zpopmin_args_226,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -4744,7 +5250,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_195,
+     .args = zrandmember_args_228,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -4754,7 +5260,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_198,
+     .args = zrange_args_231,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -4768,7 +5274,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_200,
+     .args = zrangebylex_args_233,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -4782,7 +5288,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_202,
+     .args = zrangebyscore_args_235,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -4792,7 +5298,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_205,
+     .args = zrangestore_args_238,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -4801,7 +5307,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_206,
+     .args = zrank_args_239,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -4811,7 +5317,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_207,
+     .args = zrem_args_240,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -4821,7 +5327,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_208,
+     .args = zremrangebylex_args_241,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -4831,7 +5337,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_209,
+     .args = zremrangebyrank_args_242,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -4841,7 +5347,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_210,
+     .args = zremrangebyscore_args_243,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -4854,7 +5360,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_211,
+     .args = zrevrange_args_244,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -4868,7 +5374,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_213,
+     .args = zrevrangebylex_args_246,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -4882,7 +5388,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_215,
+     .args = zrevrangebyscore_args_248,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -4891,7 +5397,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_216,
+     .args = zrevrank_args_249,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -4904,7 +5410,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_217,
+     .args = zscan_args_250,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -4913,7 +5419,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_218,
+     .args = zscore_args_251,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -4923,7 +5429,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_220,
+     .args = zunion_args_253,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -4933,7 +5439,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_222,
+     .args = zunionstore_args_255,
      .num_args = 5},
 };
 

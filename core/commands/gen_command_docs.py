@@ -13,7 +13,8 @@ Usage (GIT_DIR: a clone or bare mirror of valkey-io/valkey):
   core/commands/gen_command_docs.py GIT_DIR | clang-format --assume-filename=x.c \
       > core/commands/command_docs.c
 Add a command's fullname to COMMANDS when Keel registers a new one (and
-to GETKEYS if Valkey gives it a get_keys_function), then rerun."""
+to GETKEYS if Valkey gives it a get_keys_function), then rerun. Commands
+newer than TAG get their metadata from later_docs() instead."""
 import json
 import subprocess
 import sys
@@ -42,6 +43,8 @@ multi exec discard watch unwatch
 module module|load module|loadex module|list module|unload module|help
 hset hsetnx hmset hget hmget hdel hlen hstrlen hexists hkeys hvals hgetall
 hincrby hincrbyfloat hrandfield hscan
+hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime
+hpersist hgetex hsetex hgetdel
 lpush rpush lpushx rpushx linsert llen lindex lset lrange ltrim lpop rpop lrem
 lpos rpoplpush lmove lmpop blpop brpop brpoplpush blmove blmpop
 sadd srem smove sismember smismember scard spop srandmember sinter sintercard
@@ -69,7 +72,77 @@ ARG_TYPES = {
 GETKEYS = {"set": "command_set_get_keys"}
 
 
+def key_arg():
+    return {"name": "key", "type": "key", "key_spec_index": 0}
+
+
+def fields_block(with_values=False):
+    field = [{"name": "field", "type": "string"}]
+    if with_values:
+        field.append({"name": "value", "type": "string"})
+    items = ({"name": "data", "type": "block", "multiple": True, "arguments": field}
+             if with_values else dict(field[0], multiple=True))
+    return {"name": "fields", "type": "block", "token": "FIELDS", "arguments": [
+        {"name": "numfields", "type": "integer"}, items]}
+
+
+def one_key(flags):
+    return [{"flags": flags, "begin_search": {"index": {"pos": 1}},
+             "find_keys": {"range": {"lastkey": 0, "step": 1, "limit": 0}}}]
+
+
+def tokens(name, names, types=None):
+    """A optional oneof of tokens; types gives an argument's type by token."""
+    types = types or {}
+    return {"name": name, "type": "oneof", "optional": True, "arguments": [
+        {"name": types[t][0], "type": types[t][1], "token": t} if t in types else
+        {"name": t.lower(), "type": "pure-token", "token": t} for t in names]}
+
+
+def later_command(complexity, flags, args):
+    return {"group": "hash", "since": "9.0.0", "complexity": complexity,
+            "acl_categories": ["HASH"], "key_specs": one_key(flags), "arguments": args}
+
+
+EXPIRE_TIME = {"hexpire": ("seconds", "integer"), "hpexpire": ("milliseconds", "integer"),
+               "hexpireat": ("unix-time-seconds", "unix-time"),
+               "hpexpireat": ("unix-time-milliseconds", "unix-time")}
+SET_TIMES = {"EX": ("seconds", "integer"), "PX": ("milliseconds", "integer"),
+             "EXAT": ("unix-time-seconds", "unix-time"),
+             "PXAT": ("unix-time-milliseconds", "unix-time")}
+PER_FIELD = "O(N) where N is the number of specified fields."
+
+
+def later_docs():
+    """Commands newer than TAG (Valkey 9.0's per-field expiry): their
+    metadata written here in the shape of Valkey's JSON descriptions."""
+    docs = {}
+    for name, (arg, typ) in EXPIRE_TIME.items():
+        docs[name] = later_command(PER_FIELD, ["RW", "UPDATE"], [
+            key_arg(), {"name": arg, "type": typ},
+            tokens("condition", ["NX", "XX", "GT", "LT"]), fields_block()])
+    for name in ("httl", "hpttl", "hexpiretime", "hpexpiretime"):
+        docs[name] = later_command(PER_FIELD, ["RO", "ACCESS"], [key_arg(), fields_block()])
+    docs["hpersist"] = later_command(PER_FIELD, ["RW", "UPDATE"], [key_arg(), fields_block()])
+    docs["hgetdel"] = later_command(PER_FIELD, ["RW", "ACCESS", "DELETE"],
+                                    [key_arg(), fields_block()])
+    docs["hgetex"] = later_command(PER_FIELD, ["RW", "ACCESS", "UPDATE"], [
+        key_arg(), tokens("expiration", ["EX", "PX", "EXAT", "PXAT", "PERSIST"], SET_TIMES),
+        fields_block()])
+    docs["hsetex"] = later_command(PER_FIELD, ["RW", "UPDATE"], [
+        key_arg(), tokens("key-condition", ["NX", "XX"]),
+        tokens("field-condition", ["FNX", "FXX"]),
+        tokens("expiration", ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"], SET_TIMES),
+        fields_block(with_values=True)])
+    return docs
+
+
+LATER = later_docs()
+
+
 def load(git_dir, fullname):
+    if fullname in LATER:
+        return LATER[fullname]
     path = "%s:src/commands/%s.json" % (TAG, fullname.replace("|", "-"))
     text = subprocess.check_output(["git", "--git-dir", git_dir, "show", path])
     (_, desc), = json.loads(text).items()

@@ -256,10 +256,14 @@ static size_t km_stat(const char *name) {
     return value;
 }
 
+void km_thread_cache_flush(void) {
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+}
+
 size_t km_used_memory(void) {
     /* Memory freed into this thread's cache still counts as allocated in
      * jemalloc's statistics; flush it first so eviction sees what it freed. */
-    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    km_thread_cache_flush();
     return km_stat("stats.allocated");
 }
 
@@ -267,6 +271,9 @@ size_t km_resident_memory(void) {
     return km_stat("stats.resident");
 }
 #else
+void km_thread_cache_flush(void) {
+}
+
 size_t km_used_memory(void) {
     return __sanitizer_get_current_allocated_bytes();
 }

@@ -50,6 +50,12 @@ void km_teardown(void);
  * pages given back to the kernel (by its own thread: never waits). */
 void km_large_maintain(int64_t now_ms, int64_t quiet_ms);
 
+/* Hands the calling thread's allocation cache back to the allocator, so
+ * that what the thread freed leaves "stats.allocated" (used_memory): a
+ * thread that frees on the main thread's behalf calls it after each piece
+ * of work. Any thread; nothing without jemalloc. */
+void km_thread_cache_flush(void);
+
 /* Usable size of an allocation (jemalloc's malloc_usable_size). */
 size_t km_usable(const void *ptr);
 

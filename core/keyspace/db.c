@@ -6,6 +6,7 @@
 #include "common/kmem.h"
 #include "event/event.h"
 #include "keyspace/kvstore.h"
+#include "keyspace/lazyfree.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -42,12 +43,31 @@ static void db_entry_free(void *entry) {
     km_free(entry);
 }
 
+/* Drops a value the keyspace no longer stores; `lazy`: through the
+ * lazy-free thread when it is costly to free. */
+static void db_release_value(kobj *o, int lazy) {
+    if (lazy)
+        lazyfree_release(o);
+    else
+        obj_decref(o);
+}
+
+static void db_entry_release(db_entry *e, int lazy) {
+    kobj *o = db_entry_obj(e);
+    if (o) db_release_value(o, lazy);
+    km_free(e);
+}
+
+size_t db_pending_free(void) {
+    return (opts->pending_free ? opts->pending_free() : 0) + lazyfree_pending_bytes();
+}
+
 /* Room under maxmemory for a table's new array (held beside the old one
  * while entries move): a table that grows or is compacted must not push
  * the server over its limit and make it evict keys. */
 static size_t db_table_budget(void) {
     if (!opts->maxmemory) return SIZE_MAX;
-    size_t used = km_used_memory(), pending = opts->pending_free ? opts->pending_free() : 0;
+    size_t used = km_used_memory(), pending = db_pending_free();
     used = used > pending ? used - pending : 0;
     return used < opts->maxmemory ? (size_t)(opts->maxmemory - used) : 0;
 }
@@ -82,6 +102,7 @@ void db_setup(const db_options *o, db_metrics *m) {
 }
 
 void db_teardown(void) {
+    lazyfree_teardown();
     for (int i = 0; i < db_count; i++) {
         kvstore_release(dbs[i].expires);
         kvstore_release(dbs[i].keys);
@@ -192,13 +213,13 @@ int db_is_expired(const db_entry *e) {
 
 /* Why a key leaves: Valkey counts only deletions as changes, and WATCH
  * ignores the expiry of a key that was already expired when watched. */
-static int db_remove(db *d, const char *key, size_t len, db_event why);
+static int db_remove(db *d, const char *key, size_t len, db_event why, int lazy);
 
 static void db_expire_entry(db *d, db_entry *e) {
     size_t len;
     const char *key = db_entry_key(e, &len);
     stats->expired_keys++;
-    db_remove(d, key, len, DB_EV_EXPIRED);
+    db_remove(d, key, len, DB_EV_EXPIRED, opts->lazyfree.expire);
 }
 
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
@@ -405,7 +426,7 @@ static db_entry *db_block_update(db *d, db_entry *e, const db_val *v, int64_t wh
         e = n;
         key = db_entry_key(e, &klen);
     }
-    if (old) obj_decref(old);
+    if (old) db_release_value(old, opts->lazyfree.server_del); /* an overwrite */
     if (!had_expire && when != -1)
         kvstore_add(d->expires, db_slot(d, key, klen), e, NULL);
     else if (had_expire && when == -1)
@@ -678,7 +699,7 @@ db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms)
     db_entry *e = db_insert_val(d, key, len, &v, when_ms);
     db_val_done(&v, val);
     db_announce(d, key, len, DB_EV_MODIFIED, 1);
-    if (old) db_entry_free(old);
+    if (old) db_entry_release(old, opts->lazyfree.server_del);
     return e;
 }
 
@@ -697,21 +718,25 @@ db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len) {
     return n;
 }
 
-static int db_remove(db *d, const char *key, size_t len, db_event why) {
+static int db_remove(db *d, const char *key, size_t len, db_event why, int lazy) {
     db_entry *e = db_pop(d, key, len);
     if (!e) return 0;
     /* Announced before the free: key may be the entry's own bytes. */
     db_announce(d, key, len, why, why == DB_EV_DELETED);
-    db_entry_free(e);
+    db_entry_release(e, lazy);
     return 1;
 }
 
 int db_delete(db *d, const char *key, size_t len) {
-    return db_remove(d, key, len, DB_EV_DELETED);
+    return db_remove(d, key, len, DB_EV_DELETED, opts->lazyfree.server_del);
+}
+
+int db_delete_user(db *d, const char *key, size_t len, int unlink) {
+    return db_remove(d, key, len, DB_EV_DELETED, unlink || opts->lazyfree.user_del);
 }
 
 int db_evict(db *d, const char *key, size_t len) {
-    return db_remove(d, key, len, DB_EV_EVICTED);
+    return db_remove(d, key, len, DB_EV_EVICTED, opts->lazyfree.eviction);
 }
 
 db_entry *db_set_expire(db *d, db_entry *e, int64_t when_ms) {
@@ -783,22 +808,59 @@ size_t db_expires_count(const db *d) {
     return kvstore_size(d->expires);
 }
 
-size_t db_flush(db *d) {
+/* One change per key removed, as Valkey; announced while the keys are
+ * still there, so WATCH can tell which watched keys existed. */
+static size_t db_flush_begin(db *d) {
     size_t n = kvstore_size(d->keys);
-    /* One change per key removed, as Valkey; announced while the keys are
-     * still there, so WATCH can tell which watched keys existed. */
     db_change ch = {.event = DB_EV_FLUSHED, .d = d, .changes = (long long)n};
     db_announce_change(&ch);
-    kvstore_empty(d->expires, NULL, NULL);
-    kvstore_empty(d->keys, NULL, NULL);
     d->avg_ttl = 0;
     d->expire_cursor = 0;
+    return n;
+}
+
+size_t db_flush(db *d) {
+    size_t n = db_flush_begin(d);
+    kvstore_empty(d->expires, NULL, NULL);
+    kvstore_empty(d->keys, NULL, NULL);
     return n;
 }
 
 size_t db_flush_all(void) {
     size_t n = 0;
     for (int i = 0; i < db_count; i++) n += db_flush(&dbs[i]);
+    return n;
+}
+
+#define DB_FLUSH_SAMPLE 16
+
+/* What a database's keys hold, for the maxmemory check while the thread
+ * frees them: the tables, and the keys at the mean size of a sample. */
+static size_t db_flush_estimate(db *d, size_t keys) {
+    db_entry *sample[DB_FLUSH_SAMPLE];
+    size_t n = db_sample(d, 0, sample, DB_FLUSH_SAMPLE), bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += db_entry_mem_usage(sample[i]);
+    return db_keys_mem_usage(d) + db_expires_mem_usage(d) + (n ? bytes / n * keys : 0);
+}
+
+size_t db_flush_async(db *d) {
+    size_t n = db_flush_begin(d);
+    if (!n) { /* nothing worth a job: the empty tables go at once */
+        kvstore_empty(d->expires, NULL, NULL);
+        kvstore_empty(d->keys, NULL, NULL);
+        return 0;
+    }
+    size_t bytes = db_flush_estimate(d, n);
+    kvstore *keys = d->keys, *expires = d->expires;
+    d->keys = kvstore_create(&db_keys_type, opts->slot_bits, DB_KVSTORE_FLAGS);
+    d->expires = kvstore_create(&db_expires_type, opts->slot_bits, DB_KVSTORE_FLAGS);
+    lazyfree_release_stores(keys, expires, n, bytes);
+    return n;
+}
+
+size_t db_flush_all_async(void) {
+    size_t n = 0;
+    for (int i = 0; i < db_count; i++) n += db_flush_async(&dbs[i]);
     return n;
 }
 
@@ -895,6 +957,7 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
 }
 
 void db_cron(void) {
+    lazyfree_drain();
     size_t budget = db_table_budget();
     for (int i = 0; i < db_count; i++) {
         kvstore_shrink_if_needed(dbs[i].keys, DB_CRON_SHRINK_SLOTS, budget);

@@ -100,6 +100,13 @@ static inline kobj *db_entry_obj(const db_entry *e) {
     return o;
 }
 
+/* The block forgets its value object, which the lazy-free thread has freed
+ * or handed back: freeing the block then leaves the value alone. */
+static inline void db_entry_forget_obj(db_entry *e) {
+    kobj *none = NULL;
+    memcpy(e->data, &none, sizeof(none));
+}
+
 /* OBJ_STRING or the value object's type. */
 static inline int db_entry_type(const db_entry *e) {
     return e->flags & DB_ENTRY_EMBED ? OBJ_STRING : db_entry_obj(e)->type;
@@ -193,6 +200,17 @@ typedef struct type_options {
     unsigned long long hll_sparse_max_bytes;
 } type_options;
 
+/* Valkey's lazyfree-lazy-* directives: which deletions hand a value too
+ * costly to free inline to the lazy-free thread (keyspace/lazyfree.h).
+ * UNLINK and FLUSHALL/FLUSHDB ASYNC always do. */
+typedef struct lazyfree_options {
+    int eviction;   /* lazyfree-lazy-eviction: keys the evictor removes */
+    int expire;     /* lazyfree-lazy-expire: keys that expire */
+    int server_del; /* lazyfree-lazy-server-del: overwrites, RENAME's target, server deletes */
+    int user_del;   /* lazyfree-lazy-user-del: DEL */
+    int user_flush; /* lazyfree-lazy-user-flush: FLUSHALL/FLUSHDB without SYNC or ASYNC */
+} lazyfree_options;
+
 typedef struct db_options {
     int databases;                /* start-up only */
     /* log2 of the slots per database, start-up only: 0 (standalone, one
@@ -206,11 +224,16 @@ typedef struct db_options {
     int lfu_decay_time;       /* minutes */
     int active_expire_effort; /* 1..10 */
     type_options types;       /* not read yet: see type_options */
+    lazyfree_options lazyfree;
     /* Bytes the allocator still counts that another thread is about to
      * free (the I/O threads' large buffers): the memory check subtracts
      * them. NULL: none. */
     size_t (*pending_free)(void);
 } db_options;
+
+/* Bytes the allocator still counts that are about to be freed: the
+ * caller's pending_free and the lazy-free thread's queue. */
+size_t db_pending_free(void);
 
 /* 1 when maxmemory-policy is an LFU one. */
 static inline int db_policy_is_lfu(int policy) {
@@ -314,7 +337,11 @@ db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen);
 char *db_string_resize(db *d, db_entry **e, size_t newlen);
 /* Adds a key that does not exist. Returns NULL if it exists. */
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
+/* A server-side delete (lazy under lazyfree-lazy-server-del). */
 int db_delete(db *d, const char *key, size_t len);
+/* The user's DEL (lazy under lazyfree-lazy-user-del) or, with `unlink`,
+ * UNLINK (always lazy). */
+int db_delete_user(db *d, const char *key, size_t len, int unlink);
 /* db_delete for the evictor: watchers are signalled, no change counted. */
 int db_evict(db *d, const char *key, size_t len);
 
@@ -358,6 +385,10 @@ size_t db_expires_count(const db *d);
 /* Empties one database, returns keys removed (each counts a change). */
 size_t db_flush(db *d);
 size_t db_flush_all(void);
+/* db_flush, the keys freed on the lazy-free thread: the database gets new
+ * empty tables at once and the old ones go to the thread. */
+size_t db_flush_async(db *d);
+size_t db_flush_all_async(void);
 void db_swap(int a, int b);
 
 /* Announces one change to key made in place by the caller. */

@@ -130,9 +130,10 @@ int evict_check_maxmemory(void) {
     const db_options *o = db_opts();
     if (!o->maxmemory) return K_OK;
     if (!used_memory_fresh) {
-        /* Large buffers an I/O thread is about to free still count in the
-         * allocator's total: evicting for them again would evict too much. */
-        size_t used = km_used_memory(), pending = o->pending_free ? o->pending_free() : 0;
+        /* Large buffers an I/O thread is about to free, and values on the
+         * lazy-free thread's queue, still count in the allocator's total:
+         * evicting for them again would evict too much. */
+        size_t used = km_used_memory(), pending = db_pending_free();
         used_memory_cache = used > pending ? used - pending : 0;
         used_memory_fresh = 1;
     }

@@ -62,7 +62,7 @@ static kobj *obj_new(uint8_t encoding, size_t extra) {
     o->refcount = 1;
     o->type = OBJ_STRING;
     o->encoding = encoding;
-    o->unused = 0;
+    o->flags = 0;
     if (whole) {
         o->cap = 0;
         o->mod_type = NULL;
@@ -159,14 +159,20 @@ static const char *string_encoding_name(const kobj *o) {
     }
 }
 
-static void string_free_value(kobj *o) {
+/* large_hook: whether a large buffer may go to obj_free_large_hook (on
+ * the main thread only). */
+static void string_free_buffer(kobj *o, int large_hook) {
     if (o->encoding != OBJ_ENC_RAW) return;
     if (o->cap < KM_LARGE)
         km_free(o->v.ptr);
-    else if (obj_free_large_hook)
+    else if (large_hook && obj_free_large_hook)
         obj_free_large_hook(o->v.ptr);
     else
         km_free_large(o->v.ptr);
+}
+
+static void string_free_value(kobj *o) {
+    string_free_buffer(o, 1);
 }
 
 static size_t string_mem_usage(const kobj *o) {
@@ -205,6 +211,23 @@ void obj_decref(kobj *o) {
     /* Strings, the common case, skip the indirect call. */
     if (K_LIKELY(o->type == OBJ_STRING))
         string_free_value(o);
+    else if (types[o->type])
+        types[o->type]->free_value(o);
+    km_free(o);
+}
+
+size_t obj_free_effort(const kobj *o) {
+    const obj_type *t = types[o->type];
+    return t && t->free_effort ? t->free_effort(o) : 1;
+}
+
+int obj_free_anywhere(const kobj *o) {
+    return o->type == OBJ_STRING || (types[o->type] && types[o->type]->free_effort);
+}
+
+void obj_free_detached(kobj *o) {
+    if (o->type == OBJ_STRING)
+        string_free_buffer(o, 0);
     else if (types[o->type])
         types[o->type]->free_value(o);
     km_free(o);

@@ -25,7 +25,9 @@
  * so sharing is always safe here and Keel always shares.
  *
  * Threads: references are taken and dropped on the main thread; shared
- * objects are read-only, so any thread may read them. */
+ * objects are read-only, so any thread may read them. An object nobody
+ * else can reach may be freed on the lazy-free thread (obj_free_detached,
+ * keyspace/lazyfree.h). */
 #ifndef KEEL_OBJECT_H
 #define KEEL_OBJECT_H
 
@@ -68,8 +70,8 @@ typedef struct kobj {
     uint32_t refcount;
     uint8_t type;
     uint8_t encoding;
-    uint16_t unused;
-    size_t len; /* string length (for INT: digits of the value) */
+    uint16_t flags; /* OBJ_FLAG_* */
+    size_t len;     /* string length (for INT: digits of the value) */
     union {
         int64_t ival; /* INT */
         char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated */
@@ -82,6 +84,14 @@ typedef struct kobj {
 } kobj;
 
 #define OBJ_SHORT_HEADER offsetof(kobj, cap)
+
+/* Set by the first obj_incref and never cleared: an object without it has
+ * had one holder all its life (the key that stores it), so once the key's
+ * table is out of the keyspace no one else can reach it. The lazy-free
+ * thread, freeing a flushed database, reads this flag and never the
+ * refcount, which the main thread may be changing for a reply holding the
+ * object. */
+#define OBJ_FLAG_REFERENCED 0x1
 
 /* The operations of one value type: every place that treats values by type
  * (TYPE, OBJECT ENCODING, freeing, MEMORY USAGE, COPY) goes through this
@@ -102,7 +112,10 @@ typedef struct obj_type {
     kobj *(*copy)(const kobj *o);
     /* The work freeing the value takes, in Valkey's units (lazyfree's
      * effort: elements of a table, nodes of a list); a value above
-     * LAZYFREE_THRESHOLD goes to the lazy-free thread. NULL: 1. */
+     * LAZYFREE_THRESHOLD goes to the lazy-free thread. NULL: 1. A type
+     * that sets it promises that free_value may run on that thread: it
+     * frees only what the value owns, through kmem, and touches no other
+     * state (a type without it is always freed on the main thread). */
     size_t (*free_effort)(const kobj *o);
     /* Reserved. */
     void (*rdb_save)(void);
@@ -137,10 +150,24 @@ static inline int obj_is_shared(const kobj *o) {
 }
 
 static inline kobj *obj_incref(kobj *o) {
-    if (o->refcount != OBJ_SHARED_REFCOUNT) o->refcount++;
+    if (o->refcount != OBJ_SHARED_REFCOUNT) {
+        o->refcount++;
+        /* Written once: a second write could race with the lazy-free
+         * thread reading the flag of an object it was handed. */
+        if (!(o->flags & OBJ_FLAG_REFERENCED)) o->flags |= OBJ_FLAG_REFERENCED;
+    }
     return o;
 }
 void obj_decref(kobj *o);
+/* The type's free_effort of o (1 for types without one). */
+size_t obj_free_effort(const kobj *o);
+/* 1 when o may be freed off the main thread: a string, or a type with a
+ * free_effort (see obj_type). */
+int obj_free_anywhere(const kobj *o);
+/* Frees o, which no one else references, on any thread (the lazy-free
+ * thread): its value, then the object. A large string buffer is freed
+ * here rather than handed to obj_free_large_hook (main thread only). */
+void obj_free_detached(kobj *o);
 /* Frees the buffer of a large RAW string (at least KM_LARGE bytes) when set;
  * the server hands it to an I/O thread. NULL: km_free. */
 extern void (*obj_free_large_hook)(void *buf);

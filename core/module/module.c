@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/kmem.h"
 #include "config/config.h"
+#include "keyspace/lazyfree.h"
 #include "module/module_internal.h"
 
 #include <assert.h>
@@ -322,6 +323,9 @@ int module_load_configured(char **err) {
 /* ---- unload ---- */
 
 static int module_unload_check(module *m, char **err) {
+    /* A flushed database's module values come back from the lazy-free
+     * thread to be freed here: they must go while the module is loaded. */
+    lazyfree_wait();
     long long live = module_live_values(m);
     uint64_t conns = module_open_conns(m);
     km_free(m->error); /* only deinit's own set_error explains its refusal */
@@ -376,6 +380,7 @@ const module_env *module_env_get(void) {
 }
 
 void module_teardown(void) {
+    lazyfree_wait(); /* see module_unload_check */
     while (modules_head) {
         module *m = modules_head;
         while (m->next)

@@ -10,6 +10,7 @@
 #include "common/kmem.h"
 #include "io/io_threads.h"
 #include "keyspace/db.h"
+#include "keyspace/lazyfree.h"
 #include "module/module.h"
 #include "session/reply.h"
 #include "server/server.h"
@@ -274,8 +275,8 @@ static void info_memory(sbuf *b) {
                  mh.aof_buffer, km_allocator_name());
     sbuf_appendf(b, "mem_overhead_db_hashtable_rehashing:%zu\r\nactive_defrag_running:0\r\n",
                  mh.overhead_db_hashtable_rehashing);
-    sbuf_appendf(b, "lazyfree_pending_objects:%zu\r\nlazyfreed_objects:%lld\r\n", io_threads_free_pending(),
-                 io_stats.frees);
+    sbuf_appendf(b, "lazyfree_pending_objects:%zu\r\nlazyfreed_objects:%zu\r\n", lazyfree_pending_objects(),
+                 lazyfree_freed_objects());
     mem_overhead_release(&mh);
 }
 

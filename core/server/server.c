@@ -10,6 +10,7 @@
 #include "io/io_threads.h"
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
+#include "keyspace/lazyfree.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -172,7 +173,10 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
-    if (srv.active_expire_enabled) db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
+    if (srv.active_expire_enabled) {
+        db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
+        types_active_expire(event_cached_ms());
+    }
     db_cron();
     if (srv.db.maxmemory) evict_check_maxmemory();
     module_cron();
@@ -335,6 +339,7 @@ static void server_reset_stats(void) {
         metric_group_reset(&g[i]);
     km_reset_peak_memory();
     io_stats = (io_threads_stats){0};
+    lazyfree_reset_stats();
     command_reset_stats();
     reply_errorstats_reset();
 }

@@ -56,8 +56,6 @@ typedef struct server {
     int io_threads_num;
     int io_threads_do_reads; /* accepted for compatibility: reads always go to threads */
     int events_per_io_thread;
-    int lazyfree_lazy_user_del;
-    int lazyfree_lazy_user_flush;
     int enable_debug_cmd;  /* 0 no, 1 yes, 2 local */
     int enable_module_cmd; /* 0 no, 1 yes, 2 local */
     int active_expire_enabled;

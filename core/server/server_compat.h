@@ -24,9 +24,6 @@ typedef struct server_compat_options {
     int stop_writes_on_bgsave_error;
     int set_proc_title;
     int dynamic_hz;
-    int lazyfree_lazy_eviction;
-    int lazyfree_lazy_expire;
-    int lazyfree_lazy_server_del;
     int repl_disable_tcp_nodelay;
     int repl_diskless_sync;
     int dual_channel_replication_enabled;

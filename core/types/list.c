@@ -306,7 +306,7 @@ static kobj *list_obj(uint8_t encoding, void *ptr) {
     o->refcount = 1;
     o->type = OBJ_LIST;
     o->encoding = encoding;
-    o->unused = 0;
+    o->flags = 0;
     o->len = 0;
     o->v.ptr = ptr;
     return o;

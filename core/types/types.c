@@ -1,10 +1,22 @@
 /* types.c -- registers the aggregate types' operations with the keyspace. */
 #include "types/types.h"
 
+#include "types/hash.h"
 #include "types/list.h"
 
 void types_setup(void) {
+    hash_type_setup();
     list_type_setup();
 }
 
-void types_teardown(void) {}
+void types_teardown(void) {
+    hash_type_teardown();
+}
+
+/* Fields looked at per cron tick: at the default hz of 10, 10k a second,
+ * a fraction of a millisecond each time. */
+#define TYPES_EXPIRE_BUDGET 1000
+
+void types_active_expire(int64_t now_ms) {
+    hash_active_expire(now_ms, TYPES_EXPIRE_BUDGET);
+}

@@ -16,8 +16,13 @@
 #ifndef KEEL_TYPES_H
 #define KEEL_TYPES_H
 
+#include <stdint.h>
+
 /* Registers every type's operations (after db_setup). */
 void types_setup(void);
 void types_teardown(void);
+/* The cron's step of active expiry inside values (hash fields with a
+ * TTL); a bounded amount of work per call. now: unix ms. */
+void types_active_expire(int64_t now_ms);
 
 #endif
