@@ -121,7 +121,7 @@ static void reply_key_spec(client *c, const key_spec *ks) {
         reply_map(c, 1);
         reply_bulk_cstr(c, "index");
         reply_int(c, ks->bs.index);
-    } else {
+    } else if (ks->begin == KEY_BEGIN_KEYWORD) {
         reply_bulk_cstr(c, "keyword");
         reply_bulk_cstr(c, "spec");
         reply_map(c, 2);
@@ -129,6 +129,10 @@ static void reply_key_spec(client *c, const key_spec *ks) {
         reply_bulk_cstr(c, ks->bs.keyword.keyword);
         reply_bulk_cstr(c, "startfrom");
         reply_int(c, ks->bs.keyword.startfrom);
+    } else {
+        reply_bulk_cstr(c, "unknown");
+        reply_bulk_cstr(c, "spec");
+        reply_map(c, 0);
     }
     reply_bulk_cstr(c, "find_keys");
     reply_map(c, 2);
@@ -143,6 +147,10 @@ static void reply_key_spec(client *c, const key_spec *ks) {
         reply_int(c, ks->fk.range.step);
         reply_bulk_cstr(c, "limit");
         reply_int(c, ks->fk.range.limit);
+    } else if (ks->find == KEY_FIND_UNKNOWN) {
+        reply_bulk_cstr(c, "unknown");
+        reply_bulk_cstr(c, "spec");
+        reply_map(c, 0);
     } else {
         reply_bulk_cstr(c, "keynum");
         reply_bulk_cstr(c, "spec");

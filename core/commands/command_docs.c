@@ -2515,6 +2515,118 @@ static const command_arg smove_args_192[] = {
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
+static const key_spec sort_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
+};
+
+static const command_arg sort_args_193[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg sort_args_194[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg sort_args_195[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "by-pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = 1,
+     .display = "pattern",
+     .token = "BY",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = sort_args_193,
+     .num_args = 2},
+    {.name = "get-pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = 1,
+     .display = "pattern",
+     .token = "GET",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = sort_args_194,
+     .num_args = 2},
+    {.name = "sorting",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ALPHA",
+     .flags = ARG_OPTIONAL},
+    {.name = "destination",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .token = "STORE",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec sort_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
+};
+
+static const command_arg sort_ro_args_196[] = {
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg sort_ro_args_197[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg sort_ro_args_198[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "by-pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = 1,
+     .display = "pattern",
+     .token = "BY",
+     .flags = ARG_OPTIONAL},
+    {.name = "limit",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .flags = ARG_OPTIONAL,
+     .subargs = sort_ro_args_196,
+     .num_args = 2},
+    {.name = "get-pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = 1,
+     .display = "pattern",
+     .token = "GET",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = sort_ro_args_197,
+     .num_args = 2},
+    {.name = "sorting",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ALPHA",
+     .flags = ARG_OPTIONAL},
+};
+
 static const char *const spop_tips[] = {"nondeterministic_output"};
 
 static const key_spec spop_key_specs[] = {
@@ -2525,7 +2637,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_193[] = {
+static const command_arg spop_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2544,7 +2656,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_194[] = {
+static const command_arg srandmember_args_200[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2561,7 +2673,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_195[] = {
+static const command_arg srem_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2576,7 +2688,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_196[] = {
+static const command_arg sscan_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2599,7 +2711,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_197[] = {
+static const command_arg strlen_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2611,7 +2723,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_198[] = {
+static const command_arg substr_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2627,7 +2739,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_199[] = {
+static const command_arg sunion_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2644,12 +2756,12 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_200[] = {
+static const command_arg sunionstore_args_206[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_201[] = {
+static const command_arg swapdb_args_207[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2666,7 +2778,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_202[] = {
+static const command_arg touch_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2680,7 +2792,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_203[] = {
+static const command_arg ttl_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2692,7 +2804,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_204[] = {
+static const command_arg type_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2706,7 +2818,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_205[] = {
+static const command_arg unlink_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2718,7 +2830,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_206[] = {
+static const command_arg watch_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2730,36 +2842,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_207[] = {
+static const command_arg zadd_args_213[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_208[] = {
+static const command_arg zadd_args_214[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_209[] = {
+static const command_arg zadd_args_215[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_210[] = {
+static const command_arg zadd_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_207,
+     .subargs = zadd_args_213,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_208,
+     .subargs = zadd_args_214,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2777,7 +2889,7 @@ static const command_arg zadd_args_210[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_209,
+     .subargs = zadd_args_215,
      .num_args = 2},
 };
 
@@ -2789,7 +2901,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_211[] = {
+static const command_arg zcard_args_217[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2801,7 +2913,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_212[] = {
+static const command_arg zcount_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2815,7 +2927,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_213[] = {
+static const command_arg zdiff_args_219[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -2838,7 +2950,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_214[] = {
+static const command_arg zdiffstore_args_220[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -2852,7 +2964,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_215[] = {
+static const command_arg zincrby_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2866,13 +2978,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_216[] = {
+static const command_arg zinter_args_222[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_217[] = {
+static const command_arg zinter_args_223[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -2885,7 +2997,7 @@ static const command_arg zinter_args_217[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_216,
+     .subargs = zinter_args_222,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -2902,7 +3014,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_218[] = {
+static const command_arg zintercard_args_224[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2925,13 +3037,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_219[] = {
+static const command_arg zinterstore_args_225[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_220[] = {
+static const command_arg zinterstore_args_226[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -2945,7 +3057,7 @@ static const command_arg zinterstore_args_220[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_219,
+     .subargs = zinterstore_args_225,
      .num_args = 3},
 };
 
@@ -2957,7 +3069,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_221[] = {
+static const command_arg zlexcount_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -2971,18 +3083,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_222[] = {
+static const command_arg zmpop_args_228[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_223[] = {
+static const command_arg zmpop_args_229[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_222,
+     .subargs = zmpop_args_228,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2999,7 +3111,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_224[] = {
+static const command_arg zmscore_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3012,7 +3124,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_225[] = {
+static const command_arg zpopmax_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3025,7 +3137,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_226[] = {
+static const command_arg zpopmin_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3040,7 +3152,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_227[] = {
+static const command_arg zrandmember_args_233[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3049,13 +3161,13 @@ static const command_arg zrandmember_args_227[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_228[] = {
+static const command_arg zrandmember_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_227,
+     .subargs = zrandmember_args_233,
      .num_args = 2},
 };
 
@@ -3067,17 +3179,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_229[] = {
+static const command_arg zrange_args_235[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_230[] = {
+static const command_arg zrange_args_236[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_231[] = {
+static const command_arg zrange_args_237[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3086,7 +3198,7 @@ static const command_arg zrange_args_231[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_229,
+     .subargs = zrange_args_235,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3100,7 +3212,7 @@ static const command_arg zrange_args_231[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_230,
+     .subargs = zrange_args_236,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3117,12 +3229,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_232[] = {
+static const command_arg zrangebylex_args_238[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_233[] = {
+static const command_arg zrangebylex_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3131,7 +3243,7 @@ static const command_arg zrangebylex_args_233[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_232,
+     .subargs = zrangebylex_args_238,
      .num_args = 2},
 };
 
@@ -3143,12 +3255,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_234[] = {
+static const command_arg zrangebyscore_args_240[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_235[] = {
+static const command_arg zrangebyscore_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3163,7 +3275,7 @@ static const command_arg zrangebyscore_args_235[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_234,
+     .subargs = zrangebyscore_args_240,
      .num_args = 2},
 };
 
@@ -3180,17 +3292,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_236[] = {
+static const command_arg zrangestore_args_242[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_237[] = {
+static const command_arg zrangestore_args_243[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_238[] = {
+static const command_arg zrangestore_args_244[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3199,7 +3311,7 @@ static const command_arg zrangestore_args_238[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_236,
+     .subargs = zrangestore_args_242,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3211,7 +3323,7 @@ static const command_arg zrangestore_args_238[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_237,
+     .subargs = zrangestore_args_243,
      .num_args = 2},
 };
 
@@ -3223,7 +3335,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_239[] = {
+static const command_arg zrank_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3241,7 +3353,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_240[] = {
+static const command_arg zrem_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3254,7 +3366,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_241[] = {
+static const command_arg zremrangebylex_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3268,7 +3380,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_242[] = {
+static const command_arg zremrangebyrank_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3282,7 +3394,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_243[] = {
+static const command_arg zremrangebyscore_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3296,7 +3408,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_244[] = {
+static const command_arg zrevrange_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3315,12 +3427,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_245[] = {
+static const command_arg zrevrangebylex_args_251[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_246[] = {
+static const command_arg zrevrangebylex_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3329,7 +3441,7 @@ static const command_arg zrevrangebylex_args_246[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_245,
+     .subargs = zrevrangebylex_args_251,
      .num_args = 2},
 };
 
@@ -3341,12 +3453,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_247[] = {
+static const command_arg zrevrangebyscore_args_253[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_248[] = {
+static const command_arg zrevrangebyscore_args_254[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3360,7 +3472,7 @@ static const command_arg zrevrangebyscore_args_248[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_247,
+     .subargs = zrevrangebyscore_args_253,
      .num_args = 2},
 };
 
@@ -3372,7 +3484,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_249[] = {
+static const command_arg zrevrank_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3392,7 +3504,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_250[] = {
+static const command_arg zscan_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3420,7 +3532,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_251[] = {
+static const command_arg zscore_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3433,13 +3545,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_252[] = {
+static const command_arg zunion_args_258[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_253[] = {
+static const command_arg zunion_args_259[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3452,7 +3564,7 @@ static const command_arg zunion_args_253[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_252,
+     .subargs = zunion_args_258,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3474,13 +3586,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_254[] = {
+static const command_arg zunionstore_args_260[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_255[] = {
+static const command_arg zunionstore_args_261[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3494,7 +3606,7 @@ static const command_arg zunionstore_args_255[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_254,
+     .subargs = zunionstore_args_260,
      .num_args = 3},
 };
 
@@ -4942,6 +5054,30 @@ static const command_docs docs_table[] = {
      .num_key_specs = 2,
      .args = smove_args_192,
      .num_args = 3},
+    {.fullname = "sort",
+     .group = "generic",
+     .since = "1.0.0",
+     .complexity =
+         "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the "
+         "number of returned elements. When the elements are not sorted, complexity is O(N).",
+     .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
+     .key_specs = sort_key_specs,
+     .num_key_specs = 3,
+     .args = sort_args_195,
+     .num_args = 7,
+     .get_keys = command_sort_get_keys},
+    {.fullname = "sort_ro",
+     .group = "generic",
+     .since = "7.0.0",
+     .complexity =
+         "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the "
+         "number of returned elements. When the elements are not sorted, complexity is O(N).",
+     .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
+     .key_specs = sort_ro_key_specs,
+     .num_key_specs = 2,
+     .args = sort_ro_args_198,
+     .num_args = 6,
+     .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
      .group = "set",
      .since = "1.0.0",
@@ -4952,7 +5088,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_193,
+     .args = spop_args_199,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -4964,7 +5100,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_194,
+     .args = srandmember_args_200,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -4973,7 +5109,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_195,
+     .args = srem_args_201,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -4986,7 +5122,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_196,
+     .args = sscan_args_202,
      .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
@@ -4995,7 +5131,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_197,
+     .args = strlen_args_203,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5010,7 +5146,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_198,
+     .args = substr_args_204,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5021,7 +5157,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_199,
+     .args = sunion_args_205,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5030,7 +5166,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_200,
+     .args = sunionstore_args_206,
      .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
@@ -5038,7 +5174,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_201,
+     .args = swapdb_args_207,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5055,7 +5191,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_202,
+     .args = touch_args_208,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5066,7 +5202,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_203,
+     .args = ttl_args_209,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5075,7 +5211,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_204,
+     .args = type_args_210,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5088,7 +5224,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_205,
+     .args = unlink_args_211,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5102,7 +5238,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_206,
+     .args = watch_args_212,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5112,7 +5248,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_210,
+     .args = zadd_args_216,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5121,7 +5257,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_211,
+     .args = zcard_args_217,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5130,7 +5266,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_212,
+     .args = zcount_args_218,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5140,7 +5276,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_213,
+     .args = zdiff_args_219,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5150,7 +5286,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_214,
+     .args = zdiffstore_args_220,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5159,7 +5295,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_215,
+     .args = zincrby_args_221,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5170,7 +5306,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_217,
+     .args = zinter_args_223,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5180,7 +5316,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_218,
+     .args = zintercard_args_224,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5191,7 +5327,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_220,
+     .args = zinterstore_args_226,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5200,7 +5336,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_221,
+     .args = zlexcount_args_227,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5210,7 +5346,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_223,
+     .args = zmpop_args_229,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5219,7 +5355,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_224,
+     .args = zmscore_args_230,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5229,7 +5365,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_225,
+     .args = zpopmax_args_231,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5239,7 +5375,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_226,
+     .args = zpopmin_args_232,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5250,7 +5386,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_228,
+     .args = zrandmember_args_234,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5260,7 +5396,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_231,
+     .args = zrange_args_237,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5274,7 +5410,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_233,
+     .args = zrangebylex_args_239,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5288,7 +5424,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_235,
+     .args = zrangebyscore_args_241,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5298,7 +5434,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_238,
+     .args = zrangestore_args_244,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5307,7 +5443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_239,
+     .args = zrank_args_245,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5317,7 +5453,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_240,
+     .args = zrem_args_246,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5327,7 +5463,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_241,
+     .args = zremrangebylex_args_247,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5337,7 +5473,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_242,
+     .args = zremrangebyrank_args_248,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5347,7 +5483,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_243,
+     .args = zremrangebyscore_args_249,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5360,7 +5496,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_244,
+     .args = zrevrange_args_250,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5374,7 +5510,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_246,
+     .args = zrevrangebylex_args_252,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5388,7 +5524,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_248,
+     .args = zrevrangebyscore_args_254,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5397,7 +5533,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_249,
+     .args = zrevrank_args_255,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5410,7 +5546,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_250,
+     .args = zscan_args_256,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5419,7 +5555,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_251,
+     .args = zscore_args_257,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5429,7 +5565,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_253,
+     .args = zunion_args_259,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5439,7 +5575,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_255,
+     .args = zunionstore_args_261,
      .num_args = 5},
 };
 

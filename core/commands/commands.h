@@ -31,6 +31,7 @@ extern const command_family commands_hash;
 extern const command_family commands_list;
 extern const command_family commands_set;
 extern const command_family commands_zset;
+extern const command_family commands_sort;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

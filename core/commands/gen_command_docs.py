@@ -54,6 +54,7 @@ zdiff zunionstore zinterstore zdiffstore zintercard zrange zrangestore
 zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
+sort sort_ro
 """.split()
 
 # Valkey flags Keel's family tables do not carry (they have no effect in
@@ -69,7 +70,8 @@ ARG_TYPES = {
     "pure-token": "ARG_PURE_TOKEN", "oneof": "ARG_ONEOF", "block": "ARG_BLOCK",
 }
 # Commands whose key flags depend on the arguments (Valkey's getkeys_proc).
-GETKEYS = {"set": "command_set_get_keys"}
+GETKEYS = {"set": "command_set_get_keys", "sort": "command_sort_get_keys",
+           "sort_ro": "command_sort_ro_get_keys"}
 
 
 def key_arg():
@@ -200,10 +202,14 @@ class Emitter:
             (fk, fkv), = ks["find_keys"].items()
             if bs == "index":
                 begin = ".begin = KEY_BEGIN_INDEX, .bs.index = %d" % bsv["pos"]
+            elif bs == "unknown":
+                begin = ".begin = KEY_BEGIN_UNKNOWN"
             else:
                 begin = (".begin = KEY_BEGIN_KEYWORD, .bs.keyword = {%s, %d}"
                          % (c_str(bsv["keyword"]), bsv["startfrom"]))
-            if fk == "range":
+            if fk == "unknown":
+                find = ".find = KEY_FIND_UNKNOWN"
+            elif fk == "range":
                 find = (".find = KEY_FIND_RANGE, .fk.range = {%d, %d, %d}"
                         % (fkv["lastkey"], fkv["step"], fkv["limit"]))
             else:

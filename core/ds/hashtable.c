@@ -880,6 +880,30 @@ void *hashtable_random(hashtable *ht) {
     return n ? sample[rng_next() % n] : NULL;
 }
 
+/* Uniform pick: a random slot of all the buckets (both tables while
+ * rehashing) is drawn until one holds an entry, so every entry has the same
+ * chance (hashtable_sample favours entries after empty stretches and
+ * repeats a small table's). Tables are at least a quarter full outside a
+ * paused shrink, so few draws are needed; after FAIR_TRIES misses the
+ * sample decides. */
+#define FAIR_TRIES 64
+
+void *hashtable_fair_random(hashtable *ht) {
+    if (hashtable_size(ht) == 0) return NULL;
+    rehash_step_if_allowed(ht);
+    size_t slots[2];
+    for (int ti = 0; ti < 2; ti++)
+        slots[ti] = ht->t[ti].b ? ht->t[ti].total * SLOTS : 0;
+    for (int i = 0; i < FAIR_TRIES; i++) {
+        uint64_t r = rng_next() % (slots[0] + slots[1]);
+        const table *t = &ht->t[r < slots[0] ? 0 : 1];
+        if (r >= slots[0]) r -= slots[0];
+        uint64_t v = t->b[r / SLOTS].slots[r % SLOTS];
+        if (v) return slot_entry(v);
+    }
+    return hashtable_random(ht);
+}
+
 /* ------------------------------------------------------------------- scan */
 
 /* First position (of the 2^32 of the hash's top bits) of home bucket b. */

@@ -92,6 +92,9 @@ int hashtable_delete(hashtable *ht, const void *key, size_t len, void **popped);
 size_t hashtable_sample(hashtable *ht, void **out, size_t count);
 /* One uniformly random-ish entry, or NULL when empty. */
 void *hashtable_random(hashtable *ht);
+/* One entry, every entry equally likely (SRANDMEMBER, SPOP: their
+ * distribution is tested), or NULL when empty; a few random probes. */
+void *hashtable_fair_random(hashtable *ht);
 
 /* Stateless cursor scan with Redis SCAN guarantees: an entry present for the
  * whole scan is returned at least once; entries may be returned twice. Call

@@ -86,7 +86,8 @@ void command_teardown(void) {
 command *command_lookup(const char *name, size_t len) {
     char lower[COMMAND_NAME_MAX];
     if (len >= sizeof(lower)) return NULL;
-    for (size_t i = 0; i < len; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+    for (size_t i = 0; i < len; i++)
+        lower[i] = (char)tolower((unsigned char)name[i]);
     return hashtable_find(commands, lower, len);
 }
 
@@ -168,7 +169,8 @@ void command_foreach(void (*fn)(command *cmd, void *priv), void *priv) {
     hashtable_iter it;
     void *entry;
     hashtable_iter_init(&it, commands, 0);
-    while (hashtable_iter_next(&it, &entry)) fn(entry, priv);
+    while (hashtable_iter_next(&it, &entry))
+        fn(entry, priv);
     hashtable_iter_reset(&it);
 }
 
@@ -180,7 +182,8 @@ typedef struct foreach_all_ctx {
 static void command_visit_all(command *cmd, void *priv) {
     foreach_all_ctx *ctx = priv;
     ctx->fn(cmd, ctx->priv);
-    for (command *sub = cmd->subcommands; sub && sub->name; sub++) ctx->fn(sub, ctx->priv);
+    for (command *sub = cmd->subcommands; sub && sub->name; sub++)
+        ctx->fn(sub, ctx->priv);
 }
 
 void command_foreach_all(void (*fn)(command *cmd, void *priv), void *priv) {
@@ -279,6 +282,7 @@ static int command_keys_from_specs(const command *cmd, const karg *argv, int arg
         const key_spec *ks = &specs[s];
         if (ks->flags & KEY_SPEC_NOT_KEY) continue;
         if (!argv && (ks->begin != KEY_BEGIN_INDEX || ks->find != KEY_FIND_RANGE)) continue;
+        if (ks->begin == KEY_BEGIN_UNKNOWN) return -1; /* the get-keys function knows */
         int first = key_spec_begin(ks, argv, argc), last, step;
         if (!first) continue;
         if (ks->find == KEY_FIND_RANGE) {
@@ -349,6 +353,35 @@ int command_set_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys)
     for (int i = 3; i < argc; i++)
         if (karg_eq(&argv[i], "get"))
             keys[0].flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE;
+    return 1;
+}
+
+int command_sort_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys) {
+    if (maxkeys < 2 || argc < 2) return 0;
+    keys[0].pos = 1;
+    keys[0].flags = KEY_SPEC_RO | KEY_SPEC_ACCESS;
+    int n = 1;
+    /* Option values are skipped (a GET pattern may read "store"); the last
+     * STORE wins, as SORT itself takes the last one. */
+    for (int i = 2; i < argc; i++) {
+        if (karg_eq(&argv[i], "limit")) {
+            i += 2;
+        } else if (karg_eq(&argv[i], "get") || karg_eq(&argv[i], "by")) {
+            i += 1;
+        } else if (karg_eq(&argv[i], "store") && i + 1 < argc) {
+            keys[1].pos = i + 1;
+            keys[1].flags = KEY_SPEC_OW | KEY_SPEC_UPDATE;
+            n = 2;
+        }
+    }
+    return n;
+}
+
+int command_sort_ro_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys) {
+    K_UNUSED(argv);
+    if (maxkeys < 1 || argc < 2) return 0;
+    keys[0].pos = 1;
+    keys[0].flags = KEY_SPEC_RO | KEY_SPEC_ACCESS;
     return 1;
 }
 

@@ -86,8 +86,10 @@ typedef void (*command_proc)(client *c);
 #define KEY_SPEC_INCOMPLETE (1u << 9)
 #define KEY_SPEC_VARIABLE_FLAGS (1u << 10)
 
-typedef enum { KEY_BEGIN_INDEX = 1, KEY_BEGIN_KEYWORD } key_begin_type;
-typedef enum { KEY_FIND_RANGE = 1, KEY_FIND_KEYNUM } key_find_type;
+/* UNKNOWN (both): keys the specs cannot locate (SORT's BY/GET/STORE); the
+ * command's get-keys function finds them. */
+typedef enum { KEY_BEGIN_INDEX = 1, KEY_BEGIN_KEYWORD, KEY_BEGIN_UNKNOWN } key_begin_type;
+typedef enum { KEY_FIND_RANGE = 1, KEY_FIND_KEYNUM, KEY_FIND_UNKNOWN } key_find_type;
 
 /* Where a command's keys are: begin_search finds the first one (a fixed
  * index, or the argument after a keyword searched from startfrom, negative
@@ -269,6 +271,11 @@ int command_acl_category_names(uint32_t cats, const char **out, int max);
 void command_set_docs(command *cmd, const command_docs *docs);
 /* The key lookup of SET (its key flags follow the GET option). */
 int command_set_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys);
+/* The keys of SORT: the sorted key and the STORE destination (the last
+ * STORE), which its key specs leave to this function. */
+int command_sort_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys);
+/* SORT_RO's: the sorted key (no STORE). */
+int command_sort_ro_get_keys(const karg *argv, int argc, key_ref *keys, int maxkeys);
 
 /* Flag names of cmd, for COMMAND INFO; returns the count written. */
 int command_flag_names(const command *cmd, const char **out, int max);

@@ -3,10 +3,12 @@
 
 #include "types/hash.h"
 #include "types/list.h"
+#include "types/set.h"
 
 void types_setup(void) {
     hash_type_setup();
     list_type_setup();
+    set_type_setup();
 }
 
 void types_teardown(void) {

@@ -540,6 +540,43 @@ START_TEST(test_scan_empty) {
 }
 END_TEST
 
+/* hashtable_fair_random gives every entry the same chance: a chi-square
+ * bound on 20000 draws (df 9: 40 fails once in 10^5 runs), for a small
+ * table where hashtable_random's wrapping sample is biased, and for a
+ * sparse one left by deletions. */
+static double fair_chi_square(hashtable *ht, size_t n, size_t first) {
+    size_t hits[10] = {0};
+    for (int i = 0; i < 20000; i++) {
+        item *it = hashtable_fair_random(ht);
+        EXPECT(it && it->id >= first && it->id < first + n);
+        hits[it->id - first]++;
+    }
+    double chi = 0, want = 20000.0 / (double)n;
+    for (size_t i = 0; i < n; i++)
+        chi += ((double)hits[i] - want) * ((double)hits[i] - want) / want;
+    return chi;
+}
+
+START_TEST(test_fair_random) {
+    hashtable *ht = hashtable_create(&owning_type);
+    EXPECT(hashtable_fair_random(ht) == NULL);
+    for (size_t i = 0; i < 10; i++)
+        hashtable_add(ht, item_new(i), NULL);
+    double chi = fair_chi_square(ht, 10, 0);
+    ck_assert_msg(chi < 40, "small table: chi-square %f", chi);
+    for (size_t i = 10; i < 400; i++)
+        hashtable_add(ht, item_new(i), NULL);
+    for (size_t i = 0; i < 390; i++) {
+        item key;
+        make_key(&key, i);
+        hashtable_delete(ht, key.key, key.len, NULL);
+    }
+    chi = fair_chi_square(ht, 10, 390);
+    ck_assert_msg(chi < 40, "sparse table: chi-square %f", chi);
+    hashtable_release(ht);
+}
+END_TEST
+
 START_TEST(test_sample) {
     hashtable *ht = hashtable_create(&owning_type);
     void *out[64];
@@ -1291,6 +1328,7 @@ static Suite *hashtable_suite(void) {
     tcase_add_test(tc, test_scan_rehash_midway);
     tcase_add_test(tc, test_scan_empty);
     tcase_add_test(tc, test_sample);
+    tcase_add_test(tc, test_fair_random);
     tcase_add_test(tc, test_sample_while_rehashing);
     tcase_add_test(tc, test_iterator_once);
     tcase_add_test(tc, test_safe_iterator_delete);
