@@ -268,6 +268,13 @@ static void sort_generic(client *c, int readonly) {
         sort_load_set(set, &vec);
     else if (set)
         sort_load_list(set, &vec);
+    /* Unsorted, a list is read from its tail for DESC, as in Valkey. */
+    if (a.dontsort && a.desc && type == OBJ_LIST)
+        for (size_t i = 0, j = vec.n; i + 1 < j--; i++) {
+            sort_item t = vec.v[i];
+            vec.v[i] = vec.v[j];
+            vec.v[j] = t;
+        }
     long long len = (long long)vec.n;
     long long start = a.offset < 0 ? 0 : a.offset > len ? len : a.offset;
     long long count = a.count < -1 ? -1 : a.count > len ? len : a.count;

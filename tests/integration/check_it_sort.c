@@ -73,6 +73,7 @@ START_TEST(test_sort_list) {
     expect_reply(C, "[\"1\",\"10\",\"2\",\"3\"]", "SORT l ALPHA");
     expect_reply(C, "[\"10\",\"3\"]", "SORT_RO l DESC LIMIT 0 2");
     expect_reply(C, "[\"3\",\"10\",\"1\",\"2\"]", "SORT l BY nosort");
+    expect_reply(C, "[\"2\",\"1\",\"10\"]", "SORT l BY nosort DESC LIMIT 0 3");
     expect_int(C, 3, "SORT l BY nosort LIMIT 1 3 STORE l");
     expect_reply(C, "[\"10\",\"1\",\"2\"]", "LRANGE l 0 -1");
 }
