@@ -25,10 +25,11 @@
 
 /* ---- helpers ---- */
 
-/* Looks key up (hits and misses counted); *out is its list or NULL.
- * Replies WRONGTYPE and returns 0 when it holds another type. */
-static int list_lookup(client *c, const karg *key, kobj **out) {
-    db_entry *e = db_lookup(c->db, key->ptr, key->len, 1);
+/* Looks key up; *out is its list or NULL. Replies WRONGTYPE and returns
+ * 0 when it holds another type. Reads count keyspace hits and misses
+ * (count 1), writes do not, as Valkey's lookupKeyRead/lookupKeyWrite. */
+static int list_lookup(client *c, const karg *key, int count, kobj **out) {
+    db_entry *e = db_lookup(c->db, key->ptr, key->len, count);
     if (e && db_entry_type(e) != OBJ_LIST) {
         reply_wrongtype(c);
         return 0;
@@ -144,7 +145,7 @@ static void list_push_args(kobj *o, int where, client *c, int from) {
 static void push_generic(client *c, int where, int only_existing) {
     const karg *key = &c->argv[1];
     kobj *o;
-    if (!list_lookup(c, key, &o)) return;
+    if (!list_lookup(c, key, 0, &o)) return;
     if (!o) {
         if (only_existing) {
             reply_int(c, 0);
@@ -187,7 +188,7 @@ static void cmd_linsert(client *c) {
         return;
     }
     kobj *o;
-    if (!list_lookup(c, &c->argv[1], &o)) return;
+    if (!list_lookup(c, &c->argv[1], 0, &o)) return;
     if (!o) {
         reply_int(c, 0);
         return;
@@ -205,13 +206,13 @@ static void cmd_linsert(client *c) {
 
 static void cmd_llen(client *c) {
     kobj *o;
-    if (!list_lookup(c, &c->argv[1], &o)) return;
+    if (!list_lookup(c, &c->argv[1], 1, &o)) return;
     reply_int(c, o ? (long long)list_len(o) : 0);
 }
 
 static void cmd_lindex(client *c) {
     kobj *o;
-    if (!list_lookup(c, &c->argv[1], &o)) return;
+    if (!list_lookup(c, &c->argv[1], 1, &o)) return;
     if (!o) {
         reply_null(c);
         return;
@@ -230,7 +231,7 @@ static void cmd_lrange(client *c) {
     long long start, end;
     if (!arg_to_ll(c, &c->argv[2], &start) || !arg_to_ll(c, &c->argv[3], &end)) return;
     kobj *o;
-    if (!list_lookup(c, &c->argv[1], &o)) return;
+    if (!list_lookup(c, &c->argv[1], 1, &o)) return;
     if (!o || !list_clip_range((long long)list_len(o), &start, &end)) {
         reply_array(c, 0);
         return;
@@ -311,7 +312,7 @@ static void cmd_lpos(client *c) {
 static void cmd_lset(client *c) {
     const karg *key = &c->argv[1];
     kobj *o;
-    if (!list_lookup(c, key, &o)) return;
+    if (!list_lookup(c, key, 0, &o)) return;
     if (!o) {
         reply_error(c, "ERR no such key");
         return;
@@ -332,7 +333,7 @@ static void cmd_ltrim(client *c) {
     if (!arg_to_ll(c, &c->argv[2], &start) || !arg_to_ll(c, &c->argv[3], &end)) return;
     const karg *key = &c->argv[1];
     kobj *o;
-    if (!list_lookup(c, key, &o)) return;
+    if (!list_lookup(c, key, 0, &o)) return;
     if (!o) {
         reply_ok(c);
         return;
@@ -353,7 +354,7 @@ static void cmd_lrem(client *c) {
     if (!arg_to_range(c, &c->argv[2], -LLONG_MAX, LLONG_MAX, NULL, &count)) return;
     const karg *key = &c->argv[1];
     kobj *o;
-    if (!list_lookup(c, key, &o)) return;
+    if (!list_lookup(c, key, 0, &o)) return;
     if (!o) {
         reply_int(c, 0);
         return;
@@ -397,7 +398,7 @@ static void pop_generic(client *c, int where) {
         return;
     const karg *key = &c->argv[1];
     kobj *o;
-    if (!list_lookup(c, key, &o)) return;
+    if (!list_lookup(c, key, 0, &o)) return;
     if (!o) {
         if (has_count)
             reply_null_array(c);
@@ -429,7 +430,7 @@ static void cmd_rpop(client *c) {
 static int first_list(client *c, const int *keys, int n, kobj **found) {
     for (int j = 0; j < n; j++) {
         kobj *o;
-        if (!list_lookup(c, &c->argv[keys[j]], &o)) return -1;
+        if (!list_lookup(c, &c->argv[keys[j]], 0, &o)) return -1;
         if (o && list_len(o)) {
             *found = o;
             return keys[j];
@@ -510,7 +511,7 @@ static void cmd_lmpop(client *c) {
 static void move_one(client *c, kobj *src, int from, int to) {
     const karg *skey = &c->argv[1], *dkey = &c->argv[2];
     kobj *dst;
-    if (!list_lookup(c, dkey, &dst)) return;
+    if (!list_lookup(c, dkey, 0, &dst)) return;
     pack_val v;
     list_peek(src, from, &v);
     elem_copy e;
@@ -533,7 +534,7 @@ static void move_one(client *c, kobj *src, int from, int to) {
 /* Runs a move from argv[1]; 1 if it replied, 0 if the source is empty. */
 static int move_serve(client *c, int from, int to) {
     kobj *src;
-    if (!list_lookup(c, &c->argv[1], &src)) return 1;
+    if (!list_lookup(c, &c->argv[1], 0, &src)) return 1;
     if (!src || !list_len(src)) return 0;
     move_one(c, src, from, to);
     return 1;

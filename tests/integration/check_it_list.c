@@ -43,6 +43,22 @@ START_TEST(test_push_range_len) {
 }
 END_TEST
 
+/* Reads count keyspace hits and misses, writes do not (as Valkey). */
+START_TEST(test_hits_misses) {
+    long long hits = it_info_int(C, "stats", "keyspace_hits");
+    long long misses = it_info_int(C, "stats", "keyspace_misses");
+    expect_int(C, 1, "RPUSH l a");
+    expect_int(C, 2, "LPUSH l b");
+    expect_bulk(C, "b", "LPOP l");
+    expect_int(C, 1, "LLEN l");
+    expect_int(C, 0, "LLEN nosuch");
+    expect_nil(C, "LINDEX nosuch 0");
+    expect_reply(C, "[\"a\"]", "LRANGE l 0 -1");
+    ck_assert_int_eq(it_info_int(C, "stats", "keyspace_hits"), hits + 2);
+    ck_assert_int_eq(it_info_int(C, "stats", "keyspace_misses"), misses + 2);
+}
+END_TEST
+
 START_TEST(test_lrange_extremes) {
     expect_int(C, 3, "RPUSH l a b c");
     expect_reply(C, "[\"a\",\"b\",\"c\"]", "LRANGE l -100 100");
@@ -400,6 +416,7 @@ Suite *list_suite(void) {
     Suite *s = suite_create("list");
     TCase *tc = it_tcase(s, "list");
     tcase_add_test(tc, test_push_range_len);
+    tcase_add_test(tc, test_hits_misses);
     tcase_add_test(tc, test_lrange_extremes);
     tcase_add_test(tc, test_lindex_lset);
     tcase_add_test(tc, test_linsert);
