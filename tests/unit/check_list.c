@@ -133,6 +133,51 @@ START_TEST(test_count_boundary) {
 }
 END_TEST
 
+/* LSET and LINSERT convert where Valkey does: a replace counts as an
+ * addition, and LINSERT decides before it looks for the pivot. */
+START_TEST(test_set_insert_boundary) {
+    opts.types.list_max_listpack_size = 3;
+    kobj *o = list_new();
+    for (int i = 0; i < 3; i++)
+        push_str(o, LIST_TAIL, "x");
+    ck_assert(list_set(o, 0, "y", 1));
+    ck_assert_str_eq(enc(o), "quicklist");
+    ck_assert(list_verify(o, fill()));
+    obj_decref(o);
+    o = list_new();
+    for (int i = 0; i < 3; i++)
+        push_str(o, LIST_TAIL, "x");
+    ck_assert(!list_insert(o, "nope", 4, 0, "y", 1));
+    ck_assert_str_eq(enc(o), "quicklist");
+    ck_assert(list_insert(o, "x", 1, 0, "y", 1));
+    ck_assert_str_eq(joined(o), "y,x,x,x");
+    ck_assert(list_verify(o, fill()));
+    obj_decref(o);
+    /* 0 counts as 1: every element in a node of its own. */
+    opts.types.list_max_listpack_size = 0;
+    o = list_new();
+    push_str(o, LIST_TAIL, "a");
+    ck_assert_str_eq(enc(o), "listpack");
+    push_str(o, LIST_TAIL, "b");
+    push_str(o, LIST_HEAD, "c");
+    ck_assert_uint_eq(list_node_count(o), 3);
+    ck_assert(list_verify(o, fill()));
+    /* Below -5 counts as -5 (64 KiB). */
+    opts.types.list_max_listpack_size = -100;
+    kobj *big = list_new();
+    char elem[1000];
+    memset(elem, 'b', sizeof(elem));
+    for (int i = 0; i < 60; i++)
+        list_push(big, LIST_TAIL, elem, sizeof(elem));
+    ck_assert_str_eq(enc(big), "listpack");
+    for (int i = 0; i < 10; i++)
+        list_push(big, LIST_TAIL, elem, sizeof(elem));
+    ck_assert_str_eq(enc(big), "quicklist");
+    obj_decref(big);
+    obj_decref(o);
+}
+END_TEST
+
 /* By bytes: -1 is 4096 bytes a node. */
 START_TEST(test_bytes_boundary) {
     opts.types.list_max_listpack_size = -1;
@@ -471,6 +516,7 @@ int main(void) {
     tcase_add_test(tc, test_basic_listpack);
     tcase_add_test(tc, test_count_boundary);
     tcase_add_test(tc, test_bytes_boundary);
+    tcase_add_test(tc, test_set_insert_boundary);
     tcase_add_test(tc, test_plain_nodes);
     tcase_add_test(tc, test_packed_threshold);
     tcase_add_test(tc, test_split_merge);
