@@ -21,8 +21,8 @@
 
 /* The hash at key with its due fields removed (lazy field expiry), or NULL
  * when the key is missing or expiry emptied it. Returns -1 after replying
- * WRONGTYPE. A hash with fields under a TTL is (re)registered for active
- * expiry, so a renamed or copied one is found by the cron again. */
+ * WRONGTYPE. (Registering hashes for active expiry is the hash type's
+ * keyspace hook's business: every write announces the key.) */
 static int hash_lookup(client *c, const karg *key, kobj **out) {
     *out = NULL;
     db_entry *e = db_lookup(c->db, key->ptr, key->len, 1);
@@ -40,7 +40,6 @@ static int hash_lookup(client *c, const karg *key, kobj **out) {
             }
             db_signal_modified(c->db, key->ptr, key->len);
         }
-        if (hash_volatile_count(o)) hash_track_volatile(c->db->id, key->ptr, key->len);
     }
     *out = o;
     return 0;
@@ -61,14 +60,13 @@ static kobj *hash_lookup_create(client *c, const karg *key) {
 }
 
 /* After a write: deletes the key of a hash left empty, else signals the
- * change (WATCH, dirty, wake-ups); registers volatile fields. */
+ * change (WATCH, dirty, wake-ups, and active expiry's registration). */
 static void hash_written(client *c, const karg *key, kobj *o) {
     if (hash_length(o) == 0) {
         db_delete(c->db, key->ptr, key->len);
         return;
     }
     db_signal_modified(c->db, key->ptr, key->len);
-    if (hash_volatile_count(o)) hash_track_volatile(c->db->id, key->ptr, key->len);
 }
 
 static void reply_hstr(client *c, const hash_str *s) {
@@ -459,13 +457,16 @@ static int fixed_fields(client *c, const char *mismatch) {
 }
 
 /* An expiry argument to absolute unix ms: v seconds or ms (unit_ms),
- * relative to base (0: already absolute). 0 on overflow. */
+ * relative to base (0: already absolute). 0 for a negative v or on
+ * overflow: unlike EXPIRE's, the field commands' times are never negative
+ * (0, or a moment past, removes the fields). */
 static int expire_to_abs(long long v, int unit_ms, long long base, int64_t *out) {
+    if (v < 0) return 0;
     if (!unit_ms) {
-        if (v > LLONG_MAX / 1000 || v < LLONG_MIN / 1000) return 0;
+        if (v > LLONG_MAX / 1000) return 0;
         v *= 1000;
     }
-    if ((v > 0 && base > LLONG_MAX - v) || (v < 0 && base < LLONG_MIN - v)) return 0;
+    if (base > LLONG_MAX - v) return 0;
     *out = v + base;
     return 1;
 }
@@ -512,19 +513,19 @@ static void hexpire_generic(client *c, long long base, int unit_ms, const char *
     }
     kobj *o;
     if (hash_lookup(c, &c->argv[1], &o) < 0) return;
-    int past = when <= event_cached_ms();
-    long long changed = 0;
+    /* A time already past removes the fields the condition lets through
+     * (reply 2), counted as expired as the cron would. */
+    if (when <= event_cached_ms()) cond |= HASH_EXP_DELETE;
+    long long changed = 0, expired = 0;
     reply_array(c, n);
     for (int i = fi + 2; i < c->argc; i++) {
         const karg *f = &c->argv[i];
-        int r = -2;
-        if (o && past)
-            r = hash_delete(o, f->ptr, f->len) ? 2 : -2;
-        else if (o)
-            r = hash_set_expire(o, f->ptr, f->len, when, cond);
+        int r = o ? hash_set_expire(o, f->ptr, f->len, when, cond) : -2;
         changed += r > 0;
+        expired += r == 2;
         reply_int(c, r);
     }
+    hash_note_expired((size_t)expired);
     if (changed) hash_written(c, &c->argv[1], o);
 }
 
@@ -656,13 +657,14 @@ static int exp_parse(client *c, int fi, int allowed, exp_opts *o) {
     return 1;
 }
 
-/* The absolute expiry of an EX/PX/EXAT/PXAT option (positive, as SET's). */
+/* The absolute expiry of an EX/PX/EXAT/PXAT option (0 or more; a time
+ * past removes the fields). */
 static int exp_when(client *c, const exp_opts *o, const char *name, int64_t *when) {
     long long v;
     if (!arg_to_ll(c, o->time, &v)) return 0;
     int unit_ms = (o->flags & (EXP_PX | EXP_PXAT)) != 0;
     long long base = (o->flags & (EXP_EX | EXP_PX)) ? event_cached_ms() : 0;
-    if (v <= 0 || !expire_to_abs(v, unit_ms, base, when)) {
+    if (!expire_to_abs(v, unit_ms, base, when)) {
         reply_errorf(c, "ERR invalid expire time in '%s' command", name);
         return 0;
     }
@@ -691,9 +693,11 @@ static void cmd_hgetex(client *c) {
         const karg *f = &c->argv[i];
         reply_field(c, o, f);
         if (!o) continue;
-        if (past)
-            changed += hash_delete(o, f->ptr, f->len);
-        else if (eo.time)
+        if (past) {
+            int gone = hash_delete(o, f->ptr, f->len);
+            hash_note_expired((size_t)gone);
+            changed += gone;
+        } else if (eo.time)
             changed += hash_set_expire(o, f->ptr, f->len, when, 0) == 1;
         else if (eo.flags & EXP_PERSIST)
             changed += hash_persist(o, f->ptr, f->len) == 1;
@@ -731,12 +735,14 @@ static void cmd_hsetex(client *c) {
         }
     }
     if (eo.time && when <= event_cached_ms()) {
-        /* Already past: the fields go, as HDEL would. */
+        /* Already past: the fields go, as HDEL would; Valkey counts every
+         * field named as expired, present or not, and replies 1. */
         long long deleted = 0;
         for (int i = first; o && i < c->argc; i += 2)
             deleted += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
+        hash_note_expired((size_t)n);
         if (deleted) hash_written(c, &c->argv[1], o);
-        reply_int(c, deleted == n);
+        reply_int(c, 1);
         return;
     }
     if (!o) o = hash_create(c, &c->argv[1]);

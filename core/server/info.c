@@ -306,8 +306,10 @@ static void info_stats(sbuf *b) {
     sbuf_appendf(b, "instantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\n");
     sbuf_appendf(b, "rejected_connections:%lld\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n",
                  ss->rejected_connections);
-    sbuf_appendf(b, "expired_keys:%lld\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:%lld\r\n",
-                 ds->expired_keys, ds->expired_time_cap_reached_count);
+    sbuf_appendf(b, "expired_keys:%lld\r\nexpired_fields:%lld\r\n", ds->expired_keys,
+                 srv.types_stats.expired_fields);
+    sbuf_appendf(b, "expired_stale_perc:0.00\r\nexpired_time_cap_reached_count:%lld\r\n",
+                 ds->expired_time_cap_reached_count);
     sbuf_appendf(b, "expire_cycle_cpu_milliseconds:0\r\nevicted_keys:%lld\r\nevicted_clients:%lld\r\n",
                  ds->evicted_keys, ss->evicted_clients);
     sbuf_appendf(b, "evicted_scripts:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\n");

@@ -347,11 +347,12 @@ static void server_reset_stats(void) {
 METRICS_DESCS(server_metric_descs, server_metrics, SERVER_METRICS);
 
 const metric_group *server_metric_groups(size_t *count) {
-    static metric_group groups[3];
+    static metric_group groups[4];
     groups[0] =
         (metric_group){&srv.session_stats, session_metric_descs, session_metric_descs_count};
     groups[1] = (metric_group){&srv.db_stats, db_metric_descs, db_metric_descs_count};
     groups[2] = (metric_group){&srv.stats, server_metric_descs, server_metric_descs_count};
+    groups[3] = (metric_group){&srv.types_stats, types_metric_descs, types_metric_descs_count};
     *count = K_ARRAY_LEN(groups);
     return groups;
 }
@@ -393,7 +394,7 @@ int server_init_core(char **err) {
     }
     srv.db.pending_free = server_pending_free;
     db_setup(&srv.db, &srv.db_stats);
-    types_setup();
+    types_setup(&srv.types_stats);
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     command_setup();

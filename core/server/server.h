@@ -16,6 +16,7 @@
 #include "net/conn.h"
 #include "server/server_compat.h"
 #include "session/client.h"
+#include "types/types.h"
 
 /* The event loop's own counters, named as their INFO stats fields:
  * iterations, and the microseconds spent awake (from the wake-up to the
@@ -36,6 +37,7 @@ typedef struct server {
     log_options log;
     db_options db;
     db_metrics db_stats;
+    types_metrics types_stats;
     session_options session;
     session_metrics session_stats;
     server_compat_options compat; /* Valkey directives without a feature yet */

@@ -67,6 +67,18 @@ static const hashtable_type fields_type = {.entry_key = hf_key, .entry_free = hf
 /* The fields with a TTL, borrowed from the main table. */
 static const hashtable_type volatile_type = {.entry_key = hf_key};
 
+/* Hashes holding at least one field with a TTL, so that the keyspace hook
+ * below costs a write to anything else one test. A hash is freed on the
+ * lazy-free thread too, hence the atomics. */
+static size_t volatile_hashes;
+
+static void volatile_hashes_add(long d) {
+    if (d > 0)
+        __atomic_fetch_add(&volatile_hashes, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_sub(&volatile_hashes, 1, __ATOMIC_RELAXED);
+}
+
 typedef struct hash_table {
     hashtable *fields;
     hashtable *vol;    /* fields with a TTL; NULL when none */
@@ -90,7 +102,10 @@ static inline void set_ptr(kobj *o, void *p) {
 static void ht_note_added(hash_table *t, hfield *h) {
     t->elem_bytes += km_usable(h);
     if (!hf_has_ttl(h)) return;
-    if (!t->vol) t->vol = hashtable_create(&volatile_type);
+    if (!t->vol) {
+        t->vol = hashtable_create(&volatile_type);
+        volatile_hashes_add(1);
+    }
     hashtable_add(t->vol, h, NULL);
     int64_t when = hf_expire(h);
     if (when < t->next_due) t->next_due = when;
@@ -105,6 +120,7 @@ static void ht_note_removed(hash_table *t, hfield *h) {
         hashtable_release(t->vol);
         t->vol = NULL;
         t->next_due = HASH_NO_EXPIRE;
+        volatile_hashes_add(-1);
     }
 }
 
@@ -131,7 +147,10 @@ static hash_table *ht_new(void) {
 }
 
 static void ht_free(hash_table *t) {
-    if (t->vol) hashtable_release(t->vol);
+    if (t->vol) {
+        hashtable_release(t->vol);
+        volatile_hashes_add(-1);
+    }
     hashtable_release(t->fields);
     km_free(t);
 }
@@ -278,6 +297,13 @@ int hash_delete(kobj *o, const char *f, size_t flen) {
 
 /* ---- field expiry ---- */
 
+/* INFO's counters, borrowed from hash_type_setup. */
+static types_metrics *metrics;
+
+void hash_note_expired(size_t n) {
+    if (metrics) metrics->expired_fields += (long long)n;
+}
+
 int64_t hash_get_expire(kobj *o, const char *f, size_t flen) {
     if (hash_is_listpack(o)) return lp_find(lp_of(o), f, flen) ? HASH_NO_EXPIRE : -2;
     hfield *h = hashtable_find(ht_of(o)->fields, f, flen);
@@ -297,6 +323,10 @@ int hash_set_expire(kobj *o, const char *f, size_t flen, int64_t when, int cond)
     int64_t cur = hash_get_expire(o, f, flen);
     if (cur == -2) return -2;
     if (!expire_allowed(cur, when, cond)) return 0;
+    if (cond & HASH_EXP_DELETE) {
+        hash_delete(o, f, flen);
+        return 2;
+    }
     if (hash_is_listpack(o)) hash_convert(o);
     hash_table *t = ht_of(o);
     hashtable_pos pos;
@@ -359,6 +389,7 @@ size_t hash_expire_due(kobj *o, int64_t now) {
     }
     km_free(due);
     if (t->vol) t->next_due = next;
+    hash_note_expired(n);
     return n;
 }
 
@@ -384,19 +415,83 @@ static const hashtable_type tracked_type = {.entry_key = tracked_key, .entry_fre
 static hashtable *tracked_keys;
 static size_t tracked_cursor;
 
-void hash_track_volatile(int dbid, const char *key, size_t len) {
+/* The registered name of key in database dbid: the id's 4 bytes, then the
+ * key's bytes, in buf when they fit, else in a new allocation. */
+static char *tracked_name(int dbid, const char *key, size_t len, char *buf, size_t cap) {
     uint32_t id = (uint32_t)dbid;
+    char *n = len + sizeof(id) <= cap ? buf : km_alloc(len + sizeof(id));
+    memcpy(n, &id, sizeof(id));
+    memcpy(n + sizeof(id), key, len);
+    return n;
+}
+
+void hash_track_volatile(int dbid, const char *key, size_t len) {
     char small[256];
-    if (len + sizeof(id) <= sizeof(small)) {
-        memcpy(small, &id, sizeof(id));
-        memcpy(small + sizeof(id), key, len);
-        if (hashtable_find(tracked_keys, small, len + sizeof(id))) return;
+    char *name = tracked_name(dbid, key, len, small, sizeof(small));
+    size_t nlen = len + sizeof(uint32_t);
+    /* Looked up first: a name already there (the common case, and always
+     * so from within the cron's own scan) changes nothing in the table. */
+    if (!hashtable_find(tracked_keys, name, nlen)) {
+        tracked *r = km_alloc(sizeof(*r) + nlen);
+        r->len = (uint32_t)nlen;
+        memcpy(r->data, name, nlen);
+        hashtable_add(tracked_keys, r, NULL);
     }
-    tracked *r = km_alloc(sizeof(*r) + sizeof(id) + len);
-    r->len = (uint32_t)(sizeof(id) + len);
-    memcpy(r->data, &id, sizeof(id));
-    memcpy(r->data + sizeof(id), key, len);
-    if (!hashtable_add(tracked_keys, r, NULL)) km_free(r);
+    if (name != small) km_free(name);
+}
+
+/* SWAPDB a b: the names registered in a now name keys of b and the other
+ * way round, so their ids are traded (announced before the swap). */
+static void tracked_swap_ids(uint32_t a, uint32_t b) {
+    size_t n = 0, cap = 0;
+    tracked **moved = NULL;
+    hashtable_iter it;
+    hashtable_iter_init(&it, tracked_keys, 0);
+    void *e;
+    while (hashtable_iter_next(&it, &e)) {
+        tracked *r = e;
+        uint32_t id;
+        memcpy(&id, r->data, sizeof(id));
+        if (id != a && id != b) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            moved = km_realloc(moved, cap * sizeof(*moved));
+        }
+        moved[n++] = r;
+    }
+    hashtable_iter_reset(&it);
+    /* Popped, not freed: the same entries go back under their new ids. */
+    for (size_t i = 0; i < n; i++)
+        hashtable_delete(tracked_keys, moved[i]->data, moved[i]->len, &e);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id;
+        memcpy(&id, moved[i]->data, sizeof(id));
+        id = id == a ? b : a;
+        memcpy(moved[i]->data, &id, sizeof(id));
+        hashtable_add(tracked_keys, moved[i], NULL);
+    }
+    km_free(moved);
+}
+
+/* The keyspace hook: a hash with fields under a TTL that appears under a
+ * name (RENAME, COPY, MOVE, RESTORE, or any write) is registered, so the
+ * cron finds it without a command touching it. Everything else pays the
+ * one test of the counter while no hash has such fields. */
+static void hash_on_change(const db_change *ch, void *priv) {
+    (void)priv;
+    if (ch->event == DB_EV_SWAPPED) {
+        if (ch->d != ch->other && hash_tracked_count())
+            tracked_swap_ids((uint32_t)ch->d->id, (uint32_t)ch->other->id);
+        return;
+    }
+    if (ch->event != DB_EV_MODIFIED || !__atomic_load_n(&volatile_hashes, __ATOMIC_RELAXED)) return;
+    db_entry *e = db_find(ch->d, ch->key, ch->len);
+    if (!e || db_entry_type(e) != OBJ_HASH) return;
+    if (hash_volatile_count(db_entry_obj(e))) hash_track_volatile(ch->d->id, ch->key, ch->len);
+}
+
+size_t hash_volatile_hashes(void) {
+    return __atomic_load_n(&volatile_hashes, __ATOMIC_RELAXED);
 }
 
 size_t hash_tracked_count(void) {
@@ -479,43 +574,27 @@ void hash_iter_reset(hash_iter *it) {
     if (!hash_is_listpack(it->o)) hashtable_iter_reset(&it->hi);
 }
 
-/* Tables up to this size (or up to 4 times the picks) are snapshotted so
- * each pick is uniform; hashtable_random() favours entries in crowded
- * buckets, which shows on small tables. */
-#define HASH_PICK_SNAPSHOT 1024
-
+/* A hashtable picks with hashtable_fair_random() (uniform over entries);
+ * a listpack, at most hash-max-listpack-entries long, from a snapshot of
+ * its field positions. */
 void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv) {
-    size_t n = hash_length(o);
     hash_str f, v;
-    if (!hash_is_listpack(o) && n > HASH_PICK_SNAPSHOT && n / 4 > count) {
+    if (!hash_is_listpack(o)) {
         for (size_t i = 0; i < count; i++) {
-            hf_to_str(hashtable_random(ht_of(o)->fields), &f, &v);
+            hf_to_str(hashtable_fair_random(ht_of(o)->fields), &f, &v);
             fn(priv, &f, &v);
         }
         return;
     }
-    /* Entry pointers (hashtable) or field positions (listpack). */
-    void **all = km_alloc(n * sizeof(*all));
-    size_t k = 0;
-    if (hash_is_listpack(o)) {
-        pack *p = lp_of(o);
-        for (size_t pos = pack_first(p); pos; pos = pack_next(p, pack_next(p, pos)))
-            all[k++] = (void *)(uintptr_t)pos;
-    } else {
-        hashtable_iter it;
-        hashtable_iter_init(&it, ht_of(o)->fields, 0);
-        while (k < n && hashtable_iter_next(&it, &all[k]))
-            k++;
-        hashtable_iter_reset(&it);
-    }
+    pack *p = lp_of(o);
+    size_t n = hash_length(o), k = 0;
+    size_t *all = km_alloc(n * sizeof(*all));
+    for (size_t pos = pack_first(p); pos; pos = pack_next(p, pack_next(p, pos)))
+        all[k++] = pos;
     for (size_t i = 0; i < count; i++) {
-        void *e = all[(size_t)random() % k];
-        if (hash_is_listpack(o)) {
-            size_t pos = (size_t)(uintptr_t)e;
-            lp_read(lp_of(o), pos, &f);
-            lp_read(lp_of(o), pack_next(lp_of(o), pos), &v);
-        } else
-            hf_to_str(e, &f, &v);
+        size_t pos = all[(size_t)random() % k];
+        lp_read(p, pos, &f);
+        lp_read(p, pack_next(p, pos), &v);
         fn(priv, &f, &v);
     }
     km_free(all);
@@ -625,13 +704,17 @@ static const obj_type hash_obj_type = {
     .free_effort = hash_free_effort,
 };
 
-void hash_type_setup(void) {
+void hash_type_setup(types_metrics *m) {
+    metrics = m;
     obj_set_type(OBJ_HASH, &hash_obj_type);
     if (!tracked_keys) tracked_keys = hashtable_create(&tracked_type);
     tracked_cursor = 0;
+    db_add_hook(hash_on_change, NULL);
 }
 
 void hash_type_teardown(void) {
+    db_remove_hook(hash_on_change, NULL);
     if (tracked_keys) hashtable_release(tracked_keys);
     tracked_keys = NULL;
+    metrics = NULL;
 }

@@ -28,11 +28,13 @@
 
 #include "ds/hashtable.h"
 #include "keyspace/object.h"
+#include "types/types.h"
 
 #define HASH_NO_EXPIRE INT64_MAX
 
-/* Registers the hash type's operations with the keyspace. */
-void hash_type_setup(void);
+/* Registers the hash type's operations and its keyspace hook (after
+ * db_setup); borrows m until hash_type_teardown. */
+void hash_type_setup(types_metrics *m);
 void hash_type_teardown(void);
 
 /* A field or value as read: s[0..len), valid until the hash is modified.
@@ -68,12 +70,14 @@ int hash_delete(kobj *o, const char *f, size_t flen);
  * no such field. */
 int64_t hash_get_expire(kobj *o, const char *f, size_t flen);
 /* HEXPIRE's conditions. */
-#define HASH_EXP_NX 1 /* only fields without a TTL */
-#define HASH_EXP_XX 2 /* only fields with one */
-#define HASH_EXP_GT 4 /* only when later (no TTL counts as infinite) */
-#define HASH_EXP_LT 8 /* only when earlier */
+#define HASH_EXP_NX 1      /* only fields without a TTL */
+#define HASH_EXP_XX 2      /* only fields with one */
+#define HASH_EXP_GT 4      /* only when later (no TTL counts as infinite) */
+#define HASH_EXP_LT 8      /* only when earlier */
+#define HASH_EXP_DELETE 16 /* `when` is past: remove the field instead */
 /* Gives the field the expiry when (in the future). Returns HEXPIRE's codes:
- * -2 no such field, 0 the condition refused, 1 set. */
+ * -2 no such field, 0 the condition refused, 1 set, 2 removed (with
+ * HASH_EXP_DELETE, once the condition lets it through). */
 int hash_set_expire(kobj *o, const char *f, size_t flen, int64_t when, int cond);
 /* Removes a field's TTL: -2 no such field, -1 it had none, 1 removed. */
 int hash_persist(kobj *o, const char *f, size_t flen);
@@ -83,10 +87,16 @@ size_t hash_volatile_count(const kobj *o);
  * O(1) while no field is due; otherwise one pass over the fields with a
  * TTL. */
 size_t hash_expire_due(kobj *o, int64_t now);
+/* Counts n fields as expired in INFO's expired_fields: hash_expire_due
+ * counts its own; the commands count the fields a time already past
+ * removes (HEXPIRE 0, HSETEX/HGETEX with such a time), as Valkey does. */
+void hash_note_expired(size_t n);
 
 /* Notes that the hash at key in database dbid has fields with a TTL, so
  * the cron visits it; a key that later holds something else is dropped
- * from the list on its next visit. */
+ * from the list on its next visit. The hash type's keyspace hook calls it
+ * for every write to a hash with such fields (commands, RENAME, COPY,
+ * MOVE, RESTORE) and trades the ids of SWAPDB's two databases. */
 void hash_track_volatile(int dbid, const char *key, size_t len);
 /* The cron's step: visits registered hashes until about `budget` fields
  * were looked at, removing due fields (and hashes left empty). Returns the
@@ -94,6 +104,8 @@ void hash_track_volatile(int dbid, const char *key, size_t len);
 size_t hash_active_expire(int64_t now, size_t budget);
 /* Hashes registered for active expiry (tests, INFO). */
 size_t hash_tracked_count(void);
+/* Hashes (stored or not yet freed) with at least one field with a TTL. */
+size_t hash_volatile_hashes(void);
 
 /* ---- walking ---- */
 

@@ -5,8 +5,10 @@
 #include "types/list.h"
 #include "types/set.h"
 
-void types_setup(void) {
-    hash_type_setup();
+METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
+
+void types_setup(types_metrics *m) {
+    hash_type_setup(m);
     list_type_setup();
     set_type_setup();
 }

@@ -16,10 +16,21 @@
 #ifndef KEEL_TYPES_H
 #define KEEL_TYPES_H
 
+#include "common/metrics.h"
+
 #include <stdint.h>
 
-/* Registers every type's operations (after db_setup). */
-void types_setup(void);
+/* INFO stats counters of the types (RESETSTAT clears them):
+ * expired_fields, hash fields removed because their TTL passed (lazily, by
+ * the cron, or by a command given a time already past). */
+#define TYPES_METRICS(X, T) X(T, expired_fields)
+METRICS_STRUCT(types_metrics, TYPES_METRICS);
+extern const metric_desc types_metric_descs[];
+extern const size_t types_metric_descs_count;
+
+/* Registers every type's operations (after db_setup); borrows m until
+ * types_teardown. */
+void types_setup(types_metrics *m);
 void types_teardown(void);
 /* The cron's step of active expiry inside values (hash fields with a
  * TTL); a bounded amount of work per call. now: unix ms. */

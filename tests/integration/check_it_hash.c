@@ -2,7 +2,8 @@
  * through hiredis and RESP3 raw: HSET ... HSCAN with Valkey's replies and
  * errors, WRONGTYPE, the encodings and CONFIG SET of their thresholds, and
  * per-field expiry (HEXPIRE family, HGETEX, HSETEX, HGETDEL) with real
- * time: lazy on access and active from the cron. */
+ * time: lazy on access and active from the cron, also of hashes under new
+ * names (RENAME, COPY, MOVE, SWAPDB, RESTORE), and INFO expired_fields. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -286,6 +287,10 @@ START_TEST(test_hexpire_errors) {
                  "HEXPIRE h 10 GT LT FIELDS 1 a");
     expect_error(C, "ERR invalid expire time in 'hexpire' command",
                  "HEXPIRE h 9223372036854775807 FIELDS 1 a");
+    /* Valkey 9.0: unlike EXPIRE, a negative time is an error, not a delete */
+    expect_error(C, "ERR invalid expire time in 'hexpire' command", "HEXPIRE h -1 FIELDS 1 a");
+    expect_error(C, "ERR invalid expire time in 'hpexpireat' command",
+                 "HPEXPIREAT h -5 FIELDS 1 a");
     expect_error(C, ERR_SYNTAX, "HTTL h FIELDS 2 a");
     expect_error(C, ERR_NUMFIELDS, "HPERSIST h FIELDS 2 a");
     expect_error(C, "ERR wrong number of arguments for 'httl' command", "HTTL h FIELDS 1");
@@ -343,10 +348,13 @@ START_TEST(test_hgetex) {
     expect_reply(C, "[\"2\"]", "HGETEX h PXAT 1 FIELDS 1 b"); /* in the past: deleted */
     expect_int(C, 0, "HEXISTS h b");
     expect_reply(C, "[nil]", "HGETEX nokey EX 10 FIELDS 1 a");
-    expect_error(C, "ERR invalid expire time in 'hgetex' command", "HGETEX h EX 0 FIELDS 1 a");
+    expect_error(C, "ERR invalid expire time in 'hgetex' command", "HGETEX h EX -1 FIELDS 1 a");
     expect_error(C, ERR_SYNTAX, "HGETEX h EX 10 PX 10 FIELDS 1 a");
     expect_error(C, ERR_SYNTAX, "HGETEX h KEEPTTL FIELDS 1 a");
     expect_error(C, ERR_NUMFIELDS, "HGETEX h FIELDS 2 a");
+    expect_int(C, 1, "HSET h c 3");
+    expect_reply(C, "[\"3\"]", "HGETEX h EX 0 FIELDS 1 c"); /* 0: deleted at once */
+    expect_int(C, 0, "HEXISTS h c");
     expect_reply(C, "[\"1\"]", "HGETEX h EXAT 1 FIELDS 1 a");
     expect_int(C, 0, "EXISTS h");
 }
@@ -382,6 +390,10 @@ START_TEST(test_hsetex) {
     expect_int(C, 0, "HEXISTS h short");
     expect_int(C, 1, "HSETEX h PXAT 1 FIELDS 2 a x new y"); /* past: deletes */
     expect_int(C, 1, "HLEN h");
+    expect_int(C, 1, "HSETEX h EX 0 FIELDS 2 b x zz y"); /* 0 too; 1 though zz is absent */
+    expect_int(C, 0, "EXISTS h");
+    expect_int(C, 1, "HSETEX h EX 0 FIELDS 1 a x"); /* no key: nothing created */
+    expect_int(C, 0, "EXISTS h");
 }
 END_TEST
 
@@ -419,6 +431,63 @@ START_TEST(test_copy_rename_keep_field_ttls) {
 }
 END_TEST
 
+/* Hashes reaching a new name (RENAME, COPY, MOVE, SWAPDB, RESTORE) are
+ * expired by the cron with no command touching their fields: each holds
+ * only fields with a TTL, so the key goes once they do (EXISTS does not
+ * look at fields). */
+START_TEST(test_active_expiry_new_names) {
+    const char *keys[] = {"ren", "cp", "mv", "sw", "rs"};
+    for (size_t i = 0; i < 5; i++) {
+        expect_int(C, 1, it_fmt("HSET %s a 1", keys[i]));
+        expect_reply(C, "[:1]", it_fmt("HPEXPIRE %s 200 FIELDS 1 a", keys[i]));
+    }
+    redisReply *dump = it_cmd(C, "DUMP rs");
+    if (dump->type == REDIS_REPLY_STRING) {
+        const char *argv[] = {"RESTORE", "rs2", "0", dump->str};
+        size_t lens[] = {7, 3, 1, dump->len};
+        ck_assert_int_eq(it_cmd_argv(C, 4, argv, lens)->type, REDIS_REPLY_STATUS);
+    }
+    expect_ok(C, "RENAME ren ren2");
+    expect_int(C, 1, "COPY cp cp2");
+    expect_int(C, 1, "MOVE mv 1");
+    expect_ok(C, "SWAPDB 0 2");
+    /* now db 2 holds ren2, cp, cp2, rs(2) and sw; db 1 holds mv */
+    expect_ok(C, "SELECT 2");
+    it_wait_until(it_cmd(C, "DBSIZE")->integer == 0, 3000);
+    expect_ok(C, "SELECT 1");
+    it_wait_until(it_cmd(C, "EXISTS mv")->integer == 0, 3000);
+    expect_ok(C, "SELECT 0");
+    ck_assert_int_ge(it_info_int(C, "stats", "expired_fields"), 5);
+}
+END_TEST
+
+/* INFO expired_fields: fields gone by lazy and active expiry and those a
+ * time already past removes; CONFIG RESETSTAT clears it. */
+START_TEST(test_info_expired_fields) {
+    expect_ok(C, "CONFIG RESETSTAT");
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 0);
+    expect_int(C, 4, "HSET h a 1 b 2 c 3 d 4");
+    expect_reply(C, "[:2,:2,:-2]", "HEXPIRE h 0 FIELDS 3 a b zz");
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 2);
+    expect_reply(C, "[\"3\"]", "HGETEX h PXAT 1 FIELDS 1 c");
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 3);
+    expect_int(C, 1, "HSETEX h EX 0 FIELDS 2 zz 1 yy 2"); /* Valkey counts each field named */
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 5);
+    expect_reply(C, "[:1]", "HPEXPIRE h 50 FIELDS 1 d");
+    expect_int(C, 2, "HSET other x 1 y 2");
+    expect_reply(C, "[:1]", "HPEXPIRE other 50 FIELDS 1 x");
+    it_wait_until(it_info_int(C, "stats", "expired_fields") == 7, 3000); /* the cron's */
+    expect_int(C, 0, "EXISTS h");
+    expect_int(C, 1, "HSET other z 3");
+    expect_reply(C, "[:1]", "HPEXPIRE other 1 FIELDS 1 z");
+    it_sleep_ms(20);
+    expect_int(C, 1, "HLEN other"); /* lazy, if the cron did not get there first */
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 8);
+    expect_ok(C, "CONFIG RESETSTAT");
+    ck_assert_int_eq(it_info_int(C, "stats", "expired_fields"), 0);
+}
+END_TEST
+
 static Suite *hash_suite(void) {
     Suite *s = suite_create("it_hash");
     TCase *tc = it_tcase(s, "hash");
@@ -442,6 +511,8 @@ static Suite *hash_suite(void) {
     tcase_add_test(tc, test_hgetdel);
     tcase_add_test(tc, test_resp3_ttl_replies);
     tcase_add_test(tc, test_copy_rename_keep_field_ttls);
+    tcase_add_test(tc, test_active_expiry_new_names);
+    tcase_add_test(tc, test_info_expired_fields);
     return s;
 }
 

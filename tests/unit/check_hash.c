@@ -1,6 +1,7 @@
 /* check_hash.c -- unit tests for core/types/hash.c: both encodings, each
  * conversion boundary (entries, field and value length, a TTL), 100k random
- * operations against a simple model, field expiry (lazy and active), the
+ * operations against a simple model, field expiry (lazy and active, and
+ * the keyspace hook that finds volatile hashes under new names), the
  * type's operations (copy, MEMORY USAGE, free effort). */
 #include "types/hash.h"
 
@@ -18,12 +19,14 @@
 
 static db_options opts;
 static db_metrics stats;
+static types_metrics tmetrics;
 
 static void setup(void) {
     keyspace_fixture_setup(&opts, &stats, 16, 0);
+    tmetrics = (types_metrics){0};
     opts.types.hash_max_listpack_entries = 128;
     opts.types.hash_max_listpack_value = 64;
-    hash_type_setup();
+    hash_type_setup(&tmetrics);
 }
 
 static void teardown(void) {
@@ -331,6 +334,97 @@ START_TEST(test_active_expire) {
 }
 END_TEST
 
+/* A hash in db 0 at key with fields "a" (TTL T0 + 100) and "b" (none),
+ * announced as a command would announce it. */
+static kobj *add_volatile(const char *key) {
+    kobj *o = hash_new();
+    set_s(o, "b", "2");
+    db_add(db_get(0), key, strlen(key), o);
+    hash_set(o, "a", 1, "1", 1, 0, T0 + 100);
+    db_signal_modified(db_get(0), key, strlen(key));
+    return o;
+}
+
+/* The keyspace hook registers a volatile hash under any new name: the
+ * cron then expires it with no command touching it. */
+START_TEST(test_track_new_names) {
+    db *d0 = db_get(0), *d1 = db_get(1);
+    EXPECT(hash_volatile_hashes() == 0);
+    kobj *o = add_volatile("h");
+    EXPECT(hash_tracked_count() == 1 && hash_volatile_hashes() == 1);
+    /* RENAME h r, then MOVE r 1 */
+    db_move(d0, db_find(d0, "h", 1), d0, "r", 1);
+    db_move(d0, db_find(d0, "r", 1), d1, "m", 1);
+    /* COPY m c (db 1) */
+    db_put(d1, "c", 1, obj_copy(o), -1);
+    EXPECT(hash_volatile_hashes() == 2);
+    EXPECT(hash_tracked_count() == 4); /* h, r, m, c: stale names go on the next visit */
+    EXPECT(hash_active_expire(T0 + 150, 1000) == 2);
+    EXPECT(hash_tracked_count() == 0);
+    EXPECT(hash_length(o) == 1 && !hash_exists(o, "a", 1));
+    kobj *c = db_entry_obj(db_find(d1, "c", 1));
+    EXPECT(hash_length(c) == 1 && !hash_exists(c, "a", 1));
+    EXPECT(tmetrics.expired_fields == 2);
+    EXPECT(hash_volatile_hashes() == 0);
+}
+END_TEST
+
+/* SWAPDB trades the ids of the names registered in the two databases. */
+START_TEST(test_track_swapdb) {
+    kobj *o = add_volatile("s");
+    kobj *p = hash_new();
+    hash_set(p, "x", 1, "1", 1, 0, T0 + 100);
+    db_add(db_get(2), "t", 1, p);
+    EXPECT(hash_tracked_count() == 2);
+    db_swap(0, 2);
+    EXPECT(db_find(db_get(2), "s", 1) && db_find(db_get(0), "t", 1));
+    EXPECT(hash_active_expire(T0 + 150, 1000) == 2);
+    EXPECT(hash_length(o) == 1 && db_find(db_get(0), "t", 1) == NULL);
+    EXPECT(hash_tracked_count() == 0);
+    /* a database swapped with itself keeps its names */
+    add_volatile("u");
+    db_swap(0, 0);
+    EXPECT(hash_active_expire(T0 + 150, 1000) == 1);
+}
+END_TEST
+
+/* Writes to other values, and to hashes without TTLs, register nothing;
+ * the counter follows TTLs given and taken away and values freed. */
+START_TEST(test_track_counter) {
+    db *d = db_get(0);
+    db_set_str(d, "str", 3, "v", 1, 0, -1);
+    kobj *o = hash_new();
+    set_s(o, "a", "1");
+    db_add(d, "plain", 5, o);
+    EXPECT(hash_tracked_count() == 0 && hash_volatile_hashes() == 0);
+    set_s(o, "b", "2");
+    hash_set_expire(o, "a", 1, T0 + 10, 0);
+    hash_set_expire(o, "b", 1, T0 + 10, 0);
+    EXPECT(hash_volatile_hashes() == 1);
+    EXPECT(hash_persist(o, "a", 1) == 1 && hash_volatile_hashes() == 1);
+    EXPECT(hash_persist(o, "b", 1) == 1 && hash_volatile_hashes() == 0);
+    hash_set_expire(o, "a", 1, T0 + 10, 0);
+    EXPECT(hash_volatile_hashes() == 1);
+    db_delete(d, "plain", 5);
+    EXPECT(hash_volatile_hashes() == 0);
+}
+END_TEST
+
+/* A past time with HASH_EXP_DELETE removes the field once the condition
+ * lets it: XX and GT refuse a field without a TTL. */
+START_TEST(test_expire_delete) {
+    kobj *o = hash_new();
+    set_s(o, "a", "1");
+    set_s(o, "b", "2");
+    EXPECT(hash_set_expire(o, "a", 1, T0 - 1, HASH_EXP_DELETE | HASH_EXP_XX) == 0);
+    EXPECT(hash_set_expire(o, "a", 1, T0 - 1, HASH_EXP_DELETE | HASH_EXP_GT) == 0);
+    EXPECT(hash_set_expire(o, "a", 1, T0 - 1, HASH_EXP_DELETE | HASH_EXP_LT) == 2);
+    EXPECT(hash_set_expire(o, "zz", 2, T0 - 1, HASH_EXP_DELETE) == -2);
+    EXPECT(hash_length(o) == 1 && !hash_exists(o, "a", 1) && hash_is_listpack(o));
+    obj_decref(o);
+}
+END_TEST
+
 START_TEST(test_mem_usage_and_copy) {
     kobj *o = hash_new();
     set_s(o, "a", "1");
@@ -369,6 +463,10 @@ static Suite *hash_suite(void) {
     tcase_add_test(tc, test_field_expiry);
     tcase_add_test(tc, test_ttl_memory);
     tcase_add_test(tc, test_active_expire);
+    tcase_add_test(tc, test_track_new_names);
+    tcase_add_test(tc, test_track_swapdb);
+    tcase_add_test(tc, test_track_counter);
+    tcase_add_test(tc, test_expire_delete);
     tcase_add_test(tc, test_mem_usage_and_copy);
     suite_add_tcase(s, tc);
     return s;
