@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "io/io_threads.h"
 #include "commands/multi.h"
+#include "session/blocking.h"
 #include "session/call.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
@@ -356,10 +357,33 @@ static void client_help(client *c) {
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
         "HELP", "    Print this help.",
     };
     reply_array(c, (long long)K_ARRAY_LEN(help));
     for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
+}
+
+/* CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked. */
+static void client_unblock(client *c) {
+    int as_error = 0;
+    if (c->argc > 4) {
+        reply_error(c, "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.");
+        return;
+    }
+    if (c->argc == 4) {
+        if (karg_eq(&c->argv[3], "error")) {
+            as_error = 1;
+        } else if (!karg_eq(&c->argv[3], "timeout")) {
+            reply_error(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            return;
+        }
+    }
+    long long id;
+    if (!arg_to_ll(c, &c->argv[2], &id)) return;
+    client *target = id > 0 ? client_by_id((uint64_t)id) : NULL;
+    reply_int(c, target && !(target->flags & CLIENT_CLOSE_ASAP) ? blocking_unblock(target, as_error) : 0);
 }
 
 static void client_id(client *c) {
@@ -546,6 +570,8 @@ static command client_subcommands[] = {
         "Keeps this connection's commands from changing the keys' last access times (TOUCH still does)."),
     SUB("reply", client_reply, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Turns the replies to this connection on or off, or skips the next one."),
     SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
+    SUB("unblock", client_unblock, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Unblocks a client blocked by a blocking command from a different connection."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
     SUB_END,
 };

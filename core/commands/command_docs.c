@@ -396,6 +396,21 @@ static const command_arg client_setinfo_args_30[] = {
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
+static const command_arg client_unblock_type_args[] = {
+    {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
+    {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
+};
+
+static const command_arg client_unblock_args[] = {
+    {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "unblock-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = client_unblock_type_args,
+     .num_args = 2},
+};
+
 static const command_arg client_setname_args_31[] = {
     {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3796,6 +3811,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .args = client_setname_args_31,
      .num_args = 1},
+    {.fullname = "client|unblock",
+     .group = "connection",
+     .since = "5.0.0",
+     .complexity = "O(log N) where N is the number of client connections",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_unblock_args,
+     .num_args = 2},
     {.fullname = "command",
      .group = "server",
      .since = "2.8.13",

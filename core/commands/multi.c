@@ -310,6 +310,8 @@ static void multi_exec_queued(client *c) {
     size_t saved_consumed = c->parser.consumed;
     c->parser.consumed = 0; /* request sizes of queued commands come from args */
     reply_array(c, c->mcount);
+    /* A blocking command inside the transaction replies at once. */
+    c->flags |= CLIENT_DENY_BLOCKING;
     for (int i = 0; i < c->mcount; i++) {
         multi_cmd *mc = &c->mcmds[i];
         c->argc = mc->argc;
@@ -317,6 +319,7 @@ static void multi_exec_queued(client *c) {
         c->cmd = mc->cmd;
         call(c);
     }
+    c->flags &= ~CLIENT_DENY_BLOCKING;
     c->argc = saved_argc;
     c->argv = saved_argv;
     c->cmd = exec_cmd;

@@ -134,6 +134,10 @@ static const info_stat info_fields[] = {
     {"io_threaded_reads_processed", &io_stats.reads, NULL},
     {"io_threaded_writes_processed", &io_stats.writes, NULL},
     {"connected_clients", NULL, stat_connected_clients},
+    {"blocked_clients", &srv.blocking_stats.blocked_clients, NULL},
+    {"clients_in_timeout_table", &srv.blocking_stats.clients_in_timeout_table, NULL},
+    {"total_blocking_keys", &srv.blocking_stats.total_blocking_keys, NULL},
+    {"total_blocking_keys_on_nokey", &srv.blocking_stats.total_blocking_keys_on_nokey, NULL},
     {"used_memory", NULL, stat_used_memory},
     {"maxmemory", NULL, stat_maxmemory},
     {"uptime_in_seconds", NULL, stat_uptime},
@@ -202,16 +206,19 @@ static void info_server(sbuf *b) {
 static void info_clients(sbuf *b) {
     size_t max_qbuf, max_obuf;
     long long watching, watched_keys;
+    const blocking_metrics *bs = &srv.blocking_stats;
     client_buffer_stats(&max_qbuf, &max_obuf);
     multi_watch_stats(&watching, &watched_keys);
     sbuf_appendf(
         b,
         "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-        "blocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:%lld\r\n"
-        "clients_in_timeout_table:0\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:0\r\n"
-        "total_blocking_keys_on_nokey:0\r\n",
-        client_count(), srv.maxclients, max_qbuf, max_obuf, watching, watched_keys);
+        "blocked_clients:%lld\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:%lld\r\n"
+        "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
+        "total_blocking_keys_on_nokey:%lld\r\n",
+        client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients, watching,
+        bs->clients_in_timeout_table, watched_keys, bs->total_blocking_keys,
+        bs->total_blocking_keys_on_nokey);
 }
 
 static const char *info_policy_name(void) {

@@ -11,6 +11,7 @@
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
 #include "keyspace/lazyfree.h"
+#include "session/blocking.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -201,9 +202,14 @@ static void server_apply_io_threads(void) {
 static void server_before_sleep(event_loop *el) {
     server_apply_io_threads();
     /* Finish the I/O jobs that came back, write, and repeat while more come
-     * back before the main thread may sleep. */
+     * back before the main thread may sleep. In between, the keys made
+     * ready outside a command are served and the clients unblocked so far
+     * (by this iteration's commands and timeouts, or by the requests the
+     * jobs just ran) run their pipelined requests, so their replies go out
+     * now rather than after the next wake-up. */
     do {
         io_threads_poll();
+        blocking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());
@@ -397,6 +403,7 @@ int server_init_core(char **err) {
     types_setup(&srv.types_stats);
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
+    blocking_setup(srv.el, &srv.blocking_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -446,6 +453,7 @@ void server_teardown(void) {
         client_free(client_list_head());
         client_free_closed();
     }
+    blocking_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);

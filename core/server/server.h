@@ -15,6 +15,7 @@
 #include "keyspace/db.h"
 #include "net/conn.h"
 #include "server/server_compat.h"
+#include "session/blocking.h"
 #include "session/client.h"
 #include "types/types.h"
 
@@ -40,6 +41,7 @@ typedef struct server {
     types_metrics types_stats;
     session_options session;
     session_metrics session_stats;
+    blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
     server_compat_options compat; /* Valkey directives without a feature yet */
     server_metrics stats; /* the event loop's */
 

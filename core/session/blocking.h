@@ -22,14 +22,29 @@
  * blocking_wait() (CLIENT UNBLOCK ERROR: "-UNBLOCKED client unblocked via
  * CLIENT UNBLOCK"). A blocked client that disconnects is forgotten.
  *
- * INFO clients reports blocked_clients and total_blocking_keys.
+ * A rerun is offered a key only while the key exists with the type the
+ * command waits for (list for the list commands, zset for the sorted-set
+ * ones, read from the command's ACL categories; any type for others): a
+ * key deleted, or set to a string, leaves its clients blocked, as Valkey.
  *
- * Threads: main thread only. */
+ * The command is counted once (calls, total_commands_processed, the slow
+ * log): by the rerun that serves it, or when it stops waiting. A blocked
+ * client is not closed by the idle timeout.
+ *
+ * INFO clients reports blocked_clients, clients_in_timeout_table and
+ * total_blocking_keys; CLIENT LIST shows flag b (blocked) and u (unblocked,
+ * its pipeline not resumed yet).
+ *
+ * Threads: main thread only. A client whose I/O job is in flight is
+ * replied to (served, timed out, unblocked) only after io_threads_quiesce:
+ * the job's thread then no longer reads its reply chain. */
 #ifndef KEEL_BLOCKING_H
 #define KEEL_BLOCKING_H
 
 #include <stdint.h>
 
+#include "common/metrics.h"
+#include "event/event.h"
 #include "session/client.h"
 
 /* What a client gets when it stops waiting without being served. */
@@ -53,12 +68,58 @@ int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms);
 /* Blocks the running command's client on the keys at argument positions
  * keypos[0..nkeys) of c->argv, in c->db, until deadline_ms (0: forever).
  * The command must not have replied. Called again by a rerun, it keeps the
- * client's original place and deadline. keypos is copied. */
+ * client's original place and deadline. keypos is copied; a key named
+ * twice counts once. Where blocking is not allowed it replies the null at
+ * once. */
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout);
 
-/* 1 while the running command is a blocked client's rerun (a rerun that
- * serves must not count as a new command in the statistics). */
+/* 1 while the running command is a blocked client's rerun. call() already
+ * counts a blocked command once (the first run that blocks is not counted,
+ * the rerun that serves is), so commands need not test this for the
+ * statistics. */
 int blocking_is_rerun(const client *c);
+
+/* ---- the session layer's and the server's side ---- */
+
+/* Gauges (CONFIG RESETSTAT leaves them alone), named as INFO's fields. */
+#define BLOCKING_METRICS(X, T)                                                                     \
+    X(T, blocked_clients)                                                                          \
+    X(T, clients_in_timeout_table)                                                                 \
+    X(T, total_blocking_keys)                                                                      \
+    X(T, total_blocking_keys_on_nokey)
+METRICS_STRUCT(blocking_metrics, BLOCKING_METRICS);
+
+/* Borrows el (the deadline timer) and metrics until blocking_teardown,
+ * which runs after every client is freed. */
+void blocking_setup(event_loop *el, blocking_metrics *metrics);
+void blocking_teardown(void);
+
+/* 1 while c waits in a blocking command. */
+static inline int blocking_is_blocked(const client *c) {
+    return c->bstate != NULL;
+}
+
+/* Serves the clients blocked on the keys made ready, and those that their
+ * reruns made ready, until none is left: client_execute calls it after
+ * every top-level command (a command inside EXEC, a script or a module
+ * call waits for the outer one). A no-op while serving. */
+void blocking_serve_ready(void);
+
+/* before-sleep: serves what is ready (keys signalled outside a command),
+ * then runs the pipelined requests of the clients unblocked since. */
+void blocking_before_sleep(void);
+
+/* For call(): whether the command just run left c blocked, in which case
+ * its statistics wait for the unblock (*us, what it took, is kept); when
+ * a rerun served it, *us grows by the earlier attempts. */
+int blocking_left_blocked(client *c, uint64_t *us);
+
+/* CLIENT UNBLOCK: ends c's wait as a timeout (its null) or with the
+ * UNBLOCKED error. Returns 1, or 0 if c is not blocked. */
+int blocking_unblock(client *c, int as_error);
+
+/* c is being freed: it leaves every queue. */
+void blocking_forget(client *c);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
+#include "session/blocking.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -129,6 +130,9 @@ void call(client *c) {
     if (touch_was >= 0) db_set_access_touch(touch_was);
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
+    /* A command that blocked is counted once, when it is served or stops
+     * waiting (blocking.c). */
+    if (K_UNLIKELY(c->bstate != NULL) && blocking_left_blocked(c, &us)) return;
     /* EXEC runs its commands through call(): count only the inner ones. */
     cmd = c->cmd;
     cmd->calls++;

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/kmem.h"
 #include "io/io_threads.h"
+#include "session/blocking.h"
 #include "session/call.h"
 #include "session/reply.h"
 #include "keyspace/evict.h"
@@ -151,6 +152,7 @@ static void client_release_parser_bigs(client *c) {
 }
 
 static void client_free_now(client *c) {
+    blocking_forget(c);
     client_unschedule_write(c);
     call_client_event(
         c, CALL_EVENT_CLOSE); /* the transaction code's hook drops MULTI and WATCH state */
@@ -296,10 +298,12 @@ static void client_set_parse_limits(client *c) {
     c->parser.max_bulk_len = session_opts()->proto_max_bulk_len;
 }
 
-/* Parses and runs every complete request in the query buffer. */
+/* Parses and runs every complete request in the query buffer. A client
+ * that blocks stops here: the requests after it wait in the buffer until
+ * client_resume_input. */
 static void client_process_input(client *c) {
     c->flags |= CLIENT_PROTECTED;
-    while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big) {
+    while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big && !c->bstate) {
         resp_status st;
         if (c->io_parsed) { /* the read step parsed this one already */
             st = c->io_status;
@@ -364,15 +368,31 @@ static ssize_t client_read_some(client *c) {
     return n;
 }
 
+static void client_check_input_limit(client *c) {
+    /* Asynchronous: the caller still holds c after this returns. */
+    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free_async(c);
+    if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
+}
+
+void client_resume_input(client *c) {
+    if (c->flags & CLIENT_CLOSE_ASAP) return;
+    if (c->io_job) {
+        c->flags |= CLIENT_RESUME_INPUT;
+        return;
+    }
+    c->flags &= ~CLIENT_RESUME_INPUT;
+    if (c->bstate || c->big) return; /* a big argument resumes as its bytes arrive */
+    client_process_input(c);
+    client_check_input_limit(c);
+}
+
 /* Everything after bytes arrived, wherever they came from. */
 static void client_after_input(client *c, size_t n) {
     c->net_in += (long long)n;
     session_stats()->total_net_input_bytes += (long long)n;
     c->last_interaction = event_cached_ms();
     if (client_finish_big_if_full(c) || !c->big) client_process_input(c);
-    /* Asynchronous: the caller still holds c after this returns. */
-    if (!(c->flags & CLIENT_CLOSE_ASAP) && client_qbuf_over_limit(c)) client_free_async(c);
-    if (c->qbuf_len > c->qbuf_peak) c->qbuf_peak = c->qbuf_len;
+    client_check_input_limit(c);
 }
 
 /* An idle client gives a grown query buffer back. */
@@ -615,6 +635,17 @@ void client_execute(client *c) {
     /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
     c->flags &= ~CLIENT_REPLY_SKIP;
     if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
+    /* Keys the command made ready are served once it is over as a whole
+     * (a push inside EXEC wakes clients after EXEC). */
+    if (!outer) blocking_serve_ready();
+}
+
+void client_rerun(client *c) {
+    client *outer = current_client;
+    current_client = c;
+    c->cmd_errors = 0;
+    call(c);
+    current_client = outer;
 }
 
 /* ---- the write path ---- */
@@ -761,6 +792,7 @@ static void client_job_done(void *item) {
     if (c->flags & CLIENT_CLOSE_ASAP) return; /* client_free_closed frees it */
     if (!c->conn->read_handler) conn_set_read_handler(c->conn, client_read_handler);
     if ((kind == IO_JOB_READ ? client_read_done(c) : client_write_done(c)) != K_OK) return;
+    if (c->flags & CLIENT_RESUME_INPUT) client_resume_input(c);
     if (c->reply_bytes && !(c->flags & CLIENT_PENDING_WRITE) && !c->conn->write_handler)
         client_schedule_write(c);
 }
@@ -789,7 +821,7 @@ void client_cron(void) {
     for (client *c = clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        if (session_opts()->maxidletime && c->conn &&
+        if (session_opts()->maxidletime && c->conn && !c->bstate &&
             now - c->last_interaction > (int64_t)session_opts()->maxidletime * 1000) {
             log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
@@ -850,8 +882,10 @@ size_t client_memory_total(void) {
 static void client_flags_str(client *c, char *buf) {
     char *p = buf;
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
+    if (c->bstate) *p++ = 'b';
     if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
+    if (c->flags & CLIENT_UNBLOCKED) *p++ = 'u';
     if (c->flags & CLIENT_CLOSE_ASAP) *p++ = 'A';
     if (c->flags & CLIENT_READONLY) *p++ = 'r'; /* Valkey's order */
     if (c->flags & CLIENT_NO_EVICT) *p++ = 'e';

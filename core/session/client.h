@@ -86,6 +86,16 @@ extern const size_t session_metric_descs_count;
 #define CLIENT_REPLY_SKIP (1u << 11)
 #define CLIENT_REPLY_SKIP_NEXT (1u << 12)
 #define CLIENT_NO_TOUCH (1u << 13) /* commands leave access clocks alone (but TOUCH) */
+/* A blocking command that finds nothing replies at once instead of
+ * waiting: set while EXEC runs its queue and on capture runs (modules,
+ * scripts). */
+#define CLIENT_DENY_BLOCKING (1u << 14)
+/* Unblocked, its pipelined requests not run yet (blocking.c's queue;
+ * CLIENT LIST flag u). */
+#define CLIENT_UNBLOCKED (1u << 15)
+/* client_resume_input found an I/O job in flight: the job's finish runs
+ * the pending requests. */
+#define CLIENT_RESUME_INPUT (1u << 16)
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)
@@ -198,6 +208,9 @@ typedef struct client {
     int mcap;
     size_t mbytes; /* memory of the queued arguments: part of the query buffer limit */
     struct watched_key *watched; /* singly linked */
+
+    /* The blocking command c waits in (blocking.c), NULL if none. */
+    struct blocking_state *bstate;
 } client;
 
 /* Borrows opts and metrics until session_teardown (client.c). */
@@ -256,6 +269,15 @@ void client_feed_input(client *c, const char *buf, size_t len);
 
 /* Runs one parsed command; used by the read path and EXEC. */
 void client_execute(client *c);
+
+/* Runs c->cmd with c->argv again, with c as the current client: a blocked
+ * client's rerun (blocking.c). No checks: the command passed them once. */
+void client_rerun(client *c);
+
+/* Runs the requests waiting in c's query buffer: after c was unblocked,
+ * outside the read path (blocking.c). With an I/O job in flight, the job's
+ * finish does it. */
+void client_resume_input(client *c);
 
 /* Hides argument i of the running command from the slow log (passwords). */
 static inline void client_redact_arg(client *c, int i) {

@@ -437,10 +437,11 @@ int reply_capture_run(client *c, int argc, const karg *argv, reply_buf *out) {
     /* A module command or script runs this inside its own command:
      * client_execute puts that client back as the current one afterwards.
      * Protected, c outlives a command that closes it until the closed
-     * clients are freed. */
-    c->flags |= CLIENT_PROTECTED;
+     * clients are freed. A blocking command cannot wait here: it replies
+     * as if its timeout had passed. */
+    c->flags |= CLIENT_PROTECTED | CLIENT_DENY_BLOCKING;
     client_execute(c);
-    c->flags &= ~CLIENT_PROTECTED;
+    c->flags &= ~(CLIENT_PROTECTED | CLIENT_DENY_BLOCKING);
     c->argc = 0;
     reply_take(c, out);
     return (c->flags & CLIENT_CLOSE_ASAP) ? K_ERR : K_OK;
