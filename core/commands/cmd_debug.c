@@ -10,8 +10,10 @@
 
 #include "common/common.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "keyspace/db.h"
 #include "session/reply.h"
+#include "types/list.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,6 +65,9 @@ static void debug_help(client *c) {
         "    Reply with a test value of the specified type. <type> can be: string,",
         "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
         "    true, false.",
+        "QUICKLIST-PACKED-THRESHOLD <size>",
+        "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+        "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
         "RELOAD [option ...]",
         "    Not available: Keel has no RDB yet.",
         "SET-ACTIVE-EXPIRE <0|1>",
@@ -256,6 +261,18 @@ static void debug_replybuffer(client *c) {
     reply_ok(c);
 }
 
+/* DEBUG QUICKLIST-PACKED-THRESHOLD <size>: the list test knob (types/list.h). */
+static void debug_packed_threshold(client *c) {
+    char buf[64];
+    unsigned long long sz;
+    if (config_parse_memory(arg_cstr(&c->argv[2], buf, sizeof(buf)), &sz) != K_OK ||
+        !list_set_packed_threshold(sz)) {
+        reply_error(c, "ERR argument must be a memory value bigger than 1 and smaller than 4gb");
+        return;
+    }
+    reply_ok(c);
+}
+
 static void cmd_debug(client *c) {
     if (!protected_command_allowed(c, *commands_env_get()->enable_debug_cmd, "DEBUG")) return;
     const karg *sub = &c->argv[1];
@@ -270,6 +287,8 @@ static void cmd_debug(client *c) {
     } else if (karg_eq(sub, "set-active-expire") && c->argc == 3) {
         *commands_env_get()->active_expire_enabled = arg_atoi(&c->argv[2]) != 0;
         reply_ok(c);
+    } else if (karg_eq(sub, "quicklist-packed-threshold") && c->argc == 3) {
+        debug_packed_threshold(c);
     } else if (karg_eq(sub, "replybuffer") && c->argc == 4) {
         debug_replybuffer(c);
     } else if (karg_eq(sub, "populate") && c->argc >= 3 && c->argc <= 5) {

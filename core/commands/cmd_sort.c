@@ -1,17 +1,16 @@
-/* cmd_sort.c -- SORT and SORT_RO: the members of a set ordered by their
- * value or by keys named after them (BY pattern), with LIMIT, ASC/DESC,
- * ALPHA and GET patterns (`#` the member itself, `key*` a string key,
- * `key*->field` a hash field), as Valkey 8.0.1 does them.
+/* cmd_sort.c -- SORT and SORT_RO: the elements of a list or a set
+ * ordered by their value or by keys named after them (BY pattern), with
+ * LIMIT, ASC/DESC, ALPHA, GET patterns (`#` the member itself, `key*` a
+ * string key, `key*->field` a hash field) and STORE (the result as a
+ * list), as Valkey 8.0.1 does them.
  *
- * On this branch only sets (and missing keys, empty) can be sorted, and
- * STORE can only store an empty result (deleting the destination): a
- * non-empty result is a list, and lists and sorted sets are not merged
- * here yet. */
+ * Sorted sets are not merged here yet: sorting one is WRONGTYPE. */
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/reply.h"
 #include "types/hash.h"
+#include "types/list.h"
 #include "types/set.h"
 
 #include <errno.h>
@@ -176,6 +175,37 @@ static void sort_load_set(const kobj *set, sort_vec *vec) {
     set_iter_reset(&it);
 }
 
+/* Every element of the list, in list order, as string objects. */
+static void sort_load_list(const kobj *list, sort_vec *vec) {
+    list_iter it;
+    pack_val v;
+    list_iter_init(&it, list, 0, LIST_TAIL);
+    while (list_iter_next(&it, &v))
+        vec->v[vec->n++] =
+            (sort_item){.obj = v.s ? obj_string((const char *)v.s, v.len) : obj_int(v.v)};
+}
+
+/* STORE: the result (or its GET values, "" for a missing one) as a list
+ * replacing the destination, whatever it held. Returns its length. */
+static long long sort_store(client *c, const sort_args *a, const sort_vec *vec, long long start,
+                            long long end) {
+    kobj *list = list_new();
+    for (long long j = start; j <= end; j++) {
+        kobj *e = vec->v[j].obj;
+        for (int g = 0; g < (a->ngets ? a->ngets : 1); g++) {
+            kobj *v = a->ngets ? sort_lookup(c, a->gets[g], e) : obj_incref(e);
+            char buf[24];
+            size_t len = 0;
+            const char *s = v ? obj_str(v, buf, &len) : "";
+            list_push(list, LIST_TAIL, s, len);
+            if (v) obj_decref(v);
+        }
+    }
+    long long n = (long long)list_len(list);
+    db_set(c->db, a->store->ptr, a->store->len, list, 0);
+    return n;
+}
+
 /* Scores (or BY values) for every element; 0 when one is no number. */
 static int sort_weigh(client *c, const sort_args *a, sort_vec *vec) {
     int bad = 0;
@@ -218,21 +248,33 @@ static void sort_generic(client *c, int readonly) {
         return;
     }
     db_entry *e = db_lookup(c->db, c->argv[1].ptr, c->argv[1].len, 1);
-    if (e && db_entry_type(e) != OBJ_SET) {
+    int type = e ? db_entry_type(e) : OBJ_SET;
+    if (type != OBJ_SET && type != OBJ_LIST) {
         km_free(a.gets);
         reply_wrongtype(c);
         return;
     }
     kobj *set = e ? obj_incref(db_entry_obj(e)) : NULL;
     /* An unsorted set has no defined order: stored, it is sorted ALPHA so
-     * the result is reproducible. */
-    if (a.dontsort && a.store) {
+     * the result is reproducible. A list keeps its own order. */
+    if (a.dontsort && a.store && type == OBJ_SET) {
         a.dontsort = 0;
         a.alpha = 1;
         a.by = NULL;
     }
-    sort_vec vec = {km_alloc((set ? set_size(set) : 0) * sizeof(sort_item) + 1), 0};
-    if (set) sort_load_set(set, &vec);
+    size_t size = !set ? 0 : type == OBJ_SET ? set_size(set) : list_len(set);
+    sort_vec vec = {km_alloc(size * sizeof(sort_item) + 1), 0};
+    if (set && type == OBJ_SET)
+        sort_load_set(set, &vec);
+    else if (set)
+        sort_load_list(set, &vec);
+    /* Unsorted, a list is read from its tail for DESC, as in Valkey. */
+    if (a.dontsort && a.desc && type == OBJ_LIST)
+        for (size_t i = 0, j = vec.n; i + 1 < j--; i++) {
+            sort_item t = vec.v[i];
+            vec.v[i] = vec.v[j];
+            vec.v[j] = t;
+        }
     long long len = (long long)vec.n;
     long long start = a.offset < 0 ? 0 : a.offset > len ? len : a.offset;
     long long count = a.count < -1 ? -1 : a.count > len ? len : a.count;
@@ -257,7 +299,7 @@ static void sort_generic(client *c, int readonly) {
         db_delete(c->db, a.store->ptr, a.store->len);
         reply_int(c, 0);
     } else {
-        reply_error(c, "ERR SORT STORE of a non-empty result needs the list type, not built yet");
+        reply_int(c, sort_store(c, &a, &vec, start, end));
     }
     for (size_t j = 0; j < vec.n; j++) {
         obj_decref(vec.v[j].obj);

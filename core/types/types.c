@@ -2,6 +2,7 @@
 #include "types/types.h"
 
 #include "types/hash.h"
+#include "types/list.h"
 #include "types/set.h"
 #include "types/zset.h"
 
@@ -9,6 +10,7 @@ METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
 
 void types_setup(types_metrics *m) {
     hash_type_setup(m);
+    list_type_setup();
     set_type_setup();
     zset_type_setup();
 }

@@ -1,7 +1,8 @@
-/* check_it_sort.c -- SORT and SORT_RO over sets against a real
+/* check_it_sort.c -- SORT and SORT_RO over sets and lists against a real
  * keel-server: numeric and ALPHA order, DESC, LIMIT's clamping, BY a key
- * or a hash field or a constant, GET patterns, bad numbers, STORE of an
- * empty result, the errors, and the keys COMMAND GETKEYS finds. */
+ * or a hash field or a constant, GET patterns, bad numbers, STORE (an
+ * empty result deletes, another becomes a list), the errors, and the keys
+ * COMMAND GETKEYS finds. */
 #include "harness.h"
 
 #include <string.h>
@@ -65,13 +66,31 @@ START_TEST(test_sort_by_and_get) {
 }
 END_TEST
 
+/* Lists sort like sets; BY nosort keeps the list's order, stored too. */
+START_TEST(test_sort_list) {
+    expect_int(C, 4, "RPUSH l 3 10 1 2");
+    expect_reply(C, "[\"1\",\"2\",\"3\",\"10\"]", "SORT l");
+    expect_reply(C, "[\"1\",\"10\",\"2\",\"3\"]", "SORT l ALPHA");
+    expect_reply(C, "[\"10\",\"3\"]", "SORT_RO l DESC LIMIT 0 2");
+    expect_reply(C, "[\"3\",\"10\",\"1\",\"2\"]", "SORT l BY nosort");
+    expect_reply(C, "[\"2\",\"1\",\"10\"]", "SORT l BY nosort DESC LIMIT 0 3");
+    expect_int(C, 3, "SORT l BY nosort LIMIT 1 3 STORE l");
+    expect_reply(C, "[\"10\",\"1\",\"2\"]", "LRANGE l 0 -1");
+}
+END_TEST
+
 START_TEST(test_sort_store_and_errors) {
     expect_int(C, 2, "SADD s 1 2");
     expect_ok(C, "SET dst v");
     expect_int(C, 0, "SORT nokey STORE dst");
     expect_int(C, 0, "EXISTS dst");
     expect_int(C, 0, "SORT s LIMIT 5 5 STORE dst");
-    expect_error_prefix(C, "ERR SORT STORE", "SORT s STORE dst");
+    /* A non-empty result is stored as a list, replacing any type. */
+    expect_ok(C, "SET dst v");
+    expect_int(C, 2, "SORT s DESC STORE dst");
+    expect_reply(C, "[\"2\",\"1\"]", "LRANGE dst 0 -1");
+    expect_int(C, 4, "SORT s STORE dst GET # GET nokey_*");
+    expect_reply(C, "[\"1\",\"\",\"2\",\"\"]", "LRANGE dst 0 -1");
     expect_error(C, "ERR syntax error", "SORT_RO s STORE dst");
     expect_error(C, "ERR syntax error", "SORT s FOO");
     expect_error(C, "ERR syntax error", "SORT s LIMIT 1");
@@ -110,6 +129,7 @@ static Suite *sort_suite(void) {
     TCase *tc = it_tcase(s, "sort");
     tcase_add_test(tc, test_sort_basic);
     tcase_add_test(tc, test_sort_by_and_get);
+    tcase_add_test(tc, test_sort_list);
     tcase_add_test(tc, test_sort_store_and_errors);
     tcase_add_test(tc, test_sort_getkeys);
     return s;
