@@ -14,21 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The list commands are built on another branch: until they are merged
- * the tests that need them pass without running (a note goes to stderr). */
-static int have_lists(redisContext *c) {
-    redisReply *r = it_cmd(c, "COMMAND INFO blpop");
-    int have = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-               r->element[0]->type == REDIS_REPLY_ARRAY;
-    if (!have) fprintf(stderr, "check_it_blocking: no BLPOP in this build, test skipped\n");
-    return have;
-}
-
-#define REQUIRE_LISTS(c)                                                                           \
-    do {                                                                                           \
-        if (!have_lists(c)) return;                                                                \
-    } while (0)
-
 static long long blocked(void) {
     return it_info_int(C, "clients", "blocked_clients");
 }
@@ -58,7 +43,6 @@ static const char *client_line(long long id) {
 }
 
 START_TEST(test_blpop_serves_and_flags) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     long long id = client_id(rd);
     it_raw_cmd(rd, "BLPOP", "l", "0", NULL);
@@ -74,7 +58,6 @@ START_TEST(test_blpop_serves_and_flags) {
 END_TEST
 
 START_TEST(test_pipeline_waits) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     it_raw_sendstr(rd, "*3\r\n$5\r\nBLPOP\r\n$1\r\nl\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n"
                        "*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n1\r\n");
@@ -90,7 +73,6 @@ START_TEST(test_pipeline_waits) {
 END_TEST
 
 START_TEST(test_fifo) {
-    REQUIRE_LISTS(C);
     it_raw *rd[3];
     for (int i = 0; i < 3; i++) {
         rd[i] = it_raw_connect(S);
@@ -118,7 +100,6 @@ START_TEST(test_fifo) {
 END_TEST
 
 START_TEST(test_multi_exec) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     it_raw_cmd(rd, "BLPOP", "l", "0", NULL);
     wait_blocked(1);
@@ -144,7 +125,6 @@ START_TEST(test_multi_exec) {
 END_TEST
 
 START_TEST(test_type_changes_and_moves) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     long long id = client_id(rd);
     it_raw_cmd(rd, "BLPOP", "k", "0", NULL);
@@ -178,7 +158,6 @@ START_TEST(test_type_changes_and_moves) {
 END_TEST
 
 START_TEST(test_cascade) {
-    REQUIRE_LISTS(C);
     it_raw *a = it_raw_connect(S), *b = it_raw_connect(S), *p = it_raw_connect(S);
     it_raw_cmd(a, "BLMOVE", "src", "dst", "LEFT", "RIGHT", "0", NULL);
     wait_blocked(1);
@@ -201,7 +180,6 @@ START_TEST(test_cascade) {
 END_TEST
 
 START_TEST(test_timeouts) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     long long t0 = it_mstime();
     it_raw_cmd(rd, "BLPOP", "l", "0.1", NULL);
@@ -240,7 +218,6 @@ START_TEST(test_timeouts) {
 END_TEST
 
 START_TEST(test_client_unblock) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     long long id = client_id(rd);
     it_raw_cmd(rd, "BLPOP", "l", "0", NULL);
@@ -275,7 +252,6 @@ static long long cmdstat_calls(const char *cmd) {
 }
 
 START_TEST(test_counted_once) {
-    REQUIRE_LISTS(C);
     it_raw *rd = it_raw_connect(S);
     long long id = client_id(rd);
     expect_ok(C, "CONFIG RESETSTAT");
@@ -298,7 +274,6 @@ START_TEST(test_counted_once) {
 END_TEST
 
 START_TEST(test_gauges_and_disconnect) {
-    REQUIRE_LISTS(C);
     it_raw *a = it_raw_connect(S), *b = it_raw_connect(S);
     it_raw_cmd(a, "BLPOP", "k1", "k2", "k1", "0", NULL);
     it_raw_cmd(b, "BLPOP", "k2", "k3", "100", NULL);
@@ -319,7 +294,6 @@ START_TEST(test_gauges_and_disconnect) {
 END_TEST
 
 START_TEST(test_idle_timeout_spares_blocked) {
-    REQUIRE_LISTS(C);
     expect_ok(C, "CONFIG SET timeout 1");
     it_raw *idle = it_raw_connect(S), *rd = it_raw_connect(S);
     it_raw_cmd(idle, "PING", NULL);
@@ -340,7 +314,6 @@ END_TEST
 START_TEST(test_io_threads) {
     it_server *s = it_start("--io-threads", "4", "--events-per-io-thread", "0", NULL);
     redisContext *c = it_connect(s);
-    REQUIRE_LISTS(c);
     enum { N = 16, ROUNDS = 20 };
     it_raw *rd[N];
     for (int i = 0; i < N; i++)

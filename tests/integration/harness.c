@@ -1216,7 +1216,7 @@ static const char *const reset_configs[][2] = {
     {"lazyfree-lazy-server-del", "yes"},
     {"lazyfree-lazy-user-del", "yes"},
     {"lazyfree-lazy-user-flush", "yes"},
-    {"hash-max-listpack-entries", "128"},
+    {"hash-max-listpack-entries", "512"},
     {"hash-max-listpack-value", "64"},
     {"set-max-intset-entries", "512"},
     {"set-max-listpack-entries", "128"},
