@@ -203,6 +203,8 @@ static long long sort_store(client *c, const sort_args *a, const sort_vec *vec, 
     }
     long long n = (long long)list_len(list);
     db_set(c->db, a->store->ptr, a->store->len, list, 0);
+    /* Valkey counts each element stored; db_set counted one. */
+    if (n > 1) db_signal_modified(c->db, a->store->ptr, a->store->len, n - 1);
     return n;
 }
 
