@@ -340,8 +340,8 @@ db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen);
 char *db_string_resize(db *d, db_entry **e, size_t newlen);
 /* Adds a key that does not exist, counting `changes` (1 for a plain
  * value; a collection command counts what it put in, 0 when another key's
- * announcement counts the command, as LMOVE's source does). Returns NULL
- * if it exists. */
+ * announcement counts the command, as for LMOVE's destination: its source
+ * counts the move). Returns NULL if it exists. */
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val, long long changes);
 /* A server-side delete (lazy under lazyfree-lazy-server-del). */
 int db_delete(db *d, const char *key, size_t len);
