@@ -19,6 +19,11 @@
 #   --quick         10000 and 50000
 #   --size D        value size in bytes (redis-benchmark -d; default 3)
 #   --keep DIR      keep the callgrind output files in DIR
+#   --tests LIST    comma-separated redis-benchmark tests (default get,set;
+#                   e.g. lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin:
+#                   a pop test pops what it finds, an empty key once the
+#                   pushes ran out; an LRANGE test includes the LPUSH that
+#                   redis-benchmark runs first to fill the list)
 #   --out FILE      markdown output (default: bench/results/callgrind.md)
 set -euo pipefail
 
@@ -36,8 +41,9 @@ N2=120000
 KEEP=""
 SIZE=3
 OUT="$BENCH_DIR/results/callgrind.md"
+TESTS_ARG="get,set"
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
         --size) SIZE=${2:?--size needs a byte count}; shift 2 ;;
         --keep) KEEP=${2:?--keep needs a directory}; shift 2 ;;
         --out) OUT=${2:?--out needs a file}; shift 2 ;;
+        --tests) TESTS_ARG=${2:?--tests needs a list}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -70,7 +77,7 @@ BINS=("$KEEL" "$REDIS")
 if [ -n "$VALKEY" ]; then
     NAMES+=(valkey); TITLES+=(Valkey); BINS+=("$VALKEY")
 fi
-TESTS=(get set)
+IFS=, read -r -a TESTS <<<"${TESTS_ARG// /}"
 
 trap stop_all EXIT
 trap 'exit 130' INT TERM
