@@ -274,10 +274,10 @@ static void sort_generic(client *c, int readonly) {
         a.alpha = 1;
         a.by = NULL;
     }
-    size_t size = !set                ? 0
-                  : type == OBJ_SET   ? set_size(set)
-                  : type == OBJ_ZSET  ? zset_len(set)
-                                      : list_len(set);
+    size_t size = !set               ? 0
+                  : type == OBJ_SET  ? set_size(set)
+                  : type == OBJ_ZSET ? zset_len(set)
+                                     : list_len(set);
     sort_vec vec = {km_alloc(size * sizeof(sort_item) + 1), 0};
     if (set && type == OBJ_SET)
         sort_load_set(set, &vec);
