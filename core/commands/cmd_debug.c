@@ -239,7 +239,7 @@ static void debug_populate(client *c) {
             memcpy(o->v.ptr, val, (size_t)vlen);
             o->len = (size_t)size;
         }
-        db_add(c->db, key, (size_t)klen, o);
+        db_add(c->db, key, (size_t)klen, o, 1);
     }
     reply_ok(c);
 }

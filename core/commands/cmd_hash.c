@@ -38,17 +38,18 @@ static int hash_lookup(client *c, const karg *key, kobj **out) {
                 db_delete(c->db, key->ptr, key->len);
                 return 0;
             }
-            db_signal_modified(c->db, key->ptr, key->len);
+            db_signal_modified(c->db, key->ptr, key->len, 1);
         }
     }
     *out = o;
     return 0;
 }
 
-/* A new empty hash stored at key (which is missing). */
+/* A new empty hash stored at key (which is missing); the write that fills
+ * it counts the changes. */
 static kobj *hash_create(client *c, const karg *key) {
     kobj *o = hash_new();
-    db_add(c->db, key->ptr, key->len, o);
+    db_add(c->db, key->ptr, key->len, o, 0);
     return o;
 }
 
@@ -59,14 +60,11 @@ static kobj *hash_lookup_create(client *c, const karg *key) {
     return o ? o : hash_create(c, key);
 }
 
-/* After a write: deletes the key of a hash left empty, else signals the
- * change (WATCH, dirty, wake-ups, and active expiry's registration). */
-static void hash_written(client *c, const karg *key, kobj *o) {
-    if (hash_length(o) == 0) {
-        db_delete(c->db, key->ptr, key->len);
-        return;
-    }
-    db_signal_modified(c->db, key->ptr, key->len);
+/* After a write of `changes` fields: deletes the key of a hash left
+ * empty, else signals the change (WATCH, dirty, wake-ups, and active
+ * expiry's registration). */
+static void hash_written(client *c, const karg *key, kobj *o, long long changes) {
+    collection_changed(c, key, hash_length(o) == 0, changes);
 }
 
 static void reply_hstr(client *c, const hash_str *s) {
@@ -96,7 +94,7 @@ static void cmd_hset(client *c) {
         const karg *f = &c->argv[i], *v = &c->argv[i + 1];
         created += hash_set(o, f->ptr, f->len, v->ptr, v->len, 0, HASH_NO_EXPIRE);
     }
-    hash_written(c, &c->argv[1], o);
+    hash_written(c, &c->argv[1], o, (c->argc - 2) / 2);
     /* HMSET is HSET with Valkey's older reply. */
     if (c->argv[0].ptr[1] == 'm' || c->argv[0].ptr[1] == 'M')
         reply_ok(c);
@@ -114,7 +112,7 @@ static void cmd_hsetnx(client *c) {
     }
     if (!o) o = hash_create(c, &c->argv[1]);
     hash_set(o, f->ptr, f->len, v->ptr, v->len, 0, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o);
+    hash_written(c, &c->argv[1], o, 1);
     reply_int(c, 1);
 }
 
@@ -138,7 +136,7 @@ static void cmd_hdel(client *c) {
     long long n = 0;
     for (int i = 2; o && i < c->argc; i++)
         n += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
-    if (n) hash_written(c, &c->argv[1], o);
+    if (n) hash_written(c, &c->argv[1], o, n);
     reply_int(c, n);
 }
 
@@ -218,7 +216,7 @@ static void cmd_hincrby(client *c) {
     char buf[24];
     size_t len = ll_to_str(buf, cur + incr);
     hash_set(o, f->ptr, f->len, buf, len, HASH_SET_KEEPTTL, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o);
+    hash_written(c, &c->argv[1], o, 1);
     reply_int(c, cur + incr);
 }
 
@@ -249,7 +247,7 @@ static void cmd_hincrbyfloat(client *c) {
     size_t len = ld_to_str(buf, sizeof(buf), r);
     if (!o) o = hash_create(c, &c->argv[1]);
     hash_set(o, f->ptr, f->len, buf, len, HASH_SET_KEEPTTL, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o);
+    hash_written(c, &c->argv[1], o, 1);
     reply_bulk(c, buf, len);
 }
 
@@ -526,7 +524,7 @@ static void hexpire_generic(client *c, long long base, int unit_ms, const char *
         reply_int(c, r);
     }
     hash_note_expired((size_t)expired);
-    if (changed) hash_written(c, &c->argv[1], o);
+    if (changed) hash_written(c, &c->argv[1], o, changed);
 }
 
 static void cmd_hexpire(client *c) {
@@ -592,7 +590,7 @@ static void cmd_hpersist(client *c) {
         changed += r == 1;
         reply_int(c, r);
     }
-    if (changed) hash_written(c, &c->argv[1], o);
+    if (changed) hash_written(c, &c->argv[1], o, changed);
 }
 
 static void cmd_hgetdel(client *c) {
@@ -606,7 +604,7 @@ static void cmd_hgetdel(client *c) {
         reply_field(c, o, &c->argv[i]);
         if (o) changed += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
     }
-    if (changed) hash_written(c, &c->argv[1], o);
+    if (changed) hash_written(c, &c->argv[1], o, changed);
 }
 
 /* The SET-style expiry options of HGETEX and HSETEX. */
@@ -702,7 +700,7 @@ static void cmd_hgetex(client *c) {
         else if (eo.flags & EXP_PERSIST)
             changed += hash_persist(o, f->ptr, f->len) == 1;
     }
-    if (changed) hash_written(c, &c->argv[1], o);
+    if (changed) hash_written(c, &c->argv[1], o, changed);
 }
 
 /* HSETEX key [NX|XX] [FNX|FXX] [EX|PX|EXAT|PXAT|KEEPTTL] FIELDS n f v... */
@@ -741,7 +739,7 @@ static void cmd_hsetex(client *c) {
         for (int i = first; o && i < c->argc; i += 2)
             deleted += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
         hash_note_expired((size_t)n);
-        if (deleted) hash_written(c, &c->argv[1], o);
+        if (deleted) hash_written(c, &c->argv[1], o, deleted);
         reply_int(c, 1);
         return;
     }
@@ -751,7 +749,7 @@ static void cmd_hsetex(client *c) {
         const karg *f = &c->argv[i], *v = &c->argv[i + 1];
         hash_set(o, f->ptr, f->len, v->ptr, v->len, keep, when);
     }
-    hash_written(c, &c->argv[1], o);
+    hash_written(c, &c->argv[1], o, n);
     reply_int(c, 1);
 }
 

@@ -55,12 +55,10 @@ static void reply_range(client *c, const kobj *o, long long start, long long n, 
         reply_elem(c, &v);
 }
 
-/* After elements left key's list: the key goes when the list is empty. */
-static void list_removed(client *c, const karg *key, const kobj *o) {
-    if (list_len(o) == 0)
-        db_delete(c->db, key->ptr, key->len);
-    else
-        db_signal_modified(c->db, key->ptr, key->len);
+/* After `changes` elements left key's list: the key goes when the list is
+ * empty. */
+static void list_removed(client *c, const karg *key, const kobj *o, long long changes) {
+    collection_changed(c, key, list_len(o) == 0, changes);
 }
 
 /* Normalises an inclusive [start, end] range over len elements; 0 when
@@ -153,10 +151,10 @@ static void push_generic(client *c, int where, int only_existing) {
         }
         o = list_new();
         list_push_args(o, where, c, 2);
-        db_add(c->db, key->ptr, key->len, o);
+        db_add(c->db, key->ptr, key->len, o, c->argc - 2);
     } else {
         list_push_args(o, where, c, 2);
-        db_signal_modified(c->db, key->ptr, key->len);
+        db_signal_modified(c->db, key->ptr, key->len, c->argc - 2);
     }
     reply_int(c, (long long)list_len(o));
 }
@@ -198,7 +196,7 @@ static void cmd_linsert(client *c) {
         reply_int(c, -1);
         return;
     }
-    db_signal_modified(c->db, c->argv[1].ptr, c->argv[1].len);
+    db_signal_modified(c->db, c->argv[1].ptr, c->argv[1].len, 1);
     reply_int(c, (long long)list_len(o));
 }
 
@@ -324,7 +322,7 @@ static void cmd_lset(client *c) {
         reply_error(c, "ERR index out of range");
         return;
     }
-    db_signal_modified(c->db, key->ptr, key->len);
+    db_signal_modified(c->db, key->ptr, key->len, 1);
     reply_ok(c);
 }
 
@@ -345,7 +343,7 @@ static void cmd_ltrim(client *c) {
     }
     list_delete_range(o, end + 1, len - end - 1);
     list_delete_range(o, 0, start);
-    list_removed(c, key, o);
+    list_removed(c, key, o, start + (len - end - 1));
     reply_ok(c);
 }
 
@@ -360,7 +358,7 @@ static void cmd_lrem(client *c) {
         return;
     }
     size_t removed = list_remove(o, c->argv[3].ptr, c->argv[3].len, count);
-    if (removed) list_removed(c, key, o);
+    if (removed) list_removed(c, key, o, (long long)removed);
     reply_int(c, (long long)removed);
 }
 
@@ -374,7 +372,7 @@ static void pop_range(client *c, const karg *key, kobj *o, int where, long long 
     reply_range(c, o, where == LIST_HEAD ? 0 : len - 1, n,
                 where == LIST_HEAD ? LIST_TAIL : LIST_HEAD);
     list_pop(o, where, (size_t)n);
-    list_removed(c, key, o);
+    list_removed(c, key, o, n);
 }
 
 /* Pops one element, replying it as a bulk. */
@@ -383,7 +381,7 @@ static void pop_one(client *c, const karg *key, kobj *o, int where) {
     list_peek(o, where, &v);
     reply_elem(c, &v);
     list_pop(o, where, 1);
-    list_removed(c, key, o);
+    list_removed(c, key, o, 1);
 }
 
 static void pop_generic(client *c, int where) {
@@ -519,14 +517,15 @@ static void move_one(client *c, kobj *src, int from, int to) {
     list_pop(src, from, 1);
     if (dst) {
         list_push(dst, to, e.s, e.len);
-        db_signal_modified(c->db, dkey->ptr, dkey->len);
+        db_signal_modified(c->db, dkey->ptr, dkey->len, 0);
     } else {
         dst = list_new();
         list_push(dst, to, e.s, e.len);
-        db_add(c->db, dkey->ptr, dkey->len, dst);
+        db_add(c->db, dkey->ptr, dkey->len, dst, 0);
     }
-    /* After the push: with source = destination the list is not empty. */
-    list_removed(c, skey, src);
+    /* After the push: with source = destination the list is not empty. The
+     * move counts one change, as in Valkey, whatever it creates or empties. */
+    list_removed(c, skey, src, 1);
     reply_bulk(c, e.s, e.len);
     elem_copy_release(&e);
 }

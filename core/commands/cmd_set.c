@@ -49,13 +49,10 @@ static void reply_members(client *c, const kobj *o) {
     set_iter_reset(&it);
 }
 
-/* After members were removed in place: the key goes when the set is
- * empty (Valkey never keeps an empty collection), else it was modified. */
-static void set_after_remove(client *c, const karg *key, const kobj *o) {
-    if (set_size(o) == 0)
-        db_delete(c->db, key->ptr, key->len);
-    else
-        db_signal_modified(c->db, key->ptr, key->len);
+/* After `changes` members were removed in place: the key goes when the
+ * set is empty (Valkey never keeps an empty collection). */
+static void set_after_remove(client *c, const karg *key, const kobj *o, long long changes) {
+    collection_changed(c, key, set_size(o) == 0, changes);
 }
 
 /* ---- SADD SREM SMOVE ---- */
@@ -74,9 +71,9 @@ static void cmd_sadd(client *c) {
     for (int i = 2; i < c->argc; i++)
         added += set_add(o, c->argv[i].ptr, c->argv[i].len);
     if (created)
-        db_add(c->db, key->ptr, key->len, o);
+        db_add(c->db, key->ptr, key->len, o, added);
     else if (added)
-        db_signal_modified(c->db, key->ptr, key->len);
+        db_signal_modified(c->db, key->ptr, key->len, added);
     reply_int(c, added);
 }
 
@@ -88,7 +85,7 @@ static void cmd_srem(client *c) {
     if (o) {
         for (int i = 2; i < c->argc && set_size(o) > 0; i++)
             removed += set_remove(o, c->argv[i].ptr, c->argv[i].len);
-        if (removed) set_after_remove(c, key, o);
+        if (removed) set_after_remove(c, key, o, removed);
     }
     reply_int(c, removed);
 }
@@ -110,13 +107,13 @@ static void cmd_smove(client *c) {
         reply_int(c, 0);
         return;
     }
-    set_after_remove(c, src, from);
+    set_after_remove(c, src, from, 1);
     if (!to) {
         to = set_create(member->ptr, member->len, 1);
         set_add(to, member->ptr, member->len);
-        db_add(c->db, dst->ptr, dst->len, to);
+        db_add(c->db, dst->ptr, dst->len, to, 1);
     } else if (set_add(to, member->ptr, member->len)) {
-        db_signal_modified(c->db, dst->ptr, dst->len);
+        db_signal_modified(c->db, dst->ptr, dst->len, 1);
     }
     reply_int(c, 1);
 }
@@ -155,7 +152,7 @@ static void spop_count(client *c, const karg *key, kobj *o, size_t count) {
     if (count >= size) {
         reply_set(c, (long long)size);
         reply_members(c, o);
-        db_delete(c->db, key->ptr, key->len);
+        collection_changed(c, key, 1, (long long)size);
         return;
     }
     size_t keep = size - count;
@@ -166,7 +163,7 @@ static void spop_count(client *c, const karg *key, kobj *o, size_t count) {
             reply_bulk_obj(c, m);
             obj_decref(m);
         }
-        db_signal_modified(c->db, key->ptr, key->len);
+        db_signal_modified(c->db, key->ptr, key->len, (long long)count);
         return;
     }
     kobj *kept = NULL;
@@ -182,7 +179,7 @@ static void spop_count(client *c, const karg *key, kobj *o, size_t count) {
     }
     reply_members(c, o);
     db_entry *e = db_lookup_quiet(c->db, key->ptr, key->len);
-    db_replace_value(c->db, e, kept);
+    db_replace_value(c->db, e, kept, (long long)count);
 }
 
 static void cmd_spop(client *c) {
@@ -218,7 +215,7 @@ static void cmd_spop(client *c) {
     kobj *m = set_pop_random(o);
     reply_bulk_obj(c, m);
     obj_decref(m);
-    set_after_remove(c, key, o);
+    set_after_remove(c, key, o, 1);
 }
 
 /* ---- SRANDMEMBER ---- */

@@ -1,10 +1,8 @@
-/* cmd_sort.c -- SORT and SORT_RO: the elements of a list or a set
- * ordered by their value or by keys named after them (BY pattern), with
- * LIMIT, ASC/DESC, ALPHA, GET patterns (`#` the member itself, `key*` a
- * string key, `key*->field` a hash field) and STORE (the result as a
- * list), as Valkey 8.0.1 does them.
- *
- * Sorted sets are not merged here yet: sorting one is WRONGTYPE. */
+/* cmd_sort.c -- SORT and SORT_RO: the elements of a list, a set or a
+ * sorted set ordered by their value or by keys named after them (BY
+ * pattern), with LIMIT, ASC/DESC, ALPHA, GET patterns (`#` the member
+ * itself, `key*` a string key, `key*->field` a hash field) and STORE (the
+ * result as a list), as Valkey 8.0.1 does them. */
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -12,6 +10,7 @@
 #include "types/hash.h"
 #include "types/list.h"
 #include "types/set.h"
+#include "types/zset.h"
 
 #include <errno.h>
 #include <math.h>
@@ -185,6 +184,17 @@ static void sort_load_list(const kobj *list, sort_vec *vec) {
             (sort_item){.obj = v.s ? obj_string((const char *)v.s, v.len) : obj_int(v.v)};
 }
 
+static void sort_add_member(void *priv, const zset_elem *e) {
+    sort_vec *vec = priv;
+    vec->v[vec->n++] = (sort_item){.obj = obj_string(e->m, e->len)};
+}
+
+/* Every member of the sorted set, by rank (BY nosort keeps that order). */
+static void sort_load_zset(const kobj *zset, sort_vec *vec) {
+    size_t n = zset_len(zset);
+    if (n) zset_range_rank(zset, 0, n - 1, 0, sort_add_member, vec);
+}
+
 /* STORE: the result (or its GET values, "" for a missing one) as a list
  * replacing the destination, whatever it held. Returns its length. */
 static long long sort_store(client *c, const sort_args *a, const sort_vec *vec, long long start,
@@ -203,6 +213,8 @@ static long long sort_store(client *c, const sort_args *a, const sort_vec *vec, 
     }
     long long n = (long long)list_len(list);
     db_set(c->db, a->store->ptr, a->store->len, list, 0);
+    /* Valkey counts each element stored; db_set counted one. */
+    if (n > 1) db_signal_modified(c->db, a->store->ptr, a->store->len, n - 1);
     return n;
 }
 
@@ -249,7 +261,7 @@ static void sort_generic(client *c, int readonly) {
     }
     db_entry *e = db_lookup(c->db, c->argv[1].ptr, c->argv[1].len, 1);
     int type = e ? db_entry_type(e) : OBJ_SET;
-    if (type != OBJ_SET && type != OBJ_LIST) {
+    if (type != OBJ_SET && type != OBJ_LIST && type != OBJ_ZSET) {
         km_free(a.gets);
         reply_wrongtype(c);
         return;
@@ -262,14 +274,20 @@ static void sort_generic(client *c, int readonly) {
         a.alpha = 1;
         a.by = NULL;
     }
-    size_t size = !set ? 0 : type == OBJ_SET ? set_size(set) : list_len(set);
+    size_t size = !set               ? 0
+                  : type == OBJ_SET  ? set_size(set)
+                  : type == OBJ_ZSET ? zset_len(set)
+                                     : list_len(set);
     sort_vec vec = {km_alloc(size * sizeof(sort_item) + 1), 0};
     if (set && type == OBJ_SET)
         sort_load_set(set, &vec);
+    else if (set && type == OBJ_ZSET)
+        sort_load_zset(set, &vec);
     else if (set)
         sort_load_list(set, &vec);
-    /* Unsorted, a list is read from its tail for DESC, as in Valkey. */
-    if (a.dontsort && a.desc && type == OBJ_LIST)
+    /* Unsorted, a list or a sorted set is read from its tail for DESC, as
+     * in Valkey. */
+    if (a.dontsort && a.desc && type != OBJ_SET)
         for (size_t i = 0, j = vec.n; i + 1 < j--; i++) {
             sort_item t = vec.v[i];
             vec.v[i] = vec.v[j];

@@ -284,7 +284,7 @@ static void cmd_append(client *c) {
     const karg *v = &c->argv[2];
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
     if (!e) {
-        e = db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_string_raw(v->ptr, v->len));
+        e = db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_string_raw(v->ptr, v->len), 1);
         reply_int(c, (long long)v->len);
         return;
     }
@@ -329,7 +329,7 @@ static void cmd_setrange(client *c) {
         memcpy(o->v.ptr + offset, v->ptr, v->len);
         o->len = end;
         o->v.ptr[end] = '\0';
-        db_add(c->db, c->argv[1].ptr, c->argv[1].len, o);
+        db_add(c->db, c->argv[1].ptr, c->argv[1].len, o, 1);
     } else {
         char *p = db_string_resize(c->db, &e, newlen);
         if (end > cur) memset(p + cur, 0, end - cur);

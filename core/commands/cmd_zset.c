@@ -38,12 +38,10 @@ static int zlookup(client *c, const karg *key, int count, kobj **o) {
     return 1;
 }
 
-/* After an in-place change: the key goes when the set is empty. */
-static void zset_changed(client *c, const karg *key, kobj *o) {
-    if (zset_len(o) == 0)
-        db_delete(c->db, key->ptr, key->len);
-    else
-        db_signal_modified(c->db, key->ptr, key->len);
+/* After an in-place change of `changes` members: the key goes when the
+ * set is empty. */
+static void zset_changed(client *c, const karg *key, kobj *o, long long changes) {
+    collection_changed(c, key, zset_len(o) == 0, changes);
 }
 
 /* One member of a reply: WITHSCORES adds its score, as a [member, score]
@@ -190,7 +188,7 @@ static void zadd_generic(client *c, int flags) {
             if (!found)
                 obj_decref(o);
             else if (added || updated)
-                db_signal_modified(c->db, key->ptr, key->len);
+                db_signal_modified(c->db, key->ptr, key->len, added + updated);
             goto done;
         }
         if (out & ZSET_OUT_ADDED) added++;
@@ -199,9 +197,9 @@ static void zadd_generic(client *c, int flags) {
         score = newscore;
     }
     if (!found)
-        db_add(c->db, key->ptr, key->len, o);
+        db_add(c->db, key->ptr, key->len, o, added + updated);
     else if (added || updated)
-        db_signal_modified(c->db, key->ptr, key->len);
+        db_signal_modified(c->db, key->ptr, key->len, added + updated);
 reply:
     if (!incr)
         reply_int(c, ch ? added + updated : added);
@@ -231,7 +229,7 @@ static void cmd_zrem(client *c) {
     long long deleted = 0;
     for (int j = 2; j < c->argc && zset_len(o); j++)
         deleted += zset_del(o, c->argv[j].ptr, c->argv[j].len);
-    if (deleted) zset_changed(c, &c->argv[1], o);
+    if (deleted) zset_changed(c, &c->argv[1], o, deleted);
     reply_int(c, deleted);
 }
 
@@ -283,7 +281,7 @@ static void zremrange_generic(client *c, zrange_kind kind) {
     } else {
         deleted = zset_delete_lex(o, &r.lex);
     }
-    if (deleted) zset_changed(c, &c->argv[1], o);
+    if (deleted) zset_changed(c, &c->argv[1], o, (long long)deleted);
     reply_int(c, (long long)deleted);
 }
 
@@ -811,7 +809,7 @@ static void zpop_reply(client *c, const karg *key, kobj *o, int max, long long c
     emit_ctx_init(&x, c, 1);
     x.pairs = nested;
     zset_pop(o, max, n, emit_elem, &x);
-    zset_changed(c, key, o);
+    zset_changed(c, key, o, (long long)n);
 }
 
 /* The non-blocking pops: an empty result is a null array with

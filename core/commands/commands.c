@@ -4,6 +4,7 @@
 
 #include "commands/multi.h"
 #include "common/common.h"
+#include "keyspace/db.h"
 #include "session/reply.h"
 
 #include <stdio.h>
@@ -63,4 +64,15 @@ void commands_reply_help(client *c, const char *container, const char *const *li
         reply_simple(c, lines[i]);
     reply_simple(c, "HELP");
     reply_simple(c, "    Print this help.");
+}
+
+void collection_changed(client *c, const karg *key, int empty, long long changes) {
+    if (!empty) {
+        db_signal_modified(c->db, key->ptr, key->len, changes);
+        return;
+    }
+    /* db_delete counts one change; the rest goes with an announcement made
+     * while the key still holds what the command left of it. */
+    if (changes > 1) db_signal_modified(c->db, key->ptr, key->len, changes - 1);
+    db_delete(c->db, key->ptr, key->len);
 }

@@ -75,4 +75,10 @@ int arg_to_ll(client *c, const karg *a, long long *out);
  * caller replies "ERR invalid cursor"). */
 int arg_to_scan_cursor(const karg *a, unsigned long long *out);
 
+/* After a collection command changed key's value in place by `changes`
+ * elements (Valkey's count for server.dirty): announces it, deleting the
+ * key when `empty` (Valkey keeps no empty collection) with the deletion
+ * counted within `changes`. */
+void collection_changed(client *c, const karg *key, int empty, long long changes);
+
 #endif

@@ -265,8 +265,8 @@ static void db_announce(db *d, const char *key, size_t len, db_event ev, long lo
     db_announce_change(&ch);
 }
 
-void db_signal_modified(db *d, const char *key, size_t len) {
-    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+void db_signal_modified(db *d, const char *key, size_t len, long long changes) {
+    db_announce(d, key, len, DB_EV_MODIFIED, changes);
 }
 
 /* ---- blocks ---- */
@@ -604,24 +604,24 @@ db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int6
     return e;
 }
 
-db_entry *db_add(db *d, const char *key, size_t len, kobj *val) {
+db_entry *db_add(db *d, const char *key, size_t len, kobj *val, long long changes) {
     if (db_lookup_quiet(d, key, len)) return NULL; /* expires a stale key first */
     char buf[24];
     db_val v = db_val_obj(val, buf);
     db_entry *e = db_insert_val(d, key, len, &v, -1);
     db_val_done(&v, val);
-    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    db_announce(d, key, len, DB_EV_MODIFIED, changes);
     return e;
 }
 
-db_entry *db_replace_value(db *d, db_entry *e, kobj *val) {
+db_entry *db_replace_value(db *d, db_entry *e, kobj *val, long long changes) {
     char buf[24];
     db_val v = db_val_obj(val, buf);
     e = db_swap_value(d, e, &v, -1, DB_SET_KEEPTTL);
     db_val_done(&v, val);
     size_t len;
     const char *key = db_entry_key(e, &len);
-    db_announce(d, key, len, DB_EV_MODIFIED, 1);
+    db_announce(d, key, len, DB_EV_MODIFIED, changes);
     return e;
 }
 
@@ -687,7 +687,7 @@ char *db_string_resize(db *d, db_entry **ep, size_t newlen) {
     if (db_access_touches) db_touch(e);
     size_t len;
     const char *key = db_entry_key(e, &len);
-    db_signal_modified(d, key, len);
+    db_signal_modified(d, key, len, 1);
     *ep = e;
     return o ? o->v.ptr : (char *)db_block_value_at(e);
 }
@@ -743,7 +743,7 @@ db_entry *db_set_expire(db *d, db_entry *e, int64_t when_ms) {
     e = db_expire_quiet(d, e, when_ms);
     size_t len;
     const char *key = db_entry_key(e, &len);
-    db_signal_modified(d, key, len);
+    db_signal_modified(d, key, len, 1);
     return e;
 }
 
@@ -751,7 +751,7 @@ int db_persist(db *d, db_entry *e) {
     if (!db_persist_quiet(d, e)) return 0;
     size_t len;
     const char *key = db_entry_key(e, &len);
-    db_signal_modified(d, key, len);
+    db_signal_modified(d, key, len, 1);
     return 1;
 }
 

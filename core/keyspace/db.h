@@ -24,7 +24,9 @@
  * carries the changes Valkey counts in server.dirty: one per key set,
  * deleted or given or stripped of a TTL, one for a compound change (SET
  * with a TTL, RENAME, MOVE, COPY, SWAPDB), one per key a flush removes,
- * none for keys that expire or are evicted.
+ * none for keys that expire or are evicted. The collection commands count
+ * per element as Valkey's do (RPUSH of three counts three, LMOVE one): they
+ * pass their count to db_add, db_replace_value and db_signal_modified.
  *
  * Options and counters are the caller's (db_setup): the keyspace reads
  * them live, so CONFIG SET takes effect on the next operation.
@@ -323,8 +325,9 @@ db_entry *db_put(db *d, const char *key, size_t len, kobj *val, int64_t when_ms)
  * `from`), replacing the key there if it exists: one change (RENAME,
  * MOVE). e is freed; returns the new entry. */
 db_entry *db_move(db *from, db_entry *e, db *to, const char *key, size_t len);
-/* Replaces the value of an existing entry, keeping its TTL. */
-db_entry *db_replace_value(db *d, db_entry *e, kobj *val);
+/* Replaces the value of an existing entry, keeping its TTL, counting
+ * `changes` (as db_add). */
+db_entry *db_replace_value(db *d, db_entry *e, kobj *val, long long changes);
 /* db_replace_value with the bytes s[0..slen) (INCR and friends). */
 db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen);
 /* Makes *e's string value newlen bytes long and returns its bytes for
@@ -335,8 +338,11 @@ db_entry *db_replace_str(db *d, db_entry *e, const char *s, size_t slen);
  * announces the change. The bytes are valid until the next keyspace
  * call. (APPEND, SETRANGE.) */
 char *db_string_resize(db *d, db_entry **e, size_t newlen);
-/* Adds a key that does not exist. Returns NULL if it exists. */
-db_entry *db_add(db *d, const char *key, size_t len, kobj *val);
+/* Adds a key that does not exist, counting `changes` (1 for a plain
+ * value; a collection command counts what it put in, 0 when another key's
+ * announcement counts the command, as for LMOVE's destination: its source
+ * counts the move). Returns NULL if it exists. */
+db_entry *db_add(db *d, const char *key, size_t len, kobj *val, long long changes);
 /* A server-side delete (lazy under lazyfree-lazy-server-del). */
 int db_delete(db *d, const char *key, size_t len);
 /* The user's DEL (lazy under lazyfree-lazy-user-del) or, with `unlink`,
@@ -391,8 +397,12 @@ size_t db_flush_async(db *d);
 size_t db_flush_all_async(void);
 void db_swap(int a, int b);
 
-/* Announces one change to key made in place by the caller. */
-void db_signal_modified(db *d, const char *key, size_t len);
+/* Announces a change to key made in place by the caller, counting
+ * `changes` (1 for a plain value, the elements added, removed or updated
+ * for a collection; 0 announces without counting). A collection emptied
+ * by a command is deleted: db_delete counts one, so the command announces
+ * the rest of its count here first. */
+void db_signal_modified(db *d, const char *key, size_t len, long long changes);
 
 /* Active expiry: runs for at most budget_us. Returns keys expired. */
 size_t db_active_expire_cycle(uint64_t budget_us);

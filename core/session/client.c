@@ -64,6 +64,10 @@ client *client_current(void) {
 /* Reads in a row while the transport holds buffered bytes (TLS records the
  * socket will not announce): drains a burst without starving others. */
 #define CLIENT_PENDING_ROUNDS 16
+/* An argv array grown past this many slots by one huge request (SADD of a
+ * hundred thousand members) is freed after it runs, as Valkey frees argv
+ * after every command: an idle client must not pin megabytes. */
+#define CLIENT_ARGV_KEEP_MAX 4096
 
 /* Clients that have replies to send: written in before-sleep. */
 static client *pending_head;
@@ -285,6 +289,11 @@ static void client_run_request(client *c) {
     for (int i = 0; i < c->argc; i++)
         if (c->argv[i].obj) obj_decref(c->argv[i].obj);
     c->argc = 0;
+    if (c->argv_cap > CLIENT_ARGV_KEEP_MAX) {
+        km_free(c->argv);
+        c->argv = NULL;
+        c->argv_cap = 0;
+    }
     c->parser.argc = 0;
     c->qbuf_pos += c->parser.consumed;
     c->big_direct = 0;

@@ -527,7 +527,7 @@ static void active_visit(void *priv, void *entry) {
             db_delete(d, key, len);
             vol = 0;
         } else if (n) {
-            db_signal_modified(d, key, len);
+            db_signal_modified(d, key, len, 1);
             vol = hash_volatile_count(o);
         }
     }

@@ -1,4 +1,5 @@
-/* check_it_sort.c -- SORT and SORT_RO over sets and lists against a real
+/* check_it_sort.c -- SORT and SORT_RO over sets, lists and sorted sets
+ * against a real
  * keel-server: numeric and ALPHA order, DESC, LIMIT's clamping, BY a key
  * or a hash field or a constant, GET patterns, bad numbers, STORE (an
  * empty result deletes, another becomes a list), the errors, and the keys
@@ -79,6 +80,22 @@ START_TEST(test_sort_list) {
 }
 END_TEST
 
+/* A sorted set sorts by its members' values; BY nosort keeps score order
+ * (DESC from the highest), also when stored. */
+START_TEST(test_sort_zset) {
+    expect_int(C, 5, "ZADD z 1 a 5 b 2 c 10 d 3 e");
+    expect_reply(C, "[\"e\",\"d\",\"c\",\"b\",\"a\"]", "SORT z ALPHA DESC");
+    expect_reply(C, "[\"a\",\"c\",\"e\",\"b\",\"d\"]", "SORT z BY nosort");
+    expect_reply(C, "[\"d\",\"b\",\"e\",\"c\",\"a\"]", "SORT_RO z BY nosort DESC");
+    expect_reply(C, "[\"d\",\"b\"]", "SORT z BY nosort DESC LIMIT 0 2");
+    expect_reply(C, "[]", "SORT z BY nosort LIMIT 5 10");
+    expect_int(C, 3, "ZADD n 1 10 2 3 3 -1");
+    expect_reply(C, "[\"-1\",\"3\",\"10\"]", "SORT n");
+    expect_int(C, 3, "SORT n BY nosort STORE dst");
+    expect_reply(C, "[\"10\",\"3\",\"-1\"]", "LRANGE dst 0 -1");
+}
+END_TEST
+
 START_TEST(test_sort_store_and_errors) {
     expect_int(C, 2, "SADD s 1 2");
     expect_ok(C, "SET dst v");
@@ -130,6 +147,7 @@ static Suite *sort_suite(void) {
     tcase_add_test(tc, test_sort_basic);
     tcase_add_test(tc, test_sort_by_and_get);
     tcase_add_test(tc, test_sort_list);
+    tcase_add_test(tc, test_sort_zset);
     tcase_add_test(tc, test_sort_store_and_errors);
     tcase_add_test(tc, test_sort_getkeys);
     return s;

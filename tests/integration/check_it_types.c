@@ -2,7 +2,8 @@
  * a real keel-server: TYPE, OBJECT ENCODING at and past the compact
  * encodings' thresholds, WRONGTYPE across the families, COPY (an
  * independent value), RENAME, MOVE, SWAPDB, SCAN TYPE, DEL/UNLINK/EXISTS,
- * expiry and eviction of collections, MEMORY USAGE, WATCH. */
+ * expiry and eviction of collections, MEMORY USAGE, WATCH, and the change
+ * counter's per-element counts. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -236,6 +237,83 @@ START_TEST(test_watch_sees_collection_changes) {
 }
 END_TEST
 
+static long long changes(redisContext *c) {
+    return it_info_int(c, "persistence", "rdb_changes_since_last_save");
+}
+
+/* Runs a command and asserts the changes it added to INFO's
+ * rdb_changes_since_last_save (Valkey's server.dirty). */
+#define expect_changes(n, ...)                                                                     \
+    do {                                                                                           \
+        long long before_ = changes(C);                                                            \
+        it_free(it_cmd(C, __VA_ARGS__));                                                           \
+        ck_assert_msg(changes(C) - before_ == (n), "%s: %lld changes, want %d", #__VA_ARGS__,      \
+                      changes(C) - before_, (n));                                                  \
+    } while (0)
+
+/* The collection commands count per element as Valkey 8.0.1 does: what
+ * they add, remove or update, whether or not they create or empty the key;
+ * LMOVE counts one, SMOVE one more when the member is new to the
+ * destination. */
+START_TEST(test_changes_per_element) {
+    expect_changes(3, "RPUSH l a b c");
+    expect_changes(2, "LPUSH l x y");
+    expect_changes(0, "LPUSHX nolist a");
+    expect_changes(1, "LINSERT l BEFORE a z");
+    expect_changes(1, "LSET l 0 w");
+    expect_changes(1, "LREM l 0 w");
+    expect_changes(0, "LTRIM l 0 -1");
+    expect_changes(3, "LTRIM l 2 -2");
+    expect_changes(1, "LMOVE l l2 LEFT LEFT");  /* creates l2 */
+    expect_changes(1, "LMOVE l l2 LEFT RIGHT"); /* empties l */
+    expect_changes(1, "LMOVE l2 l2 LEFT RIGHT");
+    expect_changes(2, "RPOP l2 5");
+    expect_changes(3, "SADD s a b c a");
+    expect_changes(0, "SADD s a");
+    expect_changes(2, "SREM s a b x");
+    expect_changes(2, "SMOVE s s2 c"); /* the source and the member added */
+    expect_changes(5, "SADD s 1 2 3 4 5");
+    expect_changes(1, "SPOP s");
+    expect_changes(2, "SPOP s 2");
+    expect_changes(2, "SPOP s 9");
+    expect_changes(2, "HSET h a 1 b 2");
+    expect_changes(2, "HSET h a 3 c 4"); /* updates count too */
+    expect_changes(0, "HSETNX h a 5");
+    expect_changes(1, "HINCRBY h n 1");
+    expect_changes(4, "HDEL h a b c n x");
+    expect_changes(2, "ZADD z 1 a 2 b");
+    expect_changes(2, "ZADD z 1 a 3 b 4 c");
+    expect_changes(0, "ZADD z NX 9 a");
+    expect_changes(1, "ZINCRBY z 1 a");
+    expect_changes(1, "ZREM z a x");
+    expect_changes(2, "ZPOPMIN z 9");
+    expect_changes(3, "RPUSH src 3 1 2");
+    expect_changes(3, "SORT src STORE dst");
+    expect_changes(1, "SINTERSTORE dst2 s2");
+}
+END_TEST
+
+/* A blocked pop served by a push: the push and the pop count one each;
+ * BLMOVE moving the only element to a new list counts one (Valkey's
+ * "BLPOP/BLMOVE should increase dirty"). */
+START_TEST(test_blocked_pops_count_changes) {
+    it_raw *rd = it_raw_connect(S);
+    long long before = changes(C);
+    it_raw_cmd(rd, "BLPOP", "l", "0", NULL);
+    it_wait_until(it_info_int(C, "clients", "blocked_clients") == 1, 5000);
+    expect_int(C, 1, "LPUSH l a");
+    expect_raw(rd, "[\"l\",\"a\"]");
+    ck_assert_int_eq(changes(C) - before, 2);
+    before = changes(C);
+    it_raw_cmd(rd, "BLMOVE", "l", "l1", "LEFT", "LEFT", "0", NULL);
+    it_wait_until(it_info_int(C, "clients", "blocked_clients") == 1, 5000);
+    expect_int(C, 1, "LPUSH l a");
+    expect_raw(rd, "\"a\"");
+    ck_assert_int_eq(changes(C) - before, 2);
+    it_raw_close(rd);
+}
+END_TEST
+
 /* Collections are evicted like strings: the server stays under maxmemory. */
 START_TEST(test_eviction_of_collections) {
     it_server *s = it_start("--maxmemory", "8mb", "--maxmemory-policy", "allkeys-random", NULL);
@@ -265,6 +343,8 @@ static Suite *types_suite(void) {
     tcase_add_test(tc, test_expire_collections);
     tcase_add_test(tc, test_memory_usage_grows);
     tcase_add_test(tc, test_watch_sees_collection_changes);
+    tcase_add_test(tc, test_changes_per_element);
+    tcase_add_test(tc, test_blocked_pops_count_changes);
     tcase_add_test(tc, test_eviction_of_collections);
     return s;
 }

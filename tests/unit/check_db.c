@@ -118,9 +118,9 @@ END_TEST
 START_TEST(test_add_existing) {
     db *d = db_get(0);
     kobj *v1 = obj_string("one", 3);
-    ck_assert_ptr_nonnull(db_add(d, "k", 1, v1));
+    ck_assert_ptr_nonnull(db_add(d, "k", 1, v1, 1));
     kobj *v2 = obj_string("two", 3);
-    ck_assert_ptr_null(db_add(d, "k", 1, v2));
+    ck_assert_ptr_null(db_add(d, "k", 1, v2, 1));
     /* the caller keeps its reference on failure; the stored value is intact */
     ck_assert_uint_eq(v2->refcount, 1);
     obj_decref(v2);
@@ -133,7 +133,7 @@ START_TEST(test_replace_value) {
     db *d = db_get(0);
     db_entry *e = set_str(d, "k", "a", 0);
     e = db_set_expire(d, e, T0 + 5000);
-    e = db_replace_value(d, e, obj_string("b", 1));
+    e = db_replace_value(d, e, obj_string("b", 1), 1);
     expect_val(get(d, "k"), "b");
     ck_assert(db_entry_expire(e) == T0 + 5000); /* replacing the value keeps the TTL */
     ck_assert_uint_eq(db_expires_count(d), 1);
@@ -200,7 +200,7 @@ START_TEST(test_lazy_expiry_quiet_and_set) {
     e = db_set_expire(d, e, T0 - 1);
     ck_assert_int_eq(db_expires_count(d), 1);
     ck_assert_ptr_null(db_lookup_quiet(d, "a", 1));
-    ck_assert_ptr_nonnull(db_add(d, "a", 1, obj_string("new", 3)));
+    ck_assert_ptr_nonnull(db_add(d, "a", 1, obj_string("new", 3), 1));
     expect_val(get(d, "a"), "new");
 }
 END_TEST

@@ -313,12 +313,12 @@ START_TEST(test_active_expire) {
     kobj *o = hash_new();
     set_s(o, "keep", "1");
     hash_set(o, "gone", 4, "2", 1, 0, T0 + 100);
-    db_add(d, "h1", 2, o);
+    db_add(d, "h1", 2, o, 1);
     hash_track_volatile(0, "h1", 2);
     kobj *p = hash_new();
     hash_set(p, "x", 1, "1", 1, 0, T0 + 100);
     hash_set(p, "y", 1, "1", 1, 0, T0 + 200);
-    db_add(d, "h2", 2, p);
+    db_add(d, "h2", 2, p, 1);
     hash_track_volatile(0, "h2", 2);
     hash_track_volatile(0, "h2", 2);
     hash_track_volatile(0, "nokey", 5);
@@ -339,9 +339,9 @@ END_TEST
 static kobj *add_volatile(const char *key) {
     kobj *o = hash_new();
     set_s(o, "b", "2");
-    db_add(db_get(0), key, strlen(key), o);
+    db_add(db_get(0), key, strlen(key), o, 1);
     hash_set(o, "a", 1, "1", 1, 0, T0 + 100);
-    db_signal_modified(db_get(0), key, strlen(key));
+    db_signal_modified(db_get(0), key, strlen(key), 1);
     return o;
 }
 
@@ -374,7 +374,7 @@ START_TEST(test_track_swapdb) {
     kobj *o = add_volatile("s");
     kobj *p = hash_new();
     hash_set(p, "x", 1, "1", 1, 0, T0 + 100);
-    db_add(db_get(2), "t", 1, p);
+    db_add(db_get(2), "t", 1, p, 1);
     EXPECT(hash_tracked_count() == 2);
     db_swap(0, 2);
     EXPECT(db_find(db_get(2), "s", 1) && db_find(db_get(0), "t", 1));
@@ -395,7 +395,7 @@ START_TEST(test_track_counter) {
     db_set_str(d, "str", 3, "v", 1, 0, -1);
     kobj *o = hash_new();
     set_s(o, "a", "1");
-    db_add(d, "plain", 5, o);
+    db_add(d, "plain", 5, o, 1);
     EXPECT(hash_tracked_count() == 0 && hash_volatile_hashes() == 0);
     set_s(o, "b", "2");
     hash_set_expire(o, "a", 1, T0 + 10, 0);
