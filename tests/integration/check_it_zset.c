@@ -513,6 +513,9 @@ START_TEST(test_blocking_pops) {
     /* Woken by a ZADD from another client, in the order they blocked. */
     it_raw *r1 = it_raw_connect(S), *r2 = it_raw_connect(S);
     it_raw_cmd(r1, "BZPOPMIN", "k1", "k2", "0", NULL);
+    /* r1 must block first: with I/O threads r2's request could be read
+     * before r1's, and its COUNT 5 would take everything. */
+    it_wait_until(it_info_int(C, "clients", "blocked_clients") == 1, 5000);
     it_raw_cmd(r2, "BZMPOP", "0", "1", "k2", "MAX", "COUNT", "5", NULL);
     it_wait_until(it_info_int(C, "clients", "blocked_clients") == 2, 5000);
     expect_int(C, 3, "ZADD k2 1 x 2 y 3 z");
