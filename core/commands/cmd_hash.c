@@ -282,9 +282,12 @@ typedef struct rand_reply {
     int withvalues;
 } rand_reply;
 
-static void reply_pick(void *priv, const hash_str *f, const hash_str *v) {
+/* Stops once the client is being dropped (its output buffer limit): the
+ * rest of a huge count would only be discarded. */
+static int reply_pick(void *priv, const hash_str *f, const hash_str *v) {
     rand_reply *r = priv;
     reply_rand_pair(r->c, f, r->withvalues ? v : NULL);
+    return !(r->c->flags & CLIENT_CLOSE_ASAP);
 }
 
 static void cmd_hrandfield(client *c) {

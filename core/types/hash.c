@@ -582,7 +582,7 @@ void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv) {
     if (!hash_is_listpack(o)) {
         for (size_t i = 0; i < count; i++) {
             hf_to_str(hashtable_fair_random(ht_of(o)->fields), &f, &v);
-            fn(priv, &f, &v);
+            if (!fn(priv, &f, &v)) break;
         }
         return;
     }
@@ -595,7 +595,7 @@ void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv) {
         size_t pos = all[(size_t)random() % k];
         lp_read(p, pos, &f);
         lp_read(p, pack_next(p, pos), &v);
-        fn(priv, &f, &v);
+        if (!fn(priv, &f, &v)) break;
     }
     km_free(all);
 }
@@ -605,7 +605,7 @@ typedef struct pick_one {
 } pick_one;
 
 /* Copies a pick out (an integer's digits live in the caller's hash_str). */
-static void pick_copy(void *priv, const hash_str *f, const hash_str *v) {
+static int pick_copy(void *priv, const hash_str *f, const hash_str *v) {
     pick_one *p = priv;
     *p->field = *f;
     if (f->s == f->buf) p->field->s = p->field->buf;
@@ -613,6 +613,7 @@ static void pick_copy(void *priv, const hash_str *f, const hash_str *v) {
         *p->val = *v;
         if (v->s == v->buf) p->val->s = p->val->buf;
     }
+    return 1;
 }
 
 void hash_random(kobj *o, hash_str *field, hash_str *val) {

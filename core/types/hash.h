@@ -125,9 +125,10 @@ void hash_iter_reset(hash_iter *it);
 /* One random field and its value (val may be NULL). The hash is not
  * empty. */
 void hash_random(kobj *o, hash_str *field, hash_str *val);
-/* count uniform picks (repeats allowed), each handed to fn with its value;
+/* count uniform picks (repeats allowed), each handed to fn with its value,
+ * until fn returns 0 (a huge count stops with the client it replies to);
  * a small hash is snapshotted once, so this is O(size + count) there. */
-typedef void (*hash_pick_fn)(void *priv, const hash_str *field, const hash_str *val);
+typedef int (*hash_pick_fn)(void *priv, const hash_str *field, const hash_str *val);
 void hash_random_picks(kobj *o, size_t count, hash_pick_fn fn, void *priv);
 
 /* Calls fn for some fields: a listpack hash gives all of them and returns

@@ -39,9 +39,12 @@
  * slot of a closed one on its next command.
  *
  * Bounds: at most FZ_RUN_BYTES generated argument bytes per run, an argument
- * at most 64 KB + 1 (big arguments, >= 32 KB, included); fuzz_pin_limits
- * undoes a CONFIG SET that raised maxmemory or proto-max-bulk-len, and CONFIG
- * SET is never queued inside MULTI (its EXEC would run with raised limits).
+ * at most 64 KB + 1 (big arguments, >= 32 KB, included); a reply at most
+ * the normal clients' hard output limit (FUZZ_OBUF_HARD: a huge count's
+ * reply ends with its client, as in Valkey); fuzz_pin_limits undoes a
+ * CONFIG SET that raised maxmemory, proto-max-bulk-len or that limit, and
+ * CONFIG SET is never queued inside MULTI (its EXEC would run with raised
+ * limits).
  * Nothing here can stall: DEBUG is never sent (DEBUG SLEEP; it is disabled
  * anyway), nor any command flagged blocking; MODULE is unregistered and
  * SHUTDOWN forgotten by fuzz_common.c, which also owns the set-up and the
@@ -387,10 +390,12 @@ static const size_t fz_long_lens[] = {
 /* What the arguments of some commands are, as kind letters:
  *   k key   # number   * glob   c client id   n directive   v directive value
  *   m command name   o option word of any command   $ anything
+ *   N a number that counts the arguments after it (numkeys), else as '#'
  * fixed: the arguments after the name(s), one letter each; cycle: the
- * letters the remaining arguments repeat; options: the command's option
- * words, each optionally followed by ':' and the kinds of its values
- * ("EX:#"). Where a grammar says what an argument is, a kind byte below
+ * letters the remaining arguments repeat (with options, only as many as a
+ * fixed N counts: ZUNION 3 k k k WEIGHTS ...); options: the command's
+ * option words, each optionally followed by ':' and the kinds of its
+ * values ("EX:#"). Where a grammar says what an argument is, a kind byte below
  * FZ_HINT_BELOW takes that; commands without one get only the command
  * table's key positions. A few commands' worth of knowledge, so the fuzzer
  * gets past the syntax checks; the rest it finds by itself. */
@@ -448,7 +453,9 @@ static const fz_grammar fz_grammars[] = {
     {"hpexpire", "k#", NULL, FZ_EXPIRE_OPTS " FIELDS:#$"},
     {"hexpireat", "k#", NULL, FZ_EXPIRE_OPTS " FIELDS:#$"},
     {"hpexpireat", "k#", NULL, FZ_EXPIRE_OPTS " FIELDS:#$"},
-    {"httl", "k", NULL, "FIELDS:#$"},    {"hpersist", "k", NULL, "FIELDS:#$"},
+    {"httl", "k", NULL, "FIELDS:#$"},    {"hpttl", "k", NULL, "FIELDS:#$"},
+    {"hexpiretime", "k", NULL, "FIELDS:#$"}, {"hpexpiretime", "k", NULL, "FIELDS:#$"},
+    {"hpersist", "k", NULL, "FIELDS:#$"},
     {"hgetex", "k", NULL, "PERSIST FIELDS:#$ " FZ_SET_EXPIRY},
     {"hsetex", "k", NULL, "FNX FXX KEEPTTL FIELDS:#$$ " FZ_SET_EXPIRY},
     {"hgetdel", "k", NULL, "FIELDS:#$"},
@@ -462,12 +469,12 @@ static const fz_grammar fz_grammars[] = {
     {"lrem", "k#$", NULL, NULL},
     {"lpos", "k$", NULL, "RANK:# COUNT:# MAXLEN:#"},
     {"rpoplpush", "kk", NULL, NULL},     {"lmove", "kk", NULL, "LEFT RIGHT"},
-    {"lmpop", "#k", "k", "LEFT RIGHT COUNT:#"},
+    {"lmpop", "Nk", "k", "LEFT RIGHT COUNT:#"},
     /* Sets. */
     {"sadd", "k", "$", NULL},            {"srem", "k", "$", NULL},
     {"smove", "kk$", NULL, NULL},        {"sismember", "k$", NULL, NULL},
     {"smismember", "k", "$", NULL},      {"spop", "k#", NULL, NULL},
-    {"srandmember", "k#", NULL, NULL},   {"sintercard", "#k", "k", "LIMIT:#"},
+    {"srandmember", "k#", NULL, NULL},   {"sintercard", "Nk", "k", "LIMIT:#"},
     {"sscan", "k#", NULL, "MATCH:* COUNT:#"},
     /* Sorted sets. */
     {"zadd", "k", "#$", NULL}, /* flags come from the option palette */
@@ -480,16 +487,16 @@ static const fz_grammar fz_grammars[] = {
     {"zrevrange", "k##", NULL, "WITHSCORES"}, {"zcount", "k##", NULL, NULL},
     {"zlexcount", "k$$", NULL, NULL},    {"zremrangebyscore", "k##", NULL, NULL},
     {"zremrangebyrank", "k##", NULL, NULL}, {"zremrangebylex", "k$$", NULL, NULL},
-    {"zunion", "#k", "k", "WEIGHTS:## AGGREGATE:o WITHSCORES"},
-    {"zinter", "#k", "k", "WEIGHTS:## AGGREGATE:o WITHSCORES"},
-    {"zdiff", "#k", "k", "WITHSCORES"},
-    {"zunionstore", "k#k", "k", "WEIGHTS:## AGGREGATE:o"},
-    {"zinterstore", "k#k", "k", "WEIGHTS:## AGGREGATE:o"},
-    {"zdiffstore", "k#k", "k", NULL},    {"zintercard", "#k", "k", "LIMIT:#"},
+    {"zunion", "Nk", "k", "WEIGHTS:## AGGREGATE:o WITHSCORES"},
+    {"zinter", "Nk", "k", "WEIGHTS:## AGGREGATE:o WITHSCORES"},
+    {"zdiff", "Nk", "k", "WITHSCORES"},
+    {"zunionstore", "kNk", "k", "WEIGHTS:## AGGREGATE:o"},
+    {"zinterstore", "kNk", "k", "WEIGHTS:## AGGREGATE:o"},
+    {"zdiffstore", "kNk", "k", NULL},    {"zintercard", "Nk", "k", "LIMIT:#"},
     {"zscore", "k$", NULL, NULL},        {"zmscore", "k", "$", NULL},
     {"zrank", "k$", NULL, "WITHSCORE"},  {"zrevrank", "k$", NULL, "WITHSCORE"},
     {"zpopmin", "k#", NULL, NULL},       {"zpopmax", "k#", NULL, NULL},
-    {"zmpop", "#k", "k", "MIN MAX COUNT:#"},
+    {"zmpop", "Nk", "k", "MIN MAX COUNT:#"},
     {"zrandmember", "k#", NULL, "WITHSCORES"},
     {"zscan", "k#", NULL, "MATCH:* COUNT:# NOSCORES"},
     /* Every type. */
@@ -681,6 +688,7 @@ static int fz_kind_of(char letter) {
     case 'k':
         return FZ_KIND_KEY;
     case '#':
+    case 'N':
         return FZ_KIND_NUMBER;
     case '*':
         return FZ_KIND_GLOB;
@@ -699,8 +707,23 @@ static int fz_kind_of(char letter) {
     }
 }
 
+/* How many cycle arguments follow the fixed ones before the options: the
+ * value of the fixed N (already generated, at argument names + its place)
+ * less the fixed letters after it; 0 without an N or a usable value. */
+static size_t fz_counted(const fz_run *r, const fz_grammar *g, int names) {
+    const char *n = strchr(g->fixed, 'N');
+    if (!n) return 0;
+    size_t at = (size_t)names + (size_t)(n - g->fixed), after = strlen(n + 1);
+    char tmp[24];
+    size_t len = r->len[at] < sizeof(tmp) - 1 ? r->len[at] : sizeof(tmp) - 1;
+    memcpy(tmp, r->args.ptr + r->off[at], len);
+    tmp[len] = '\0';
+    long long v = strtoll(tmp, NULL, 10);
+    return v > (long long)after && v < FZ_MAX_ARGS ? (size_t)v - after : 0;
+}
+
 /* What the grammar says argument pos (0: the first after the names) is. */
-static int fz_grammar_hint(fz_run *r, size_t pos) {
+static int fz_grammar_hint(fz_run *r, size_t pos, int names) {
     const fz_grammar *g = r->grammar;
     size_t nfixed = strlen(g->fixed);
     if (pos < nfixed) return fz_kind_of(g->fixed[pos]);
@@ -708,6 +731,8 @@ static int fz_grammar_hint(fz_run *r, size_t pos) {
         r->npending--;
         return fz_kind_of(*r->pending++);
     }
+    if (g->cycle && g->options && pos - nfixed < fz_counted(r, g, names))
+        return fz_kind_of(g->cycle[(pos - nfixed) % strlen(g->cycle)]);
     if (g->options) return FZ_KIND_CMD_OPTION;
     if (g->cycle) return fz_kind_of(g->cycle[(pos - nfixed) % strlen(g->cycle)]);
     return -1;
@@ -716,7 +741,7 @@ static int fz_grammar_hint(fz_run *r, size_t pos) {
 /* The palette argument i of the command prefers, or -1: its grammar's
  * choice, else a key where the command table puts one. */
 static int fz_hint(fz_run *r, int i, int names, const int *keys, int nkeys) {
-    if (r->grammar) return fz_grammar_hint(r, (size_t)(i - names));
+    if (r->grammar) return fz_grammar_hint(r, (size_t)(i - names), names);
     for (int k = 0; k < nkeys; k++)
         if (keys[k] == i) return FZ_KIND_KEY;
     return -1;

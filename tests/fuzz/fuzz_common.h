@@ -22,6 +22,11 @@
 #define FUZZ_MAXMEMORY_BYTES (64ull << 20)
 #define FUZZ_PROTO_MAX_BULK_LEN "1mb"
 #define FUZZ_PROTO_MAX_BULK_LEN_BYTES (1ll << 20)
+/* A normal client's hard output limit: what bounds the replies no argument
+ * limit does (SRANDMEMBER k -9223372036854775807, LRANGE of a big list,
+ * SORT ... GET # GET # ...), as Valkey relies on client output limits. */
+#define FUZZ_OBUF_HARD "4mb"
+#define FUZZ_OBUF_HARD_BYTES (4ull << 20)
 
 /* Prints "<target>: what: detail" and aborts (a harness bug or a broken
  * invariant, reported like a crash). */
@@ -45,9 +50,9 @@ const char *fuzz_config_value(size_t i);
 /* Call at the start of every run: reseeds rand(). */
 void fuzz_begin_run(void);
 
-/* Puts maxmemory and proto-max-bulk-len back to the fixed bounds if a
- * CONFIG SET raised them (or turned maxmemory off); lowering them is left
- * alone. For targets that reach CONFIG SET easily enough for a raised limit
+/* Puts maxmemory, proto-max-bulk-len and the normal clients' hard output
+ * limit back to the fixed bounds if a CONFIG SET raised them (or turned
+ * maxmemory or the limit off); lowering them is left alone. For targets that reach CONFIG SET easily enough for a raised limit
  * to make one input allocate gigabytes. */
 void fuzz_pin_limits(void);
 
@@ -56,7 +61,8 @@ int fuzz_client_usable(const client *c);
 
 /* What before-sleep and the cron do between two reads of a connection-less
  * client: drop the replies, run the client and database crons, read used
- * memory afresh at the next maxmemory check, forget a SHUTDOWN request. */
+ * memory afresh at the next maxmemory check, forget a SHUTDOWN request;
+ * with active expiry on, the types' part of it (hash fields' TTLs) too. */
 void fuzz_between_reads(void);
 
 /* Feeds n bytes to c as consecutive socket reads of at most

@@ -205,6 +205,29 @@ START_TEST(test_hrandfield) {
 }
 END_TEST
 
+/* A negative count near -2^63 ends when the output buffer limit closes
+ * the client, in either encoding; the server goes on (it used to keep
+ * picking for the dropped client, 2^63 times). */
+START_TEST(test_hrandfield_huge_count) {
+    expect_int(C, 1, "HSET small a 1");
+    expect_ok(C, "CONFIG SET hash-max-listpack-entries 0");
+    expect_int(C, 1, "HSET big a 1");
+    expect_ok(C, "CONFIG SET hash-max-listpack-entries 512");
+    expect_bulk(C, "listpack", "OBJECT ENCODING small");
+    expect_bulk(C, "hashtable", "OBJECT ENCODING big");
+    expect_ok(C, "CONFIG SET client-output-buffer-limit %s", "normal 1mb 1mb 0");
+    const char *keys[] = {"small", "big"};
+    for (int i = 0; i < 2; i++) {
+        redisContext *c2 = it_connect(S);
+        redisReply *r = it_try_cmd(c2, "HRANDFIELD %s -9223372036854775807", keys[i]);
+        ck_assert(r == NULL || r->type == REDIS_REPLY_ERROR);
+        it_disconnect(c2);
+        expect_status(C, "PONG", "PING");
+    }
+    expect_ok(C, "CONFIG SET client-output-buffer-limit %s", "normal 0 0 0");
+}
+END_TEST
+
 START_TEST(test_hscan) {
     expect_reply(C, "[\"0\",[]]", "HSCAN nokey 0");
     expect_int(C, 2, "HSET h a 1 b 2");
@@ -500,6 +523,7 @@ static Suite *hash_suite(void) {
     tcase_add_test(tc, test_hincrbyfloat_errors);
     tcase_add_test(tc, test_encodings_and_config);
     tcase_add_test(tc, test_hrandfield);
+    tcase_add_test(tc, test_hrandfield_huge_count);
     tcase_add_test(tc, test_hscan);
     tcase_add_test(tc, test_hexpire_codes);
     tcase_add_test(tc, test_hexpire_errors);
