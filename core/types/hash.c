@@ -63,7 +63,8 @@ static void hf_free(void *entry) {
     km_free(entry);
 }
 
-static const hashtable_type fields_type = {.entry_key = hf_key, .entry_free = hf_free};
+static const hashtable_type fields_type = {
+    .entry_key = hf_key, .entry_free = hf_free, .grow_fill = HASHTABLE_GROW_FILL_TIGHT};
 /* The fields with a TTL, borrowed from the main table. */
 static const hashtable_type volatile_type = {.entry_key = hf_key};
 
@@ -193,12 +194,7 @@ static void hash_convert(kobj *o) {
 /* ---- the value ---- */
 
 kobj *hash_new(void) {
-    kobj *o = km_calloc(1, OBJ_SHORT_HEADER);
-    o->refcount = 1;
-    o->type = OBJ_HASH;
-    o->encoding = OBJ_ENC_LISTPACK;
-    set_ptr(o, pack_new());
-    return o;
+    return obj_new_aggregate(OBJ_HASH, OBJ_ENC_LISTPACK, pack_new());
 }
 
 int hash_is_listpack(const kobj *o) {
@@ -663,7 +659,9 @@ static void hash_free_value(kobj *o) {
         ht_free(ht_of(o));
 }
 
-static size_t hash_mem_usage(const kobj *o) {
+/* Exact in O(1): the table keeps its elements' bytes. */
+static size_t hash_mem_usage(const kobj *o, size_t samples) {
+    (void)samples;
     if (hash_is_listpack(o)) return pack_bytes(lp_of(o));
     const hash_table *t = ht_of(o);
     size_t n = km_usable(t) + hashtable_mem_usage(t->fields) + t->elem_bytes;
