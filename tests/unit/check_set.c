@@ -292,7 +292,7 @@ START_TEST(test_usage_samples) {
     kobj *o = set_create_table();
     char buf[16];
     for (int i = 0; i < 200; i++) {
-        snprintf(buf, sizeof(buf), "m%d", i);
+        snprintf(buf, sizeof(buf), "m%03d", i);
         add_str(o, buf);
     }
     char *big = malloc(10000);
@@ -304,7 +304,7 @@ START_TEST(test_usage_samples) {
     ck_assert_uint_eq(obj_mem_usage_sampled(o, 201), all);
     ck_assert_uint_ne(obj_mem_usage_sampled(o, 1), all);
     ck_assert_uint_eq(obj_mem_usage(o), obj_mem_usage_sampled(o, OBJ_MEM_SAMPLES));
-    /* Members of one size class: any sample gives the exact figure. */
+    /* Members of one length: any sample gives the exact figure. */
     set_remove(o, big, 10000);
     ck_assert_uint_eq(obj_mem_usage_sampled(o, 1), obj_mem_usage_sampled(o, OBJ_MEM_ALL_SAMPLES));
     free(big);
