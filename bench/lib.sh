@@ -80,13 +80,15 @@ bench_tmpdir() {
 
 # pick_port: sets PORT to a TCP port on 127.0.0.1 nobody listens on and that
 # we have not handed out, below the kernel's ephemeral range (so no client
-# socket of an earlier run can be sitting on it).
+# socket of an earlier run can be sitting on it), or in $BENCH_PORTS.
 _BENCH_USED_PORTS=" "
 pick_port() {
     local p lo hi tries=0
     read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
     hi=$((lo - 1)); lo=10000
     [ "$hi" -gt $((lo + 1000)) ] || { lo=20000; hi=30000; }
+    # BENCH_PORTS=LO-HI confines the servers to a range (shared machines).
+    if [ -n "${BENCH_PORTS:-}" ]; then lo=${BENCH_PORTS%-*}; hi=${BENCH_PORTS#*-}; fi
     while [ $tries -lt 200 ]; do
         p=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1) ))
         tries=$((tries + 1))

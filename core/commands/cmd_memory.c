@@ -81,9 +81,10 @@ void mem_overhead_release(mem_overhead *mh) {
 
 /* ---- MEMORY USAGE ---- */
 
-/* [SAMPLES count]: 0 means every element. Keel's values are strings, which
- * have no elements to sample, but the option is checked as Valkey does. */
-static int memory_parse_samples(client *c) {
+/* [SAMPLES count]: the elements an aggregate's size is estimated from
+ * (Valkey's default 5); 0 means every element. */
+static int memory_parse_samples(client *c, size_t *out) {
+    *out = OBJ_MEM_SAMPLES;
     for (int j = 3; j < c->argc; j++) {
         long long samples;
         if (!karg_eq(&c->argv[j], "samples") || j + 1 >= c->argc) {
@@ -95,6 +96,7 @@ static int memory_parse_samples(client *c) {
             reply_syntax_error(c);
             return 0;
         }
+        *out = samples == 0 ? OBJ_MEM_ALL_SAMPLES : (size_t)samples;
     }
     return 1;
 }
@@ -105,13 +107,14 @@ static int memory_parse_samples(client *c) {
  * has expired is reported missing. */
 static void memory_usage(client *c) {
     const karg *key = &c->argv[2];
-    if (!memory_parse_samples(c)) return;
+    size_t samples;
+    if (!memory_parse_samples(c, &samples)) return;
     db_entry *e = db_find(c->db, key->ptr, key->len);
     if (!e || db_is_expired(e)) {
         reply_null(c);
         return;
     }
-    reply_int(c, (long long)db_entry_mem_usage(e));
+    reply_int(c, (long long)db_entry_mem_usage_sampled(e, samples));
 }
 
 /* ---- MEMORY STATS ---- */

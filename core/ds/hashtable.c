@@ -46,7 +46,9 @@
  *
  * Sizes. Fill is entries / (8 * n home buckets); the tail is extra room.
  *   grow    when an add would take the fill over 90%, to the smallest table
- *           at or under 45%: a doubling, so a table being filled moves each
+ *           at or under 45% (or the type's grow_fill: collections' tables,
+ *           which nothing compacts, grow 1.5x to 60%): a doubling, so a
+ *           table being filled moves each
  *           entry about once (growing one allocator size class at a time,
  *           ~1.15x, kept the table tight but moved each entry about seven
  *           times and cost bulk loads 30% of their SET rate);
@@ -616,7 +618,7 @@ static void grow_if_needed(hashtable *ht) {
     /* Growing while paused is fine: the old table is left untouched. Near
      * a memory limit the doubling would push the server over (and make it
      * evict keys): the tight size is the smallest growth that makes room. */
-    size_t n = homes_for(want, GROW_FAST_PERCENT);
+    size_t n = homes_for(want, ht->type->grow_fill ? ht->type->grow_fill : GROW_FAST_PERCENT);
     if (ht->type->grow_budget && table_bytes_for(n) > ht->type->grow_budget())
         n = homes_for(want, GROW_TARGET_PERCENT);
     resize(ht, n);

@@ -488,9 +488,13 @@ long long db_entry_refcount(const db_entry *e) {
     return 1;
 }
 
-size_t db_entry_mem_usage(const db_entry *e) {
+size_t db_entry_mem_usage_sampled(const db_entry *e, size_t samples) {
     kobj *o = db_entry_obj(e);
-    return km_usable(e) + (o ? obj_mem_usage(o) : 0);
+    return km_usable(e) + (o ? obj_mem_usage_sampled(o, samples) : 0);
+}
+
+size_t db_entry_mem_usage(const db_entry *e) {
+    return db_entry_mem_usage_sampled(e, OBJ_MEM_SAMPLES);
 }
 
 /* ---- modification ---- */

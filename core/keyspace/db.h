@@ -154,8 +154,11 @@ const char *db_entry_type_name(const db_entry *e);
  * the integers Valkey shares (0..OBJ_SHARED_INTEGERS-1) report the shared
  * refcount, as they do there. */
 long long db_entry_refcount(const db_entry *e);
-/* Bytes the key costs: its block and what its value owns (MEMORY USAGE). */
+/* Bytes the key costs: its block and what its value owns (MEMORY USAGE),
+ * an aggregate's elements estimated from OBJ_MEM_SAMPLES of them. */
 size_t db_entry_mem_usage(const db_entry *e);
+/* The same from `samples` elements (OBJ_MEM_ALL_SAMPLES: all). */
+size_t db_entry_mem_usage_sampled(const db_entry *e, size_t samples);
 
 /* A database: its keys in per-slot tables (one table in standalone mode,
  * 16384 in the cluster layout; see keyspace/kvstore.h), and the keys with a

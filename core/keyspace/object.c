@@ -160,6 +160,16 @@ static kobj *obj_new(uint8_t encoding, size_t extra) {
     return o;
 }
 
+kobj *obj_new_aggregate(uint8_t type, uint8_t encoding, void *ptr) {
+    kobj *o = km_alloc(OBJ_AGGREGATE_HEADER);
+    o->refcount = 1;
+    o->type = type;
+    o->encoding = encoding;
+    o->flags = 0;
+    o->v.ptr = ptr;
+    return o;
+}
+
 kobj *obj_int_unshared(int64_t value) {
     kobj *o = obj_new(OBJ_ENC_INT, 0);
     char tmp[24];
@@ -265,7 +275,8 @@ static void string_free_value(kobj *o) {
     string_free_buffer(o, 1);
 }
 
-static size_t string_mem_usage(const kobj *o) {
+static size_t string_mem_usage(const kobj *o, size_t samples) {
+    K_UNUSED(samples);
     return o->encoding == OBJ_ENC_RAW ? km_usable(o->v.ptr) : 0;
 }
 
@@ -370,11 +381,15 @@ kobj *obj_make_writable(kobj *o, size_t need) {
     return n;
 }
 
-size_t obj_mem_usage(const kobj *o) {
+size_t obj_mem_usage_sampled(const kobj *o, size_t samples) {
     /* A shared integer is no allocation: count its header, as Valkey does. */
     if (obj_is_shared(o)) return sizeof(kobj);
     const obj_type *t = types[o->type];
-    return km_usable(o) + (t ? t->mem_usage(o) : 0);
+    return km_usable(o) + (t ? t->mem_usage(o, samples ? samples : 1) : 0);
+}
+
+size_t obj_mem_usage(const kobj *o) {
+    return obj_mem_usage_sampled(o, OBJ_MEM_SAMPLES);
 }
 
 const char *obj_encoding_name(const kobj *o) {

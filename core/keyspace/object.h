@@ -66,23 +66,30 @@
 /* Strings up to this length are embedded (header + bytes fit 64 bytes). */
 #define OBJ_EMBSTR_MAX 44
 
+/* The fields every value has come first, so that an object of an
+ * aggregate type (list, set, zset, hash: type, encoding and one pointer)
+ * is allocated with the first 16 bytes only, Valkey's robj size, one
+ * 16-byte block per small collection instead of a 32-byte one. */
 typedef struct kobj {
     uint32_t refcount;
     uint8_t type;
     uint8_t encoding;
     uint16_t flags; /* OBJ_FLAG_* */
-    size_t len;     /* string length (for INT: digits of the value) */
     union {
         int64_t ival; /* INT */
-        char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated */
+        char *ptr;    /* RAW and EMBSTR: the bytes, NUL-terminated;
+                       * aggregates: their encoding's structure */
         void *mod;    /* MODULE: the module's value */
     } v;
+    /* Aggregate objects end here (OBJ_AGGREGATE_HEADER). */
+    size_t len; /* string length (for INT: digits of the value) */
     /* Only RAW strings and module values are allocated with the fields
      * below: INT and EMBSTR objects end here (OBJ_SHORT_HEADER). */
     size_t cap;           /* RAW: allocated bytes at ptr (excl. NUL) */
     const void *mod_type; /* MODULE: its type */
 } kobj;
 
+#define OBJ_AGGREGATE_HEADER offsetof(kobj, len)
 #define OBJ_SHORT_HEADER offsetof(kobj, cap)
 
 /* Set by the first obj_incref and never cleared: an object without it has
@@ -106,8 +113,12 @@ typedef struct obj_type {
     const char *(*encoding_name)(const kobj *o);
     /* Frees what the value owns beyond the kobj header. */
     void (*free_value)(kobj *o);
-    /* Bytes the value owns beyond the header (MEMORY USAGE, eviction). */
-    size_t (*mem_usage)(const kobj *o);
+    /* Bytes the value owns beyond the header (MEMORY USAGE, eviction,
+     * lazy free). O(samples) at most: a type whose elements vary in size
+     * and keeps no byte count estimates them from `samples` elements (or
+     * nodes), OBJ_MEM_ALL_SAMPLES meaning all of them, as Valkey's
+     * MEMORY USAGE SAMPLES does; a type that keeps a count ignores it. */
+    size_t (*mem_usage)(const kobj *o, size_t samples);
     /* A new object with the same value (COPY); NULL when it cannot. */
     kobj *(*copy)(const kobj *o);
     /* The work freeing the value takes, in Valkey's units (lazyfree's
@@ -140,6 +151,10 @@ kobj *obj_string_raw(const char *s, size_t len);
 kobj *obj_string_adopt(char *buf, size_t len, size_t cap);
 /* An empty RAW string with room for cap bytes, to be filled by the caller. */
 kobj *obj_string_alloc(size_t cap);
+/* A new object of an aggregate type (OBJ_LIST..OBJ_HASH) holding ptr in
+ * the given encoding (refcount 1): OBJ_AGGREGATE_HEADER bytes, no string
+ * fields. */
+kobj *obj_new_aggregate(uint8_t type, uint8_t encoding, void *ptr);
 /* An INT object; the shared one for 0..OBJ_SHARED_INTEGERS-1. */
 kobj *obj_int(int64_t value);
 /* An INT object of its own (refcount 1) even for a small value. */
@@ -185,8 +200,16 @@ int obj_get_int(const kobj *o, int64_t *out);
  * caller's reference to o is consumed). A shared object is always copied. */
 kobj *obj_make_writable(kobj *o, size_t need);
 
-/* Bytes this object uses (header, buffers), for MEMORY USAGE and sampling. */
+/* Elements an aggregate's size is estimated from by default (Valkey's
+ * MEMORY USAGE default), and the count that means every element. */
+#define OBJ_MEM_SAMPLES 5
+#define OBJ_MEM_ALL_SAMPLES SIZE_MAX
+
+/* Bytes this object uses (header, buffers), for MEMORY USAGE and sampling;
+ * an aggregate's elements are estimated from OBJ_MEM_SAMPLES of them. */
 size_t obj_mem_usage(const kobj *o);
+/* The same from `samples` elements (see obj_type.mem_usage). */
+size_t obj_mem_usage_sampled(const kobj *o, size_t samples);
 
 const char *obj_encoding_name(const kobj *o);
 /* TYPE's name of the value ("none" for a type without operations). */

@@ -125,7 +125,8 @@ static void module_value_free(kobj *o) {
     t->free(o->v.mod);
 }
 
-static size_t module_value_usage(const kobj *o) {
+static size_t module_value_usage(const kobj *o, size_t samples) {
+    K_UNUSED(samples);
     const keel_type *t = o->mod_type;
     return t->mem_usage ? t->mem_usage(o->v.mod) : 0;
 }

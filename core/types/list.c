@@ -301,17 +301,6 @@ static size_t ql_remove_backward(quicklist *ql, const char *s, size_t len, size_
 
 /* ---- encodings ---- */
 
-static kobj *list_obj(uint8_t encoding, void *ptr) {
-    kobj *o = km_alloc(OBJ_SHORT_HEADER);
-    o->refcount = 1;
-    o->type = OBJ_LIST;
-    o->encoding = encoding;
-    o->flags = 0;
-    o->len = 0;
-    o->v.ptr = ptr;
-    return o;
-}
-
 static quicklist *ql_new(void) {
     quicklist *ql = km_alloc(sizeof(*ql));
     *ql = (quicklist){0};
@@ -369,7 +358,7 @@ static void list_shrink_check(kobj *o, int fill) {
 /* ---- the API ---- */
 
 kobj *list_new(void) {
-    return list_obj(OBJ_ENC_LISTPACK, pack_new());
+    return obj_new_aggregate(OBJ_LIST, OBJ_ENC_LISTPACK, pack_new());
 }
 
 size_t list_len(const kobj *o) {
@@ -575,13 +564,16 @@ static void list_free_value(kobj *o) {
     km_free(ql);
 }
 
-static size_t list_mem_usage(const kobj *o) {
+/* A quicklist's nodes are estimated from the first `samples` of them, as
+ * Valkey does: MEMORY USAGE, eviction and lazy free must not walk a long
+ * list. */
+static size_t list_mem_usage(const kobj *o, size_t samples) {
     if (o->encoding == OBJ_ENC_LISTPACK) return pack_bytes((const pack *)o->v.ptr);
     const quicklist *ql = (const quicklist *)o->v.ptr;
-    size_t bytes = sizeof(*ql);
-    for (const ql_node *n = ql->head; n; n = n->next)
-        bytes += sizeof(*n) + pack_bytes(n->p);
-    return bytes;
+    size_t bytes = 0, seen = 0;
+    for (const ql_node *n = ql->head; n && seen < samples; n = n->next, seen++)
+        bytes += km_usable(n) + pack_bytes(n->p);
+    return km_usable(ql) + (seen ? bytes * ql->len / seen : 0);
 }
 
 static pack *pack_dup(const pack *p) {
@@ -590,13 +582,13 @@ static pack *pack_dup(const pack *p) {
 
 static kobj *list_copy(const kobj *o) {
     if (o->encoding == OBJ_ENC_LISTPACK)
-        return list_obj(OBJ_ENC_LISTPACK, pack_dup((const pack *)o->v.ptr));
+        return obj_new_aggregate(OBJ_LIST, OBJ_ENC_LISTPACK, pack_dup((const pack *)o->v.ptr));
     const quicklist *src = (const quicklist *)o->v.ptr;
     quicklist *dst = ql_new();
     for (const ql_node *n = src->head; n; n = n->next)
         ql_link(dst, dst->tail, ql_node_new(pack_dup(n->p), n->plain));
     dst->count = src->count;
-    return list_obj(OBJ_ENC_QUICKLIST, dst);
+    return obj_new_aggregate(OBJ_LIST, OBJ_ENC_QUICKLIST, dst);
 }
 
 static size_t list_free_effort(const kobj *o) {

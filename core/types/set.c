@@ -55,8 +55,8 @@ static void set_elem_free(void *entry) {
     km_free(entry);
 }
 
-static const hashtable_type set_table_type = {.entry_key = set_elem_key,
-                                              .entry_free = set_elem_free};
+static const hashtable_type set_table_type = {
+    .entry_key = set_elem_key, .entry_free = set_elem_free, .grow_fill = HASHTABLE_GROW_FILL_TIGHT};
 /* SRANDMEMBER's scratch table borrows the set's members. */
 static const hashtable_type set_borrow_type = {.entry_key = set_elem_key};
 
@@ -111,27 +111,16 @@ static inline void set_put(kobj *o, void *ptr) {
     o->v.ptr = ptr;
 }
 
-static kobj *set_obj_new(uint8_t encoding, void *ptr) {
-    kobj *o = km_alloc(OBJ_SHORT_HEADER);
-    o->refcount = 1;
-    o->type = OBJ_SET;
-    o->encoding = encoding;
-    o->flags = 0;
-    o->len = 0;
-    o->v.ptr = ptr;
-    return o;
-}
-
 kobj *set_create_intset(void) {
-    return set_obj_new(OBJ_ENC_INTSET, intset_new());
+    return obj_new_aggregate(OBJ_SET, OBJ_ENC_INTSET, intset_new());
 }
 
 kobj *set_create_pack(void) {
-    return set_obj_new(OBJ_ENC_LISTPACK, pack_new());
+    return obj_new_aggregate(OBJ_SET, OBJ_ENC_LISTPACK, pack_new());
 }
 
 kobj *set_create_table(void) {
-    return set_obj_new(OBJ_ENC_HASHTABLE, hashtable_create(&set_table_type));
+    return obj_new_aggregate(OBJ_SET, OBJ_ENC_HASHTABLE, hashtable_create(&set_table_type));
 }
 
 int set_is_intset(const kobj *o) {
@@ -547,11 +536,9 @@ static const char *set_encoding_name(const kobj *o) {
     }
 }
 
-/* Members a table's size is estimated from: MEMORY USAGE and eviction
- * must not walk a big set. */
-#define SET_MEM_SAMPLES 8
-
-static size_t set_mem_usage(const kobj *o) {
+/* A table's members are estimated from the first `samples` of them:
+ * MEMORY USAGE, eviction and lazy free must not walk a big set. */
+static size_t set_mem_usage(const kobj *o, size_t samples) {
     if (o->encoding == OBJ_ENC_INTSET) return km_usable(set_ints(o));
     if (o->encoding == OBJ_ENC_LISTPACK) return pack_bytes(set_pack(o));
     hashtable *ht = set_table(o);
@@ -559,7 +546,7 @@ static size_t set_mem_usage(const kobj *o) {
     hashtable_iter hi;
     void *e;
     hashtable_iter_init(&hi, ht, 0);
-    while (seen < SET_MEM_SAMPLES && hashtable_iter_next(&hi, &e)) {
+    while (seen < samples && hashtable_iter_next(&hi, &e)) {
         bytes += km_usable(e);
         seen++;
     }
@@ -568,9 +555,10 @@ static size_t set_mem_usage(const kobj *o) {
 }
 
 static kobj *set_copy(const kobj *o) {
-    if (o->encoding == OBJ_ENC_INTSET) return set_obj_new(OBJ_ENC_INTSET, intset_dup(set_ints(o)));
+    if (o->encoding == OBJ_ENC_INTSET)
+        return obj_new_aggregate(OBJ_SET, OBJ_ENC_INTSET, intset_dup(set_ints(o)));
     if (o->encoding == OBJ_ENC_LISTPACK)
-        return set_obj_new(OBJ_ENC_LISTPACK, pack_merge(pack_new(), set_pack(o)));
+        return obj_new_aggregate(OBJ_SET, OBJ_ENC_LISTPACK, pack_merge(pack_new(), set_pack(o)));
     hashtable *ht = hashtable_create(&set_table_type);
     hashtable_iter hi;
     void *e;
@@ -581,7 +569,7 @@ static kobj *set_copy(const kobj *o) {
         hashtable_add(ht, set_elem_new(s, len), NULL);
     }
     hashtable_iter_reset(&hi);
-    return set_obj_new(OBJ_ENC_HASHTABLE, ht);
+    return obj_new_aggregate(OBJ_SET, OBJ_ENC_HASHTABLE, ht);
 }
 
 static size_t set_free_effort(const kobj *o) {

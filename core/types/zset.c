@@ -29,16 +29,6 @@ static void zobj_set(kobj *o, int encoding, void *ptr) {
     o->v.ptr = ptr;
 }
 
-static kobj *zobj_new(int encoding, void *ptr) {
-    kobj *o = km_alloc(OBJ_SHORT_HEADER);
-    o->refcount = 1;
-    o->type = OBJ_ZSET;
-    o->flags = 0;
-    o->len = 0;
-    zobj_set(o, encoding, ptr);
-    return o;
-}
-
 int zset_is_compact(const kobj *o) {
     return o->encoding == OBJ_ENC_LISTPACK;
 }
@@ -213,12 +203,12 @@ static void to_skiplist(kobj *o) {
 
 kobj *zset_create(size_t size_hint, size_t maxlen) {
     if (size_hint <= max_entries() && maxlen <= max_value())
-        return zobj_new(OBJ_ENC_LISTPACK, pack_new());
-    return zobj_new(OBJ_ENC_SKIPLIST, zsl_create());
+        return obj_new_aggregate(OBJ_ZSET, OBJ_ENC_LISTPACK, pack_new());
+    return obj_new_aggregate(OBJ_ZSET, OBJ_ENC_SKIPLIST, zsl_create());
 }
 
 kobj *zset_create_skiplist(void) {
-    return zobj_new(OBJ_ENC_SKIPLIST, zsl_create());
+    return obj_new_aggregate(OBJ_ZSET, OBJ_ENC_SKIPLIST, zsl_create());
 }
 
 void zset_maybe_convert(kobj *o, size_t size_hint, size_t maxlen) {
@@ -661,18 +651,21 @@ static void zset_free_value(kobj *o) {
         zsl_free(zskip(o));
 }
 
-static size_t zset_mem_usage(const kobj *o) {
+/* Exact in O(1): the skiplist keeps its nodes' bytes. */
+static size_t zset_mem_usage(const kobj *o, size_t samples) {
+    (void)samples;
     if (zset_is_compact(o)) return pack_bytes(zpack(o));
     const zsl *z = zskip(o);
     return km_usable(z) + z->node_bytes + hashtable_mem_usage(z->ht);
 }
 
 static kobj *zset_copy(const kobj *o) {
-    if (zset_is_compact(o)) return zobj_new(OBJ_ENC_LISTPACK, pack_merge(pack_new(), zpack(o)));
+    if (zset_is_compact(o))
+        return obj_new_aggregate(OBJ_ZSET, OBJ_ENC_LISTPACK, pack_merge(pack_new(), zpack(o)));
     zsl *z = zsl_create();
     for (zsl_node *n = zskip(o)->tail; n; n = n->backward)
         zsl_insert(z, n->score, zsl_member(n), n->mlen);
-    return zobj_new(OBJ_ENC_SKIPLIST, z);
+    return obj_new_aggregate(OBJ_ZSET, OBJ_ENC_SKIPLIST, z);
 }
 
 static size_t zset_free_effort(const kobj *o) {

@@ -15,7 +15,8 @@ static const void *node_key(const void *entry, size_t *len) {
 }
 
 /* Nodes are freed by the skiplist walk, not by the table. */
-static const hashtable_type zsl_ht_type = {.entry_key = node_key};
+static const hashtable_type zsl_ht_type = {.entry_key = node_key,
+                                           .grow_fill = HASHTABLE_GROW_FILL_TIGHT};
 
 static zsl_node *node_alloc(int levels, double score, const char *m, size_t len) {
     zsl_node *n = km_alloc(sizeof(zsl_node) + (size_t)levels * sizeof(struct zsl_level) + len);

@@ -225,6 +225,46 @@ START_TEST(test_memory_usage_grows) {
 }
 END_TEST
 
+static long long usage(redisContext *c, const char *key, const char *samples) {
+    redisReply *r = samples ? it_cmd(c, "MEMORY USAGE %s SAMPLES %s", key, samples)
+                            : it_cmd(c, "MEMORY USAGE %s", key);
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    it_free(r);
+    return n;
+}
+
+/* SAMPLES n: a list's nodes and a set's members are estimated from n of
+ * them (default 5), 0 meaning all, as in Valkey. */
+START_TEST(test_memory_usage_samples) {
+    char big[1001];
+    memset(big, 'x', 1000);
+    big[1000] = '\0';
+    expect_ok(C, "CONFIG SET list-max-listpack-size 2");
+    expect_int(C, 2, "RPUSH l a b");
+    for (int i = 0; i < 100; i++)
+        expect_int(C, 3 + i, "RPUSH l %s", big);
+    long long all = usage(C, "l", "0"), one = usage(C, "l", "1"), dflt = usage(C, "l", NULL);
+    ck_assert_int_gt(all, 100 * 1000);
+    ck_assert_int_eq(usage(C, "l", "1000"), all);
+    ck_assert_int_lt(one, 51 * 200);
+    ck_assert_int_eq(usage(C, "l", "5"), dflt);
+    ck_assert_int_gt(dflt, one);
+    ck_assert_int_lt(dflt, all);
+    expect_ok(C, "CONFIG SET list-max-listpack-size -2");
+    /* One big member among small ones: a one-member estimate is off. */
+    for (int i = 0; i < 200; i++)
+        expect_int(C, 1, "SADD s m%d", i);
+    expect_int(C, 1, "SADD s %s", big);
+    ck_assert_int_gt(usage(C, "s", "0"), 1000);
+    ck_assert_int_ne(usage(C, "s", "1"), usage(C, "s", "0"));
+    ck_assert_int_eq(usage(C, "s", "0"), usage(C, "s", "201"));
+    expect_error(C, "ERR syntax error", "MEMORY USAGE s SAMPLES -1");
+    expect_error(C, "ERR value is not an integer or out of range", "MEMORY USAGE s SAMPLES x");
+    expect_error(C, "ERR syntax error", "MEMORY USAGE s SAMPLES");
+}
+END_TEST
+
 START_TEST(test_watch_sees_collection_changes) {
     make_one_of_each(C);
     redisContext *other = it_connect(S);
@@ -342,6 +382,7 @@ static Suite *types_suite(void) {
     tcase_add_test(tc, test_empty_collections_vanish);
     tcase_add_test(tc, test_expire_collections);
     tcase_add_test(tc, test_memory_usage_grows);
+    tcase_add_test(tc, test_memory_usage_samples);
     tcase_add_test(tc, test_watch_sees_collection_changes);
     tcase_add_test(tc, test_changes_per_element);
     tcase_add_test(tc, test_blocked_pops_count_changes);

@@ -288,6 +288,50 @@ START_TEST(test_field_expiry) {
 }
 END_TEST
 
+/* A table field's header is short (two one-byte lengths) for a field under
+ * 128 bytes with a value under 256 and no TTL, long otherwise: each length
+ * at and past each boundary, with a TTL added (long) and removed (short
+ * again), reads back the same. */
+START_TEST(test_field_headers) {
+    static const size_t flens[] = {0, 1, 127, 128, 300};
+    static const size_t vlens[] = {0, 1, 255, 256, 300};
+    opts.types.hash_max_listpack_entries = 0;
+    kobj *o = hash_new();
+    char f[400], v[400];
+    size_t n = 0;
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 5; j++) {
+            memset(f, '0' + (int)i, flens[i]);
+            if (flens[i]) f[0] = (char)('a' + j);
+            for (size_t k = 0; k < vlens[j]; k++)
+                v[k] = (char)('A' + (k + i + j) % 26);
+            if (flens[i] == 0 && j > 0) continue; /* one empty field */
+            EXPECT(hash_set(o, f, flens[i], v, vlens[j], 0, HASH_NO_EXPIRE) == 1);
+            n++;
+            EXPECT(!hash_is_listpack(o));
+            for (int round = 0; round < 3; round++) {
+                if (round == 1) EXPECT(hash_set_expire(o, f, flens[i], T0 + 1000, 0) == 1);
+                if (round == 2) EXPECT(hash_persist(o, f, flens[i]) == 1);
+                hash_str got;
+                EXPECT(hash_get(o, f, flens[i], &got));
+                EXPECT(got.len == vlens[j] && (got.len == 0 || memcmp(got.s, v, got.len) == 0));
+                EXPECT(hash_get_expire(o, f, flens[i]) ==
+                       (round == 1 ? T0 + 1000 : HASH_NO_EXPIRE));
+            }
+        }
+    EXPECT(hash_length(o) == n);
+    size_t seen = 0;
+    hash_iter it;
+    hash_str fs, vs;
+    hash_iter_init(&it, o);
+    while (hash_iter_next(&it, &fs, &vs))
+        seen++;
+    hash_iter_reset(&it);
+    EXPECT(seen == n);
+    obj_decref(o);
+}
+END_TEST
+
 /* Memory of a TTL: Valkey 9.0 pays about 16-29 bytes per volatile field. */
 START_TEST(test_ttl_memory) {
     kobj *o = hash_new();
@@ -461,6 +505,7 @@ static Suite *hash_suite(void) {
     tcase_add_test(tc, test_random_ops_converting);
     tcase_add_test(tc, test_scan);
     tcase_add_test(tc, test_field_expiry);
+    tcase_add_test(tc, test_field_headers);
     tcase_add_test(tc, test_ttl_memory);
     tcase_add_test(tc, test_active_expire);
     tcase_add_test(tc, test_track_new_names);

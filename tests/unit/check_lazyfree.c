@@ -55,7 +55,8 @@ static void test_free_value(kobj *o) {
     km_free(o->v.ptr);
 }
 
-static size_t test_mem_usage(const kobj *o) {
+static size_t test_mem_usage(const kobj *o, size_t samples) {
+    (void)samples;
     return km_usable(o->v.ptr);
 }
 

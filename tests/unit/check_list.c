@@ -483,6 +483,31 @@ static void random_op(model *m, kobj *o, char *buf, size_t size) {
     }
 }
 
+/* A quicklist's nodes are estimated from `samples` of them: a first node
+ * of small elements makes a one-node estimate low, a sample of all nodes
+ * is exact, and the default is OBJ_MEM_SAMPLES. */
+START_TEST(test_usage_samples) {
+    opts.types.list_max_listpack_size = 2;
+    kobj *o = list_new();
+    push_str(o, LIST_TAIL, "a");
+    push_str(o, LIST_TAIL, "b");
+    char big[1000];
+    memset(big, 'x', sizeof(big));
+    for (int i = 0; i < 100; i++)
+        list_push(o, LIST_TAIL, big, sizeof(big));
+    ck_assert_uint_eq(list_node_count(o), 51);
+    size_t all = obj_mem_usage_sampled(o, OBJ_MEM_ALL_SAMPLES);
+    size_t one = obj_mem_usage_sampled(o, 1);
+    ck_assert_uint_gt(all, 100 * sizeof(big));
+    ck_assert_uint_lt(one, 51 * 100);
+    ck_assert_uint_eq(obj_mem_usage_sampled(o, 51), all);
+    ck_assert_uint_eq(obj_mem_usage(o), obj_mem_usage_sampled(o, OBJ_MEM_SAMPLES));
+    ck_assert_uint_gt(obj_mem_usage(o), one);
+    ck_assert_uint_lt(obj_mem_usage(o), all);
+    obj_decref(o);
+}
+END_TEST
+
 START_TEST(test_random_model) {
     static const int fills[] = {-2, -1, -5, 1, 3, 16, 128};
     opts.types.list_max_listpack_size = fills[_i];
@@ -521,6 +546,7 @@ int main(void) {
     tcase_add_test(tc, test_packed_threshold);
     tcase_add_test(tc, test_split_merge);
     tcase_add_test(tc, test_copy_and_usage);
+    tcase_add_test(tc, test_usage_samples);
     tcase_add_loop_test(tc, test_random_model, 0, 7);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

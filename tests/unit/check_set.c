@@ -285,6 +285,33 @@ static void seen_cb(void *priv, const set_member *m) {
     s->calls++;
 }
 
+/* A table's members are estimated from `samples` of them: one member much
+ * bigger than the others makes any one-member estimate wrong, a sample of
+ * all of them is exact, and the default is OBJ_MEM_SAMPLES. */
+START_TEST(test_usage_samples) {
+    kobj *o = set_create_table();
+    char buf[16];
+    for (int i = 0; i < 200; i++) {
+        snprintf(buf, sizeof(buf), "m%03d", i);
+        add_str(o, buf);
+    }
+    char *big = malloc(10000);
+    memset(big, 'b', 10000);
+    set_add(o, big, 10000);
+    size_t all = obj_mem_usage_sampled(o, OBJ_MEM_ALL_SAMPLES);
+    ck_assert_uint_gt(all, 10000 + 200 * 3);
+    ck_assert_uint_lt(all, 10000 + 200 * 64);
+    ck_assert_uint_eq(obj_mem_usage_sampled(o, 201), all);
+    ck_assert_uint_ne(obj_mem_usage_sampled(o, 1), all);
+    ck_assert_uint_eq(obj_mem_usage(o), obj_mem_usage_sampled(o, OBJ_MEM_SAMPLES));
+    /* Members of one length: any sample gives the exact figure. */
+    set_remove(o, big, 10000);
+    ck_assert_uint_eq(obj_mem_usage_sampled(o, 1), obj_mem_usage_sampled(o, OBJ_MEM_ALL_SAMPLES));
+    free(big);
+    obj_decref(o);
+}
+END_TEST
+
 START_TEST(test_sample_and_scan) {
     for (int e = 0; e < 3; e++) {
         kobj *o = make(encodings[e], e == 2 ? 1000 : 100);
@@ -449,6 +476,7 @@ static Suite *set_suite(void) {
     tcase_add_test(tc, test_create_hints);
     tcase_add_test(tc, test_try_intset);
     tcase_add_test(tc, test_copy_and_usage);
+    tcase_add_test(tc, test_usage_samples);
     tcase_add_test(tc, test_sample_and_scan);
     tcase_add_test(tc, test_random_fair);
     tcase_add_test(tc, test_pop);
