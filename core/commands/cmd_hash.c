@@ -364,33 +364,6 @@ static void hscan_cb(void *priv, const hash_str *f, const hash_str *v) {
     }
 }
 
-/* HSCAN's options: [MATCH pattern] [COUNT count] [NOVALUES]. */
-static int hscan_parse(client *c, hscan_state *s, long long *count) {
-    for (int i = 3; i < c->argc; i++) {
-        const karg *opt = &c->argv[i];
-        int has_value = i + 1 < c->argc;
-        if (karg_eq(opt, "count") && has_value) {
-            if (!arg_to_ll(c, &c->argv[++i], count)) return 0;
-            if (*count < 1) {
-                reply_syntax_error(c);
-                return 0;
-            }
-        } else if (karg_eq(opt, "match") && has_value) {
-            const karg *p = &c->argv[++i];
-            s->pat = p->len == 1 && p->ptr[0] == '*' ? NULL : p;
-        } else if (karg_eq(opt, "novalues")) {
-            s->novalues = 1;
-        } else if (karg_eq(opt, "noscores")) {
-            reply_error(c, "ERR NOSCORES option can only be used in ZSCAN");
-            return 0;
-        } else {
-            reply_syntax_error(c);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static void cmd_hscan(client *c) {
     unsigned long long cursor;
     if (!arg_to_scan_cursor(&c->argv[2], &cursor)) {
@@ -405,9 +378,10 @@ static void cmd_hscan(client *c) {
         reply_array(c, 0);
         return;
     }
-    hscan_state s = {0};
-    long long count = 10;
-    if (!hscan_parse(c, &s, &count)) return;
+    scan_args a;
+    if (!scan_args_parse(c, 3, SCAN_ARGS_NOVALUES, &a)) return;
+    hscan_state s = {.pat = a.pat, .novalues = a.novalues};
+    long long count = a.count;
     /* As SCAN: until COUNT fields were seen, at most 10*COUNT steps. */
     long long maxiter = count > LLONG_MAX / 10 ? LLONG_MAX : count * 10;
     size_t cur = (size_t)cursor;

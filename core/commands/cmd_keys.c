@@ -339,34 +339,34 @@ static int scan_type_by_name(const karg *a) {
     return SCAN_TYPE_UNKNOWN;
 }
 
-/* SCAN options: [MATCH pattern] [COUNT count] [TYPE type]. */
-static int scan_parse_options(client *c, scan_state *s, long long *count) {
-    for (int i = 2; i < c->argc; i += 2) {
+int scan_args_parse(client *c, int first, unsigned allowed, scan_args *out) {
+    *out = (scan_args){.count = 10};
+    for (int i = first; i < c->argc; i++) {
         const karg *opt = &c->argv[i];
         int has_value = i + 1 < c->argc;
         if (karg_eq(opt, "count") && has_value) {
-            if (!arg_to_ll(c, &c->argv[i + 1], count)) return 0;
-            if (*count < 1) {
+            if (!arg_to_ll(c, &c->argv[++i], &out->count)) return 0;
+            if (out->count < 1) {
                 reply_syntax_error(c);
                 return 0;
             }
         } else if (karg_eq(opt, "match") && has_value) {
-            const karg *p = &c->argv[i + 1];
-            /* A lone "*" matches everything: no pattern at all. */
-            s->pat = p->len == 1 && p->ptr[0] == '*' ? NULL : p;
-        } else if (karg_eq(opt, "type") && has_value) {
-            const karg *t = &c->argv[i + 1];
-            s->type = scan_type_by_name(t);
-            if (s->type == SCAN_TYPE_UNKNOWN) {
-                reply_errorf(c, "ERR unknown type name '%.*s'", (int)t->len, t->ptr);
+            const karg *p = &c->argv[++i];
+            out->pat = p->len == 1 && p->ptr[0] == '*' ? NULL : p;
+        } else if (karg_eq(opt, "type") && (allowed & SCAN_ARGS_TYPE) && has_value) {
+            out->type = &c->argv[++i];
+        } else if (karg_eq(opt, "novalues")) {
+            if (!(allowed & SCAN_ARGS_NOVALUES)) {
+                reply_error(c, "ERR NOVALUES option can only be used in HSCAN");
                 return 0;
             }
-        } else if (karg_eq(opt, "novalues")) {
-            reply_error(c, "ERR NOVALUES option can only be used in HSCAN");
-            return 0;
+            out->novalues = 1;
         } else if (karg_eq(opt, "noscores")) {
-            reply_error(c, "ERR NOSCORES option can only be used in ZSCAN");
-            return 0;
+            if (!(allowed & SCAN_ARGS_NOSCORES)) {
+                reply_error(c, "ERR NOSCORES option can only be used in ZSCAN");
+                return 0;
+            }
+            out->noscores = 1;
         } else {
             reply_syntax_error(c);
             return 0;
@@ -381,9 +381,17 @@ static void cmd_scan(client *c) {
         reply_error(c, "ERR invalid cursor");
         return;
     }
-    scan_state s = {.d = c->db, .pat = NULL, .type = SCAN_TYPE_ANY};
-    long long count = 10;
-    if (!scan_parse_options(c, &s, &count)) return;
+    scan_args a;
+    if (!scan_args_parse(c, 2, SCAN_ARGS_TYPE, &a)) return;
+    scan_state s = {.d = c->db, .pat = a.pat, .type = SCAN_TYPE_ANY};
+    if (a.type) {
+        s.type = scan_type_by_name(a.type);
+        if (s.type == SCAN_TYPE_UNKNOWN) {
+            reply_errorf(c, "ERR unknown type name '%.*s'", (int)a.type->len, a.type->ptr);
+            return;
+        }
+    }
+    long long count = a.count;
 
     /* Visit buckets until COUNT entries were seen, but at most 10*COUNT
      * buckets, so a sparse table cannot stall the server. */

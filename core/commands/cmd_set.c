@@ -542,35 +542,6 @@ static void sscan_collect(void *priv, const set_member *m) {
     st->found[st->n++] = *m;
 }
 
-static int sscan_options(client *c, sscan_state *st, long long *count) {
-    for (int i = 3; i < c->argc; i++) {
-        const karg *a = &c->argv[i];
-        int more = i + 1 < c->argc;
-        if (karg_eq(a, "count") && more) {
-            if (!arg_to_ll(c, &c->argv[++i], count)) return 0;
-            if (*count < 1) {
-                reply_syntax_error(c);
-                return 0;
-            }
-        } else if (karg_eq(a, "match") && more) {
-            const karg *p = &c->argv[++i];
-            int all = p->len == 1 && p->ptr[0] == '*';
-            st->pat = all ? NULL : p->ptr;
-            st->patlen = p->len;
-        } else if (karg_eq(a, "novalues")) {
-            reply_error(c, "ERR NOVALUES option can only be used in HSCAN");
-            return 0;
-        } else if (karg_eq(a, "noscores")) {
-            reply_error(c, "ERR NOSCORES option can only be used in ZSCAN");
-            return 0;
-        } else {
-            reply_syntax_error(c);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static void cmd_sscan(client *c) {
     unsigned long long cursor;
     if (!arg_to_scan_cursor(&c->argv[2], &cursor)) {
@@ -585,9 +556,10 @@ static void cmd_sscan(client *c) {
         reply_array(c, 0);
         return;
     }
-    sscan_state st = {0};
-    long long count = 10;
-    if (!sscan_options(c, &st, &count)) return;
+    scan_args a;
+    if (!scan_args_parse(c, 3, 0, &a)) return;
+    sscan_state st = {.pat = a.pat ? a.pat->ptr : NULL, .patlen = a.pat ? a.pat->len : 0};
+    long long count = a.count;
     size_t next = set_scan(o, (size_t)cursor, count, sscan_collect, &st);
     char buf[24];
     int n = snprintf(buf, sizeof(buf), "%zu", next);

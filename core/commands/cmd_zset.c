@@ -1080,34 +1080,14 @@ static void cmd_zscan(client *c) {
         reply_error(c, "ERR invalid cursor");
         return;
     }
-    zscan_ctx s = {0};
-    long long count = 10;
-    int noscores = 0;
-    for (int i = 3; i < c->argc; i++) {
-        const karg *a = &c->argv[i];
-        int has_value = i + 1 < c->argc;
-        if (karg_eq(a, "count") && has_value) {
-            if (!arg_to_ll(c, &c->argv[++i], &count)) return;
-            if (count < 1) {
-                reply_syntax_error(c);
-                return;
-            }
-        } else if (karg_eq(a, "match") && has_value) {
-            const karg *p = &c->argv[++i];
-            s.pat = p->len == 1 && p->ptr[0] == '*' ? NULL : p;
-        } else if (karg_eq(a, "noscores")) {
-            noscores = 1;
-        } else if (karg_eq(a, "novalues")) {
-            reply_error(c, "ERR NOVALUES option can only be used in HSCAN");
-            return;
-        } else {
-            reply_syntax_error(c);
-            return;
-        }
-    }
     kobj *o;
     int found = zlookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
+    scan_args a = {.count = 10};
+    if (found && !scan_args_parse(c, 3, SCAN_ARGS_NOSCORES, &a)) return;
+    zscan_ctx s = {.pat = a.pat};
+    long long count = a.count;
+    int noscores = a.noscores;
     unsigned long long cur = 0;
     if (found) {
         /* As SCAN: stop at COUNT members or after 10*COUNT steps. */

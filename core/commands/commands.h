@@ -75,6 +75,27 @@ int arg_to_ll(client *c, const karg *a, long long *out);
  * caller replies "ERR invalid cursor"). */
 int arg_to_scan_cursor(const karg *a, unsigned long long *out);
 
+/* The options of the SCAN family, parsed by scan_args_parse. */
+typedef struct scan_args {
+    long long count;  /* COUNT (default 10) */
+    const karg *pat;  /* MATCH; NULL for none or a lone "*" */
+    const karg *type; /* TYPE (SCAN only); NULL if absent */
+    int novalues;     /* HSCAN NOVALUES */
+    int noscores;     /* ZSCAN NOSCORES */
+} scan_args;
+
+/* Which options a command takes beyond MATCH and COUNT. */
+#define SCAN_ARGS_TYPE (1u << 0)
+#define SCAN_ARGS_NOVALUES (1u << 1)
+#define SCAN_ARGS_NOSCORES (1u << 2)
+
+/* Parses c->argv[first..] as the SCAN family's options, in Valkey's order
+ * and with its errors: a TYPE where it is not `allowed` is a syntax error,
+ * NOVALUES and NOSCORES answer that they belong to HSCAN and ZSCAN.
+ * Returns 1, or 0 after replying the error. (The H/S/Z commands parse
+ * their options only once the key exists, as Valkey does.) */
+int scan_args_parse(client *c, int first, unsigned allowed, scan_args *out);
+
 /* After a collection command changed key's value in place by `changes`
  * elements (Valkey's count for server.dirty): announces it, deleting the
  * key when `empty` (Valkey keeps no empty collection) with the deletion
