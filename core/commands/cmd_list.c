@@ -20,9 +20,6 @@
 #include <limits.h>
 #include <string.h>
 
-#define ERR_LONG_RANGE                                                                             \
-    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
-
 /* ---- helpers ---- */
 
 /* Looks key up; *out is its list or NULL. Replies WRONGTYPE and returns
@@ -110,24 +107,6 @@ static int arg_to_where(client *c, const karg *a, int *where) {
         *where = LIST_TAIL;
     else {
         reply_syntax_error(c);
-        return 0;
-    }
-    return 1;
-}
-
-/* An integer argument in [min, max]; replies err (NULL: Valkey's range
- * message for the not-an-integer / out-of-range cases) and returns 0. */
-static int arg_to_range(client *c, const karg *a, long long min, long long max, const char *err,
-                        long long *out) {
-    if (!str_to_ll(a->ptr, a->len, out)) {
-        if (err)
-            reply_error(c, err);
-        else
-            reply_not_int(c);
-        return 0;
-    }
-    if (*out < min || *out > max) {
-        reply_error(c, err ? err : ERR_LONG_RANGE);
         return 0;
     }
     return 1;

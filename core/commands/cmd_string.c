@@ -39,6 +39,23 @@ int arg_to_ll(client *c, const karg *a, long long *out) {
     return 0;
 }
 
+int arg_to_range(client *c, const karg *a, long long min, long long max, const char *msg,
+                 long long *out) {
+    if (!str_to_ll(a->ptr, a->len, out)) {
+        reply_error(c, msg ? msg : "ERR value is not an integer or out of range");
+        return 0;
+    }
+    if (*out < min || *out > max) {
+        if (msg)
+            reply_error(c, msg);
+        else
+            reply_errorf(c, "ERR value is out of range, value must between %lld and %lld", min,
+                         max);
+        return 0;
+    }
+    return 1;
+}
+
 /* Looks a key up for a string command; replies WRONGTYPE and returns -1 if
  * it holds another type. */
 static int string_lookup(client *c, const karg *key, db_entry **out) {

@@ -84,24 +84,6 @@ static int arg_to_score(client *c, const karg *a, const char *msg, double *out) 
     return 0;
 }
 
-/* Valkey's getRangeLongFromObjectOrReply: msg replaces every error. */
-static int arg_to_range(client *c, const karg *a, long long min, long long max, const char *msg,
-                        long long *out) {
-    if (!str_to_ll(a->ptr, a->len, out)) {
-        reply_error(c, msg ? msg : "ERR value is not an integer or out of range");
-        return 0;
-    }
-    if (*out < min || *out > max) {
-        if (msg)
-            reply_error(c, msg);
-        else
-            reply_errorf(c, "ERR value is out of range, value must between %lld and %lld", min,
-                         max);
-        return 0;
-    }
-    return 1;
-}
-
 static void reply_zero(client *c) {
     reply_int(c, 0);
 }

@@ -71,6 +71,12 @@ void commands_reply_help(client *c, const char *container, const char *const *li
 
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);
+/* An integer argument in [min, max], as Valkey's
+ * getRangeLongFromObjectOrReply: msg (when not NULL) replaces every error;
+ * otherwise "not an integer" or "out of range, value must between min and
+ * max". Returns 1, or 0 after replying. */
+int arg_to_range(client *c, const karg *a, long long min, long long max, const char *msg,
+                 long long *out);
 /* Parses a SCAN/HSCAN/SSCAN/ZSCAN cursor as Valkey does (1 if valid; the
  * caller replies "ERR invalid cursor"). */
 int arg_to_scan_cursor(const karg *a, unsigned long long *out);
