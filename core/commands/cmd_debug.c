@@ -93,7 +93,8 @@ static void debug_help(client *c) {
  * in the entry, not the value, so lru/lfu come from the entry; of the two
  * clocks only the one of the current policy means something (as in Valkey),
  * the other is reported as 0. serializedlength is the string's length:
- * Keel has no RDB yet to measure a serialized form with. */
+ * Keel has no RDB yet to measure a serialized form with. A quicklist adds
+ * Valkey's ql_* fields (the SORT tests read them). */
 static void debug_object(client *c) {
     db_entry *e = db_lookup_quiet(c->db, c->argv[2].ptr, c->argv[2].len);
     if (!e) {
@@ -113,10 +114,22 @@ static void debug_object(client *c) {
     if (!fast)
         n += snprintf(line + n, sizeof(line) - (size_t)n, " serializedlength:%zu",
                       db_entry_strlen(e));
-    snprintf(line + n, sizeof(line) - (size_t)n,
-             " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u", lru,
-             lfu ? 0ULL : (unsigned long long)db_idle_seconds(e), lfu ? db_lfu_freq(e) : 0u,
-             lfu ? lru >> 8 : 0u);
+    n += snprintf(line + n, sizeof(line) - (size_t)n,
+                  " lru:%u lru_seconds_idle:%llu lfu_freq:%u lfu_access_time_minutes:%u", lru,
+                  lfu ? 0ULL : (unsigned long long)db_idle_seconds(e), lfu ? db_lfu_freq(e) : 0u,
+                  lfu ? lru >> 8 : 0u);
+    list_ql_info qi;
+    if (v && db_entry_type(e) == OBJ_LIST && list_quicklist_info(v, &qi)) {
+        /* Valkey's quicklist fields; ql_compressed says whether a depth is
+         * set (Keel reads it live: the current setting). */
+        const type_options *t = &db_opts()->types;
+        n += snprintf(line + n, sizeof(line) - (size_t)n,
+                      " ql_nodes:%zu ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d",
+                      qi.nodes, (double)qi.count / (double)qi.nodes, t->list_max_listpack_size,
+                      t->list_compress_depth != 0);
+        if (!fast)
+            snprintf(line + n, sizeof(line) - (size_t)n, " ql_uncompressed_size:%zu", qi.raw_bytes);
+    }
     reply_simple(c, line);
 }
 

@@ -11,16 +11,18 @@
  * when it is a single node at most half the limit (the hysteresis keeps a
  * list at the boundary from converting on every push and pop).
  *
- * list-compress-depth is accepted and kept by CONFIG, but nodes are not
- * compressed (see docs/commands.md).
+ * list-compress-depth d > 0 keeps a quicklist's inner nodes (all but d at
+ * each end) LZF-compressed where that saves memory, as Valkey does; it is
+ * read live too and applies to the nodes each operation touches.
  *
  * The limit is read live from db_opts()->types, so CONFIG SET applies to
  * the next write of every list. The commands work through this API only
  * and never see a node.
  *
  * Indexes are 0-based from the head; callers normalise negative ones.
- * An element read (pack_val) points into the list and is valid until the
- * list is next modified.
+ * An element read (pack_val) points into the list: from list_index and
+ * list_peek it is valid until the list is next used (read or modified),
+ * from an iterator until its next list_iter_next call.
  *
  * Threads: main thread; a list no key references may be freed anywhere. */
 #ifndef KEEL_LIST_H
@@ -69,6 +71,7 @@ int list_val_eq(const pack_val *v, const char *s, size_t len);
  * (LIST_TAIL) or the head (LIST_HEAD). The list must not change while the
  * iterator is in use. */
 typedef struct list_iter {
+    const void *ql;   /* the quicklist; NULL for a listpack */
     const void *node; /* the quicklist node; NULL for a listpack */
     const pack *p;
     size_t pos;
@@ -81,8 +84,23 @@ int list_iter_next(list_iter *it, pack_val *out);
 /* Checks the structure against the node limits of fill (the unit tests):
  * links and counts agree, no node is empty, a plain node holds one
  * element, a packed node of several elements is within the limit, and a
- * listpack is within it too. 1 if all hold. */
+ * listpack is within it too; every node is raw or compressed, none still
+ * queued after the settle this check begins with. 1 if all hold. */
 int list_verify(const kobj *o, int fill);
+/* Checks compression against depth (the unit tests): the depth nodes at
+ * each end are raw, and an inner node is compressed exactly when it
+ * qualifies (big enough and worth it). 1 if so. */
+int list_verify_compression(const kobj *o, size_t depth);
+
+/* A quicklist's shape for DEBUG OBJECT (walks every node). */
+typedef struct list_ql_info {
+    size_t nodes, count;
+    size_t raw_bytes;        /* the nodes' bytes uncompressed */
+    size_t compressed_nodes; /* nodes now compressed */
+} list_ql_info;
+
+/* Fills *out for a quicklist; 0 for a listpack. */
+int list_quicklist_info(const kobj *o, list_ql_info *out);
 
 /* DEBUG QUICKLIST-PACKED-THRESHOLD: elements of at least sz bytes go to
  * plain nodes (0: the node limits decide). Returns 0 for a size Valkey

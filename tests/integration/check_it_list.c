@@ -4,7 +4,8 @@
  * BRPOPLPUSH BLMOVE BLMPOP) with Valkey 8.0.1's replies and errors,
  * RESP2 and RESP3 nulls, WRONGTYPE, extreme indexes and counts, both
  * encodings (OBJECT ENCODING, CONFIG SET list-max-listpack-size), large
- * elements, and DEBUG QUICKLIST-PACKED-THRESHOLD. */
+ * elements, DEBUG QUICKLIST-PACKED-THRESHOLD, list-compress-depth (memory,
+ * reads, COPY) and DEBUG OBJECT's quicklist fields. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -358,6 +359,106 @@ START_TEST(test_many_nodes) {
 }
 END_TEST
 
+/* A compressible element of 200 bytes, distinct per i. */
+static void compressible(char *buf, int i) {
+    memset(buf, 'a' + i % 7, 200);
+    snprintf(buf, 16, "elem-%06d", i);
+    buf[11] = '-';
+}
+
+/* list-compress-depth 1: a long list of compressible elements takes far
+ * less memory than the same list uncompressed, reads back identically in
+ * both directions and through LINDEX, and so does its COPY; the depth set
+ * later applies to the writes that follow. */
+START_TEST(test_compress_depth) {
+    char buf[200];
+    expect_ok(C, "CONFIG SET list-compress-depth 0");
+    for (int i = 0; i < 3000; i++) {
+        compressible(buf, i);
+        expect_int(C, i + 1, "RPUSH raw %b", buf, sizeof(buf));
+    }
+    expect_ok(C, "CONFIG SET list-compress-depth 1");
+    expect_reply(C, "[\"list-compress-depth\",\"1\"]", "CONFIG GET list-compress-depth");
+    for (int i = 0; i < 3000; i++) {
+        compressible(buf, i);
+        expect_int(C, i + 1, "RPUSH lzf %b", buf, sizeof(buf));
+    }
+    redisReply *r = it_cmd(C, "MEMORY USAGE raw SAMPLES 0");
+    long long raw_bytes = r->integer;
+    r = it_cmd(C, "MEMORY USAGE lzf SAMPLES 0");
+    long long lzf_bytes = r->integer;
+    ck_assert_int_gt(raw_bytes, 3000 * 200);
+    ck_assert_msg(lzf_bytes * 4 < raw_bytes, "compressed %lld vs raw %lld", lzf_bytes, raw_bytes);
+    expect_int(C, 1, "COPY lzf lzf2");
+    const char *keys[] = {"lzf", "lzf2"};
+    for (int k = 0; k < 2; k++) {
+        r = it_cmd(C, "LRANGE %s 0 -1", keys[k]);
+        ck_assert_int_eq((int)r->elements, 3000);
+        for (int i = 0; i < 3000; i++) {
+            compressible(buf, i);
+            ck_assert_int_eq((int)r->element[i]->len, 200);
+            ck_assert(memcmp(r->element[i]->str, buf, 200) == 0);
+        }
+        r = it_cmd(C, "LRANGE %s -3000 -2999", keys[k]);
+        compressible(buf, 0);
+        ck_assert(r->elements == 2 && memcmp(r->element[0]->str, buf, 200) == 0);
+        compressible(buf, 1500);
+        expect_bulk_len(C, buf, 200, "LINDEX %s 1500", keys[k]);
+        expect_int(C, 1500, "LPOS %s %b", keys[k], buf, sizeof(buf));
+    }
+    r = it_cmd(C, "MEMORY USAGE lzf2 SAMPLES 0");
+    ck_assert_int_lt(r->integer * 4, raw_bytes);
+    /* Writes in the middle of the compressed list. */
+    expect_ok(C, "LSET lzf 1000 changed");
+    expect_int(C, 3001, "LINSERT lzf AFTER changed inserted");
+    expect_reply(C, "[\"changed\",\"inserted\"]", "LRANGE lzf 1000 1001");
+    expect_int(C, 1, "LREM lzf 0 inserted");
+    expect_int(C, 3000, "LLEN lzf");
+    /* Writes to the uncompressed list compress the nodes they touch. */
+    compressible(buf, 7);
+    for (int i = 0; i < 300; i++)
+        expect_int(C, 3001 + i, "LPUSH raw %b", buf, sizeof(buf));
+    r = it_cmd(C, "MEMORY USAGE raw SAMPLES 5");
+    ck_assert_int_lt(r->integer, raw_bytes);
+    expect_ok(C, "CONFIG SET list-compress-depth 0");
+}
+END_TEST
+
+/* The number after " name:" in a DEBUG OBJECT line, or -1000. */
+static long long debug_field(const char *line, const char *name) {
+    char key[64];
+    snprintf(key, sizeof(key), " %s:", name);
+    const char *p = strstr(line, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1000;
+}
+
+/* DEBUG OBJECT's quicklist fields, as Valkey's. */
+START_TEST(test_debug_object_quicklist) {
+    it_server *srv = it_start("--enable-debug-command", "yes", NULL);
+    redisContext *C = it_connect(srv);
+    char buf[200];
+    expect_ok(C, "CONFIG SET list-compress-depth 1");
+    for (int i = 0; i < 1000; i++) {
+        compressible(buf, i);
+        expect_int(C, i + 1, "RPUSH l %b", buf, sizeof(buf));
+    }
+    redisReply *r = it_cmd(C, "DEBUG OBJECT l");
+    ck_assert_ptr_nonnull(strstr(r->str, "encoding:quicklist"));
+    long long nodes = debug_field(r->str, "ql_nodes");
+    ck_assert_int_gt(nodes, 10);
+    ck_assert_ptr_nonnull(strstr(r->str, " ql_avg_node:"));
+    ck_assert_int_eq(debug_field(r->str, "ql_listpack_max"), -2);
+    ck_assert_int_eq(debug_field(r->str, "ql_compressed"), 1);
+    ck_assert_int_ge(debug_field(r->str, "ql_uncompressed_size"), 1000 * 200);
+    r = it_cmd(C, "DEBUG OBJECT l fast");
+    ck_assert_ptr_null(strstr(r->str, "ql_uncompressed_size"));
+    ck_assert_ptr_nonnull(strstr(r->str, "ql_nodes:"));
+    expect_int(C, 1, "RPUSH small a");
+    r = it_cmd(C, "DEBUG OBJECT small");
+    ck_assert_ptr_null(strstr(r->str, "ql_nodes"));
+}
+END_TEST
+
 /* The blocking forms when something is there, timeouts, and their
  * errors. */
 START_TEST(test_blocking_immediate) {
@@ -429,9 +530,11 @@ Suite *list_suite(void) {
     tcase_add_test(tc, test_wrongtype);
     tcase_add_test(tc, test_encodings);
     tcase_add_test(tc, test_many_nodes);
+    tcase_add_test(tc, test_compress_depth);
     tcase_add_test(tc, test_blocking_immediate);
     TCase *td = it_tcase_bare(s, "debug");
     tcase_add_test(td, test_packed_threshold);
+    tcase_add_test(td, test_debug_object_quicklist);
     TCase *tb = it_tcase(s, "blocking");
     tcase_add_test(tb, test_nulls_resp3);
     tcase_add_test(tb, test_blocking_wakeups);

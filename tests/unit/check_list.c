@@ -1,9 +1,11 @@
 /* check_list.c -- unit tests for core/types/list.c: the listpack and
  * quicklist encodings, each conversion boundary (by bytes and by count,
  * growing and shrinking with its hysteresis), plain nodes for large
- * elements, node splits and merges, copies, and 100k random operations per
- * list-max-listpack-size value checked against an array of strings, with
- * the structure verified after every operation. */
+ * elements, node splits and merges, copies, compression
+ * (list-compress-depth), and 100k random operations per
+ * list-max-listpack-size value and compress depth 0, 1 and 2 checked
+ * against an array of strings, with the structure and the compression
+ * verified after every operation. */
 #include "types/list.h"
 
 #include "common/strconv.h"
@@ -483,6 +485,64 @@ static void random_op(model *m, kobj *o, char *buf, size_t size) {
     }
 }
 
+/* list-compress-depth 1: every inner node of compressible elements is
+ * compressed, the ends are not; MEMORY USAGE drops; a copy keeps the
+ * elements and the compression; depth 0 set later leaves nodes raw as they
+ * are read, and depth 2 then applies to the nodes a write touches. */
+START_TEST(test_compress_depth) {
+    char big[500];
+    memset(big, 'x', sizeof(big));
+    kobj *plain = list_new(), *o = list_new();
+    for (int i = 0; i < 200; i++)
+        list_push(plain, LIST_TAIL, big, sizeof(big));
+    opts.types.list_compress_depth = 1;
+    for (int i = 0; i < 200; i++) {
+        big[0] = (char)('a' + i % 26);
+        list_push(o, LIST_TAIL, big, sizeof(big));
+    }
+    list_ql_info qi;
+    ck_assert(list_quicklist_info(o, &qi));
+    ck_assert_uint_gt(qi.nodes, 10);
+    ck_assert_uint_eq(qi.compressed_nodes, qi.nodes - 2);
+    ck_assert_uint_eq(qi.count, 200);
+    ck_assert(list_verify(o, fill()) && list_verify_compression(o, 1));
+    ck_assert_uint_lt(obj_mem_usage(o) * 3, obj_mem_usage(plain));
+
+    kobj *c = obj_copy(o);
+    ck_assert(list_quicklist_info(c, &qi) && qi.compressed_nodes == qi.nodes - 2);
+    ck_assert(list_verify(c, fill()) && list_verify_compression(c, 1));
+    pack_val v;
+    for (int i = 0; i < 200; i++) {
+        big[0] = (char)('a' + i % 26);
+        ck_assert(list_index(c, i, &v) && list_val_eq(&v, big, sizeof(big)));
+    }
+    obj_decref(c);
+
+    /* Depth 0: a walk leaves what it decompresses raw. */
+    opts.types.list_compress_depth = 0;
+    list_iter it;
+    list_iter_init(&it, o, 0, LIST_TAIL);
+    while (list_iter_next(&it, &v))
+        ck_assert_uint_eq(v.len, sizeof(big));
+    ck_assert(list_verify_compression(o, 0));
+    ck_assert(list_quicklist_info(o, &qi) && qi.compressed_nodes == 0);
+
+    /* Depth 2: a push that makes a node compresses the node pushed
+     * inwards past the depth; a node a write touches is compressed. */
+    opts.types.list_compress_depth = 2;
+    for (int i = 0; i < 20; i++)
+        list_push(o, LIST_HEAD, big, sizeof(big));
+    ck_assert(list_quicklist_info(o, &qi));
+    ck_assert_uint_ge(qi.compressed_nodes, 1);
+    ck_assert(list_set(o, 100, "y", 1));
+    ck_assert(list_index(o, 100, &v) && list_val_eq(&v, "y", 1));
+    ck_assert(list_verify(o, fill()));
+    obj_decref(o);
+    obj_decref(plain);
+    opts.types.list_compress_depth = 0;
+}
+END_TEST
+
 /* A quicklist's nodes are estimated from `samples` of them: a first node
  * of small elements makes a one-node estimate low, a sample of all nodes
  * is exact, and the default is OBJ_MEM_SAMPLES. */
@@ -508,9 +568,16 @@ START_TEST(test_usage_samples) {
 }
 END_TEST
 
+static const int model_fills[] = {-2, -1, -5, 1, 3, 16, 128};
+#define MODEL_FILLS ((int)(sizeof(model_fills) / sizeof(model_fills[0])))
+
+/* Loop i: fill model_fills[i % MODEL_FILLS], compress depth i / MODEL_FILLS
+ * (0, 1, 2); with a depth the compression is checked after every step and a
+ * copy of the list now and then. */
 START_TEST(test_random_model) {
-    static const int fills[] = {-2, -1, -5, 1, 3, 16, 128};
-    opts.types.list_max_listpack_size = fills[_i];
+    opts.types.list_max_listpack_size = model_fills[_i % MODEL_FILLS];
+    size_t depth = (size_t)(_i / MODEL_FILLS);
+    opts.types.list_compress_depth = (int)depth;
     srand(1234 + (unsigned)_i);
     char *buf = malloc(16384);
     model m = {0};
@@ -518,6 +585,13 @@ START_TEST(test_random_model) {
     for (int step = 0; step < 100000; step++) {
         random_op(&m, o, buf, 16384);
         ck_assert_msg(list_verify(o, fill()), "structure broken at step %d", step);
+        ck_assert_msg(list_verify_compression(o, depth), "compression wrong at step %d", step);
+        if (depth && step % 5000 == 0) {
+            kobj *c = obj_copy(o);
+            ck_assert(list_verify(c, fill()) && list_verify_compression(c, depth));
+            model_check(&m, c);
+            obj_decref(c);
+        }
         /* Keep the list in a range where both encodings occur. */
         if (m.n > 600) {
             list_pop(o, LIST_HEAD, 300);
@@ -530,6 +604,7 @@ START_TEST(test_random_model) {
     obj_decref(o);
     model_free(&m);
     free(buf);
+    opts.types.list_compress_depth = 0;
 }
 END_TEST
 
@@ -547,7 +622,8 @@ int main(void) {
     tcase_add_test(tc, test_split_merge);
     tcase_add_test(tc, test_copy_and_usage);
     tcase_add_test(tc, test_usage_samples);
-    tcase_add_loop_test(tc, test_random_model, 0, 7);
+    tcase_add_test(tc, test_compress_depth);
+    tcase_add_loop_test(tc, test_random_model, 0, 3 * MODEL_FILLS);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
