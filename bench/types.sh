@@ -96,15 +96,26 @@ RAW="$BENCH_TMP/raw.csv"
 : >"$RAW"
 MAIN_TESTS=$(echo "$TESTS" | tr , '\n' | grep -v '^lrange' | paste -sd, -)
 RANGE_TESTS=$(echo "$TESTS" | tr , '\n' | grep '^lrange' | paste -sd, - || true)
+# Server CPU time (user + system, clock ticks) from /proc/PID/stat.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+TICK_HZ=$(getconf CLK_TCK)
 run_group() { # i p rep tests n
-    local i=$1 p=$2 rep=$3 tests=$4 n=$5 port=${PORTS[$1]} t rps log="$BENCH_TMP/benchmark.log"
+    local i=$1 p=$2 rep=$3 tests=$4 n=$5 port=${PORTS[$1]} t rps c0 c1 cpu log="$BENCH_TMP/benchmark.log"
     [ -n "$tests" ] || return 0
     kill -0 "${SPIDS[$i]}" 2>/dev/null || die "${NAMES[$i]} is no longer running"
+    c0=$(cpu_ticks "${SPIDS[$i]}")
     if ! run_client 900 "$BENCH_TMP/out.csv" "$log" redis-benchmark -h 127.0.0.1 -p "$port" \
         -c 50 -P "$p" -n "$n" --threads 1 --csv -t "$tests"; then
         tail -n 5 "$log" >&2
         die "redis-benchmark failed against ${NAMES[$i]} ($tests, -P $p)"
     fi
+    c1=$(cpu_ticks "${SPIDS[$i]}")
+    # The server's CPU per request, for a run of one test (an LRANGE run
+    # also fills its list first: no figure).
+    cpu=NA
+    case "$tests" in *,* | lrange*) ;; *)
+        cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$TICK_HZ" -v n="$n" 'BEGIN { printf "%.3f", (b - a) * 1e6 / hz / n }') ;;
+    esac
     IFS=, read -r -a tl <<<"$tests"
     for t in "${tl[@]}"; do
         # Rows are named "LPUSH", "LRANGE_100 (first 100 elements)", and
@@ -113,13 +124,17 @@ run_group() { # i p rep tests n
                   name = tolower($1); gsub(/"/, "", name); sub(/ .*/, "", name)
                   gsub(/"/, "", $2); if (name == want) r = $2 } END { print r }' "$BENCH_TMP/out.csv")
         [ -n "$rps" ] || die "no result for $t in: $(cat "$BENCH_TMP/out.csv")"
-        echo "${NAMES[$i]},$p,$t,$rep,$rps" >>"$RAW"
+        echo "${NAMES[$i]},$p,$t,$rep,$rps,$cpu" >>"$RAW"
         printf '%s %.0f/s  ' "$t" "$rps"
     done
 }
 run_round() { # i p rep
     [ "$(redis-cli -h 127.0.0.1 -p "${PORTS[$1]}" flushall 2>&1)" = OK ] || die "FLUSHALL failed on ${NAMES[$1]}"
-    run_group "$1" "$2" "$3" "$MAIN_TESTS" "$(requests "$2" main)"
+    # One run per test, in order and without a flush in between, so each
+    # test's server CPU is its own and the pops still pop the pushes.
+    local t
+    IFS=, read -r -a mt <<<"$MAIN_TESTS"
+    for t in "${mt[@]}"; do run_group "$1" "$2" "$3" "$t" "$(requests "$2" main)"; done
     run_group "$1" "$2" "$3" "$RANGE_TESTS" "$(requests "$2" lrange)"
     echo
 }
@@ -133,8 +148,9 @@ for p in "${PIPES[@]}"; do
     done
 done
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 med() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t { print $5 }' "$RAW" | median; }
+medcpu() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t && $6 != "NA" { print $6 }' "$RAW" | median; }
 
 {
     echo "# Aggregate-type commands: redis-benchmark's tests"
@@ -147,11 +163,13 @@ med() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t { p
     rule="| --- | ---: |"
     for i in "${!NAMES[@]}"; do head+=" ${TITLES[$i]} req/s |"; rule+=" ---: |"; done
     for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" Keel / ${TITLES[$i]} |"; rule+=" ---: |"; }; done
+    for i in "${!NAMES[@]}"; do head+=" ${TITLES[$i]} CPU us/req |"; rule+=" ---: |"; done
+    for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" CPU ${TITLES[$i]} / Keel |"; rule+=" ---: |"; }; done
     echo "$head"
     echo "$rule"
 } >"$OUT"
 csv="$(dirname "$OUT")/$(basename "$OUT" .md).csv"
-echo "test,pipeline,$(IFS=,; echo "${NAMES[*]}")" >"$csv"
+echo "test,pipeline,$(IFS=,; echo "${NAMES[*]}"),$(for n in "${NAMES[@]}"; do printf '%s_cpu_us,' "$n"; done | sed 's/,$//')" >"$csv"
 IFS=, read -r -a tests <<<"$TESTS"
 for p in "${PIPES[@]}"; do
     for t in "${tests[@]}"; do
@@ -161,8 +179,20 @@ for p in "${PIPES[@]}"; do
         for i in "${!NAMES[@]}"; do
             [ "$i" = 0 ] || row+=" $(awk -v a="${vals[0]}" -v b="${vals[$i]}" 'BEGIN { printf "%.2fx", a / b }') |"
         done
+        # Server CPU per request: what a server spends whatever the client
+        # can send (the ratio reads "how many times Keel's CPU").
+        cpus=()
+        for i in "${!NAMES[@]}"; do cpus+=("$(medcpu "${NAMES[$i]}" "$p" "$t")"); row+=" ${cpus[$i]:--} |"; done
+        for i in "${!NAMES[@]}"; do
+            [ "$i" = 0 ] && continue
+            if [ -n "${cpus[0]}" ] && [ -n "${cpus[$i]}" ]; then
+                row+=" $(awk -v a="${cpus[0]}" -v b="${cpus[$i]}" 'BEGIN { printf "%.2fx", b / a }') |"
+            else
+                row+=" - |"
+            fi
+        done
         echo "$row" >>"$OUT"
-        echo "$t,$p,$(IFS=,; echo "${vals[*]}")" >>"$csv"
+        echo "$t,$p,$(IFS=,; echo "${vals[*]}"),$(IFS=,; echo "${cpus[*]}")" >>"$csv"
     done
 done
 cat "$OUT"
