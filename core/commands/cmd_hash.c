@@ -366,10 +366,7 @@ static void hscan_cb(void *priv, const hash_str *f, const hash_str *v) {
 
 static void cmd_hscan(client *c) {
     unsigned long long cursor;
-    if (!arg_to_scan_cursor(&c->argv[2], &cursor)) {
-        reply_error(c, "ERR invalid cursor");
-        return;
-    }
+    if (!arg_to_scan_cursor(c, &c->argv[2], &cursor)) return;
     kobj *o;
     if (hash_lookup(c, &c->argv[1], &o) < 0) return;
     if (!o) {

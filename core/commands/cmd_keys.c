@@ -308,7 +308,7 @@ static void scan_cb(void *priv, void *entry) {
 
 /* Valkey's string2ull(): a strict decimal, or whatever strtoull() accepts
  * of the C string (so an embedded NUL ends it), but no negative decimals. */
-int arg_to_scan_cursor(const karg *a, unsigned long long *out) {
+static int scan_cursor_parse(const karg *a, unsigned long long *out) {
     char *s = km_strndup(a->ptr, a->len);
     size_t n = strlen(s);
     long long ll;
@@ -324,6 +324,12 @@ int arg_to_scan_cursor(const karg *a, unsigned long long *out) {
     }
     km_free(s);
     return ok;
+}
+
+int arg_to_scan_cursor(client *c, const karg *a, unsigned long long *out) {
+    if (scan_cursor_parse(a, out)) return 1;
+    reply_error(c, "ERR invalid cursor");
+    return 0;
 }
 
 /* The TYPE filter: Valkey's type names are accepted even where Keel has no
@@ -377,10 +383,7 @@ int scan_args_parse(client *c, int first, unsigned allowed, scan_args *out) {
 
 static void cmd_scan(client *c) {
     unsigned long long cursor;
-    if (!arg_to_scan_cursor(&c->argv[1], &cursor)) {
-        reply_error(c, "ERR invalid cursor");
-        return;
-    }
+    if (!arg_to_scan_cursor(c, &c->argv[1], &cursor)) return;
     scan_args a;
     if (!scan_args_parse(c, 2, SCAN_ARGS_TYPE, &a)) return;
     scan_state s = {.d = c->db, .pat = a.pat, .type = SCAN_TYPE_ANY};

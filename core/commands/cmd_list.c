@@ -436,18 +436,7 @@ static int mpop_parse(client *c, int numkeys_idx, mpop_args *a) {
     }
     int where_idx = numkeys_idx + (int)numkeys + 1;
     if (!arg_to_where(c, &c->argv[where_idx], &a->where)) return 0;
-    a->count = -1;
-    for (int j = where_idx + 1; j < c->argc; j++) {
-        if (a->count == -1 && j + 1 < c->argc && karg_eq(&c->argv[j], "count")) {
-            if (!arg_to_range(c, &c->argv[++j], 1, LLONG_MAX, "ERR count should be greater than 0",
-                              &a->count))
-                return 0;
-        } else {
-            reply_syntax_error(c);
-            return 0;
-        }
-    }
-    if (a->count == -1) a->count = 1;
+    if (!arg_mpop_count(c, where_idx + 1, &a->count)) return 0;
     a->nkeys = (int)numkeys;
     a->keypos =
         a->nkeys <= (int)K_ARRAY_LEN(a->keys) ? a->keys : km_alloc(sizeof(int) * (size_t)a->nkeys);

@@ -544,10 +544,7 @@ static void sscan_collect(void *priv, const set_member *m) {
 
 static void cmd_sscan(client *c) {
     unsigned long long cursor;
-    if (!arg_to_scan_cursor(&c->argv[2], &cursor)) {
-        reply_error(c, "ERR invalid cursor");
-        return;
-    }
+    if (!arg_to_scan_cursor(c, &c->argv[2], &cursor)) return;
     kobj *o;
     if (!set_lookup(c, &c->argv[1], 1, &o)) return;
     if (!o) {

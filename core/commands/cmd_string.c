@@ -56,6 +56,22 @@ int arg_to_range(client *c, const karg *a, long long min, long long max, const c
     return 1;
 }
 
+int arg_mpop_count(client *c, int from, long long *count) {
+    *count = -1;
+    for (int j = from; j < c->argc; j++) {
+        if (*count == -1 && j + 1 < c->argc && karg_eq(&c->argv[j], "count")) {
+            if (!arg_to_range(c, &c->argv[++j], 1, LLONG_MAX, "ERR count should be greater than 0",
+                              count))
+                return 0;
+        } else {
+            reply_syntax_error(c);
+            return 0;
+        }
+    }
+    if (*count == -1) *count = 1;
+    return 1;
+}
+
 /* Looks a key up for a string command; replies WRONGTYPE and returns -1 if
  * it holds another type. */
 static int string_lookup(client *c, const karg *key, db_entry **out) {

@@ -854,19 +854,7 @@ static int zmpop_parse(client *c, int nk, zmpop_args *a) {
         reply_syntax_error(c);
         return 0;
     }
-    a->count = -1;
-    for (int j = w + 1; j < c->argc; j++) {
-        if (a->count == -1 && karg_eq(&c->argv[j], "count") && j + 1 < c->argc) {
-            if (!arg_to_range(c, &c->argv[++j], 1, LLONG_MAX, "ERR count should be greater than 0",
-                              &a->count))
-                return 0;
-        } else {
-            reply_syntax_error(c);
-            return 0;
-        }
-    }
-    if (a->count == -1) a->count = 1;
-    return 1;
+    return arg_mpop_count(c, w + 1, &a->count);
 }
 
 static void cmd_zmpop(client *c) {
@@ -1058,10 +1046,7 @@ static void zscan_elem(void *priv, const zset_elem *e) {
 
 static void cmd_zscan(client *c) {
     unsigned long long cursor;
-    if (!arg_to_scan_cursor(&c->argv[2], &cursor)) {
-        reply_error(c, "ERR invalid cursor");
-        return;
-    }
+    if (!arg_to_scan_cursor(c, &c->argv[2], &cursor)) return;
     kobj *o;
     int found = zlookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;

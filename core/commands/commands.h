@@ -77,9 +77,13 @@ int arg_to_ll(client *c, const karg *a, long long *out);
  * max". Returns 1, or 0 after replying. */
 int arg_to_range(client *c, const karg *a, long long min, long long max, const char *msg,
                  long long *out);
-/* Parses a SCAN/HSCAN/SSCAN/ZSCAN cursor as Valkey does (1 if valid; the
- * caller replies "ERR invalid cursor"). */
-int arg_to_scan_cursor(const karg *a, unsigned long long *out);
+/* Parses a SCAN/HSCAN/SSCAN/ZSCAN cursor as Valkey does: 1, or 0 after
+ * replying "ERR invalid cursor". */
+int arg_to_scan_cursor(client *c, const karg *a, unsigned long long *out);
+/* The optional tail [COUNT n] of LMPOP/ZMPOP and their blocking forms,
+ * from argument `from` on: *count is n (1 without it). Returns 1, or 0
+ * after replying Valkey's error. */
+int arg_mpop_count(client *c, int from, long long *count);
 
 /* The options of the SCAN family, parsed by scan_args_parse. */
 typedef struct scan_args {
