@@ -98,6 +98,7 @@
 #define BUCKET_BYTES 64
 
 #define GROW_PERCENT 90        /* grow when an add would pass this fill */
+#define GROW_MAX_PERCENT 96    /* ... or this one, when no growth fits the budget */
 #define GROW_TARGET_PERCENT 80 /* the tight size: smallest table at or under this */
 /* An add that passes GROW_PERCENT doubles the table (to this fill), so a
  * table being filled moves each entry about once, not once per size class;
@@ -619,8 +620,16 @@ static void grow_if_needed(hashtable *ht) {
      * a memory limit the doubling would push the server over (and make it
      * evict keys): the tight size is the smallest growth that makes room. */
     size_t n = homes_for(want, ht->type->grow_fill ? ht->type->grow_fill : GROW_FAST_PERCENT);
-    if (ht->type->grow_budget && table_bytes_for(n) > ht->type->grow_budget())
-        n = homes_for(want, GROW_TARGET_PERCENT);
+    if (ht->type->grow_budget) {
+        size_t budget = ht->type->grow_budget();
+        if (table_bytes_for(n) > budget) n = homes_for(want, GROW_TARGET_PERCENT);
+        /* Not even the tight size fits: fill on towards GROW_MAX_PERCENT
+         * first, as Valkey's dict declines to expand past maxmemory (CI: a
+         * growth by one size class 4 KB under the limit made the next SET
+         * evict). A placement that finds no room still grows the table
+         * (insert_forced). */
+        if (table_bytes_for(n) > budget && !over_fill(want, ht->t[0].n, GROW_MAX_PERCENT)) return;
+    }
     resize(ht, n);
     ht->grown_us = monotonic_us();
 }
