@@ -12,9 +12,9 @@
  * the entry before a position in O(1).
  *
  *   prefix byte     meaning                                  payload
- *   0xxxxxxx        integer 0..127                           none
+ *   0vvvvvvv        integer 0..127                           none
  *   10llllll        string of 0..63 bytes                    the bytes
- *   110xxxxx x8     13-bit signed integer                    (second byte)
+ *   110vvvvv v8     13-bit signed integer                    (second byte)
  *   1110llll l8     string of 64..4095 bytes                 the bytes
  *   0xf0 l32        string of any length                     the bytes
  *   0xf1..0xf4      16/24/32/64-bit signed integer           2/3/4/8 bytes
