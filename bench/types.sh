@@ -111,7 +111,7 @@ run_group() { # i p rep tests n
     fi
     c1=$(cpu_ticks "${SPIDS[$i]}")
     # The server's CPU per request, for a run of one test (an LRANGE run
-    # also fills its list first: no figure).
+    # also fills its list first: run_range_cpu measures those).
     cpu=NA
     case "$tests" in *,* | lrange*) ;; *)
         cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$TICK_HZ" -v n="$n" 'BEGIN { printf "%.3f", (b - a) * 1e6 / hz / n }') ;;
@@ -128,6 +128,26 @@ run_group() { # i p rep tests n
         printf '%s %.0f/s  ' "$t" "$rps"
     done
 }
+# The LRANGE runs above also fill their list, so their server CPU is not
+# theirs: measure it on a run of the same command alone, on the list the
+# run left (it holds at least 600 elements). Appends "server,pipeline,
+# test,rep,cpu" lines to RAWCPU.
+RAWCPU="$BENCH_TMP/rawcpu.csv"
+: >"$RAWCPU"
+run_range_cpu() { # i p rep n
+    local i=$1 p=$2 rep=$3 n=$4 port=${PORTS[$1]} t c0 c1 log="$BENCH_TMP/benchmark.log"
+    IFS=, read -r -a rl <<<"$RANGE_TESTS"
+    for t in "${rl[@]}"; do
+        [ -n "$t" ] || continue
+        c0=$(cpu_ticks "${SPIDS[$i]}")
+        run_client 900 "$BENCH_TMP/out.csv" "$log" redis-benchmark -h 127.0.0.1 -p "$port" \
+            -c 50 -P "$p" -n "$n" --threads 1 --csv lrange mylist 0 $((${t#lrange_} - 1)) ||
+            die "redis-benchmark failed against ${NAMES[$i]} (LRANGE alone, -P $p)"
+        c1=$(cpu_ticks "${SPIDS[$i]}")
+        awk -v a="$c0" -v b="$c1" -v hz="$TICK_HZ" -v n="$n" -v pre="${NAMES[$i]},$p,$t,$rep" \
+            'BEGIN { printf "%s,%.3f\n", pre, (b - a) * 1e6 / hz / n }' >>"$RAWCPU"
+    done
+}
 run_round() { # i p rep
     [ "$(redis-cli -h 127.0.0.1 -p "${PORTS[$1]}" flushall 2>&1)" = OK ] || die "FLUSHALL failed on ${NAMES[$1]}"
     # One run per test, in order and without a flush in between, so each
@@ -136,6 +156,7 @@ run_round() { # i p rep
     IFS=, read -r -a mt <<<"$MAIN_TESTS"
     for t in "${mt[@]}"; do run_group "$1" "$2" "$3" "$t" "$(requests "$2" main)"; done
     run_group "$1" "$2" "$3" "$RANGE_TESTS" "$(requests "$2" lrange)"
+    run_range_cpu "$1" "$2" "$3" "$(requests "$2" lrange)"
     echo
 }
 
@@ -150,7 +171,10 @@ done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 med() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t { print $5 }' "$RAW" | median; }
-medcpu() { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t && $6 != "NA" { print $6 }' "$RAW" | median; }
+medcpu() {
+    { awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t && $6 != "NA" { print $6 }' "$RAW"
+      awk -F, -v n="$1" -v p="$2" -v t="$3" '$1 == n && $2 == p && $3 == t { print $5 }' "$RAWCPU"; } | median
+}
 
 {
     echo "# Aggregate-type commands: redis-benchmark's tests"

@@ -96,6 +96,9 @@ extern const size_t session_metric_descs_count;
 /* client_resume_input found an I/O job in flight: the job's finish runs
  * the pending requests. */
 #define CLIENT_RESUME_INPUT (1u << 16)
+/* Subscribed to a channel, pattern or shard channel: in RESP2 only the
+ * pub/sub commands, PING, QUIT and RESET may run (CLIENT LIST flag P). */
+#define CLIENT_PUBSUB (1u << 17)
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)

@@ -189,8 +189,28 @@ void reply_int(client *c, long long v) {
  * once: the common small GET costs one append instead of three. */
 #define REPLY_BULK_ONE_COPY 128
 
+/* Frames a small bulk string straight into the tail block when it has
+ * room (the common case inside a long array reply): one copy of the
+ * payload, no staging buffer. Returns 0 when the slow path must run. */
+static int reply_bulk_in_place(client *c, const char *s, size_t len) {
+    reply_block *b = c->reply_tail;
+    /* "$128\r\n" + payload + "\r\n" */
+    if (!b || b->obj || b->size - b->used < len + 8 || (c->flags & REPLY_DROPPED)) return 0;
+    reply_schedule(c);
+    char *p = b->buf + b->used;
+    size_t n = reply_format_len_line(p, '$', (long long)len);
+    memcpy(p + n, s, len);
+    n += len;
+    p[n++] = '\r';
+    p[n++] = '\n';
+    b->used += n;
+    c->reply_bytes += n;
+    return 1;
+}
+
 void reply_bulk(client *c, const char *s, size_t len) {
     if (len <= REPLY_BULK_ONE_COPY) {
+        if (reply_bulk_in_place(c, s, len)) return;
         char buf[REPLY_BULK_ONE_COPY + 32];
         size_t n = reply_format_len_line(buf, '$', (long long)len);
         memcpy(buf + n, s, len);
@@ -269,6 +289,10 @@ void reply_map(client *c, long long n) {
 
 void reply_set(client *c, long long n) {
     reply_len_line(c, c->resp >= 3 ? '~' : '*', n);
+}
+
+void reply_push(client *c, long long n) {
+    reply_len_line(c, c->resp >= 3 ? '>' : '*', n);
 }
 
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext) {

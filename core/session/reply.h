@@ -38,6 +38,9 @@ void reply_bool(client *c, int v);
 void reply_array(client *c, long long n);
 void reply_map(client *c, long long n); /* n pairs */
 void reply_set(client *c, long long n);
+/* An out-of-band message of n elements: a RESP3 push (">"), or in RESP2
+ * an array, which a subscribed client reads as its message. */
+void reply_push(client *c, long long n);
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext);
 
 /* ---- deferred aggregate lengths ----
