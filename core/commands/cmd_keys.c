@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "ds/glob.h"
 #include "common/kmem.h"
+#include "common/vec.h"
 #include "session/reply.h"
 
 #include <errno.h>
@@ -82,34 +83,18 @@ static int lfu_policy(void) {
     return db_policy_is_lfu(db_opts()->maxmemory_policy);
 }
 
-/* A growable list of entries, for SCAN: its cursor, known only after the
- * walk, comes before the keys. The entries stay valid while the list
- * lives: nothing deletes them in between. */
-typedef struct entry_list {
-    db_entry **items;
-    size_t count;
-    size_t cap;
-} entry_list;
-
-static void list_push(entry_list *l, db_entry *e) {
-    if (l->count == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->items = km_realloc(l->items, l->cap * sizeof(*l->items));
-    }
-    l->items[l->count++] = e;
-}
-
-/* Replies an array of the listed keys and frees the list. */
-static void reply_keys_and_free(client *c, entry_list *l) {
-    reply_array(c, (long long)l->count);
-    for (size_t i = 0; i < l->count; i++) {
+/* Replies an array of the keys of the entries in found (SCAN's: its
+ * cursor, known only after the walk, comes before them; the entries stay
+ * valid while nothing deletes them) and frees the vector. */
+static void reply_keys_and_free(client *c, vec *found) {
+    db_entry **items = found->items;
+    reply_array(c, (long long)found->count);
+    for (size_t i = 0; i < found->count; i++) {
         size_t len;
-        const char *key = db_entry_key(l->items[i], &len);
+        const char *key = db_entry_key(items[i], &len);
         reply_bulk(c, key, len);
     }
-    km_free(l->items);
-    l->items = NULL;
-    l->count = l->cap = 0;
+    vec_free(found);
 }
 
 /* ---- DEL, UNLINK, EXISTS, TOUCH, TYPE ---- */
@@ -286,7 +271,7 @@ typedef struct scan_state {
     const karg *pat; /* NULL: every key */
     int type;
     long long sampled;
-    entry_list found;
+    vec found; /* db_entry * */
 } scan_state;
 
 /* Filters by type, then pattern, then expiry, as Valkey does; an expired
@@ -303,7 +288,7 @@ static void scan_cb(void *priv, void *entry) {
         db_lookup_quiet(s->d, key, len); /* expires it */
         return;
     }
-    list_push(&s->found, e);
+    *(db_entry **)vec_push(&s->found, sizeof(e)) = e;
 }
 
 /* Valkey's string2ull(): a strict decimal, or whatever strtoull() accepts

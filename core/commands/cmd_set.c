@@ -5,6 +5,7 @@
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
+#include "common/vec.h"
 #include "ds/glob.h"
 #include "session/reply.h"
 #include "types/set.h"
@@ -521,8 +522,7 @@ static void cmd_sdiffstore(client *c) {
 typedef struct sscan_state {
     const char *pat; /* NULL: every member */
     size_t patlen;
-    set_member *found;
-    size_t n, cap;
+    vec found; /* set_member */
 } sscan_state;
 
 /* Members are kept by reference: the set does not change during the
@@ -535,11 +535,7 @@ static void sscan_collect(void *priv, const set_member *m) {
         const char *s = set_member_str(m, buf, &len);
         if (!glob_match(st->pat, st->patlen, s, len, 0)) return;
     }
-    if (st->n == st->cap) {
-        st->cap = st->cap ? st->cap * 2 : 16;
-        st->found = km_realloc(st->found, st->cap * sizeof(*st->found));
-    }
-    st->found[st->n++] = *m;
+    *(set_member *)vec_push(&st->found, sizeof(*m)) = *m;
 }
 
 static void cmd_sscan(client *c) {
@@ -562,10 +558,11 @@ static void cmd_sscan(client *c) {
     int n = snprintf(buf, sizeof(buf), "%zu", next);
     reply_array(c, 2);
     reply_bulk(c, buf, (size_t)n);
-    reply_array(c, (long long)st.n);
-    for (size_t i = 0; i < st.n; i++)
-        reply_member(c, &st.found[i]);
-    km_free(st.found);
+    const set_member *found = st.found.items;
+    reply_array(c, (long long)st.found.count);
+    for (size_t i = 0; i < st.found.count; i++)
+        reply_member(c, &found[i]);
+    vec_free(&st.found);
 }
 
 /* clang-format off */

@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
+#include "common/vec.h"
 #include "ds/glob.h"
 #include "session/blocking.h"
 #include "session/reply.h"
@@ -1028,18 +1029,13 @@ static void cmd_zrandmember(client *c) {
 
 typedef struct zscan_ctx {
     const karg *pat;
-    zset_elem *items;
-    size_t count, cap;
+    vec items; /* zset_elem */
 } zscan_ctx;
 
 static void zscan_elem(void *priv, const zset_elem *e) {
     zscan_ctx *s = priv;
     if (s->pat && !glob_match(s->pat->ptr, s->pat->len, e->m, e->len, 0)) return;
-    if (s->count == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        s->items = km_realloc(s->items, s->cap * sizeof(*s->items));
-    }
-    zset_elem *d = &s->items[s->count++];
+    zset_elem *d = vec_push(&s->items, sizeof(*d));
     *d = *e;
     if (e->m == e->buf) d->m = d->buf; /* an integer member's digits move with it */
 }
@@ -1062,21 +1058,23 @@ static void cmd_zscan(client *c) {
         cur = cursor;
         do {
             cur = zset_scan(o, cur, zscan_elem, &s);
-        } while (cur && maxiter-- && s.count < (size_t)count);
+        } while (cur && maxiter-- && s.items.count < (size_t)count);
     }
     char buf[24];
     size_t n = ll_to_str(buf, 0);
     if (cur) n = (size_t)snprintf(buf, sizeof(buf), "%llu", cur);
     reply_array(c, 2);
     reply_bulk(c, buf, n);
-    reply_array(c, (long long)(noscores ? s.count : 2 * s.count));
-    for (size_t i = 0; i < s.count; i++) {
-        reply_bulk(c, s.items[i].m, s.items[i].len);
+    const zset_elem *items = s.items.items;
+    size_t n_items = s.items.count;
+    reply_array(c, (long long)(noscores ? n_items : 2 * n_items));
+    for (size_t i = 0; i < n_items; i++) {
+        reply_bulk(c, items[i].m, items[i].len);
         if (noscores) continue;
         char d[DOUBLE_STR_MAX];
-        reply_bulk(c, d, double_to_str(d, s.items[i].score));
+        reply_bulk(c, d, double_to_str(d, items[i].score));
     }
-    km_free(s.items);
+    vec_free(&s.items);
 }
 
 /* ---- the table ---- */
