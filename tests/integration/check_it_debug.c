@@ -15,14 +15,6 @@ static it_server *debug_server(void) {
     return it_start("--enable-debug-command", "yes", NULL);
 }
 
-static it_raw *resp3(it_server *s) {
-    it_raw *r = it_raw_connect(s);
-    it_raw_cmd(r, "HELLO", "3", NULL);
-    it_value *v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
-    return r;
-}
-
 START_TEST(test_debug_refused_by_default) {
     it_server *s = it_start(NULL);
     redisContext *c = it_connect(s);
@@ -56,7 +48,7 @@ END_TEST
 
 START_TEST(test_protocol_resp3) {
     it_server *s = debug_server();
-    it_raw *r = resp3(s);
+    it_raw *r = it_raw_connect_resp3(s);
     static const struct {
         const char *type, *want;
     } cases[] = {
@@ -90,7 +82,7 @@ END_TEST
 /* The exact bytes of the RESP3 attribute and bignum replies. */
 START_TEST(test_protocol_resp3_bytes) {
     it_server *s = debug_server();
-    it_raw *r = resp3(s);
+    it_raw *r = it_raw_connect_resp3(s);
     it_raw_cmd(r, "DEBUG", "PROTOCOL", "bignum", NULL);
     it_raw_cmd(r, "DEBUG", "PROTOCOL", "attrib", NULL);
     it_raw_cmd(r, "DEBUG", "PROTOCOL", "push", NULL);

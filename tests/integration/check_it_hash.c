@@ -24,14 +24,6 @@ static void ttl_in_range(long long lo, long long hi, const char *cmd) {
     ck_assert_msg(v >= lo && v <= hi, "%s: %lld not in [%lld, %lld]", cmd, v, lo, hi);
 }
 
-static it_raw *resp3(void) {
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "HELLO", "3", NULL);
-    it_value *v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
-    return r;
-}
-
 START_TEST(test_hset_hget) {
     expect_int(C, 2, "HSET h a 1 b 2");
     expect_int(C, 1, "HSET h a 10 c 3");
@@ -75,7 +67,7 @@ START_TEST(test_getall_keys_vals) {
     ck_assert_str_eq(it_sorted_join(it_cmd(C, "HGETALL h")), "1,2,a,b");
     expect_reply(C, "[]", "HGETALL nokey");
     expect_reply(C, "[]", "HKEYS nokey");
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "HDEL", "h", "b", NULL);
     expect_raw(r, ":1");
     it_raw_cmd(r, "HGETALL", "h", NULL);
@@ -197,7 +189,7 @@ START_TEST(test_hrandfield) {
     expect_error(C, ERR_SYNTAX, "HRANDFIELD h 1 WITHVALUES x");
     expect_error(C, ERR_NOT_INT, "HRANDFIELD h x");
     expect_error(C, "ERR value is out of range", "HRANDFIELD h -9223372036854775807 WITHVALUES");
-    it_raw *raw = resp3();
+    it_raw *raw = it_raw_connect_resp3(S);
     it_raw_cmd(raw, "HRANDFIELD", "h", "-2", "WITHVALUES", NULL);
     it_value *v = it_raw_read(raw);
     ck_assert(v && v->type == '*' && v->n == 2);
@@ -432,7 +424,7 @@ START_TEST(test_hgetdel) {
 END_TEST
 
 START_TEST(test_resp3_ttl_replies) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "HSET", "h", "a", "1", NULL);
     expect_raw(r, ":1");
     it_raw_cmd(r, "HEXPIRE", "h", "100", "FIELDS", "2", "a", "b", NULL);

@@ -18,13 +18,7 @@
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
 
 static it_raw *raw(int resp3) {
-    it_raw *r = it_raw_connect(S);
-    if (resp3) {
-        it_raw_cmd(r, "HELLO", "3", NULL);
-        it_value *v = it_raw_read(r);
-        ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
-    }
-    return r;
+    return resp3 ? it_raw_connect_resp3(S) : it_raw_connect(S);
 }
 
 START_TEST(test_push_range_len) {

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A raw connection switched to RESP3 (HELLO 3 checked). */
-static it_raw *resp3(void) {
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "HELLO", "3", NULL);
-    it_value *v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
-    return r;
-}
-
 START_TEST(test_hello3_map) {
     it_raw *r = it_raw_connect(S);
     it_raw_cmd(r, "HELLO", "3", NULL);
@@ -52,7 +43,7 @@ START_TEST(test_hello_without_version) {
     ck_assert_int_eq(r->elements, 14);
     ck_assert_str_eq(r->element[4]->str, "proto");
     ck_assert_int_eq(r->element[5]->integer, 2);
-    it_raw *r3 = resp3();
+    it_raw *r3 = it_raw_connect_resp3(S);
     it_raw_cmd(r3, "HELLO", NULL);
     it_value *v = it_raw_read(r3);
     ck_assert_int_eq(v->type, '%');
@@ -61,7 +52,7 @@ START_TEST(test_hello_without_version) {
 END_TEST
 
 START_TEST(test_hello_switch_back_to_2) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "GET", "nokey", NULL);
     expect_raw(r, "_");
     it_raw_cmd(r, "HELLO", "2", NULL);
@@ -100,7 +91,7 @@ END_TEST
 
 START_TEST(test_resp3_nulls) {
     expect_ok(C, "SET a 1");
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "GET", "nokey", NULL);
     expect_raw(r, "_");
     it_raw_cmd(r, "MGET", "a", "nokey", NULL);
@@ -119,7 +110,7 @@ START_TEST(test_resp3_nulls) {
 END_TEST
 
 START_TEST(test_resp3_exec_null_after_watch) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "WATCH", "x", NULL);
     expect_raw(r, "+OK");
     expect_ok(C, "SET x changed");
@@ -139,7 +130,7 @@ START_TEST(test_resp3_exec_null_after_watch) {
 END_TEST
 
 START_TEST(test_resp3_maps) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "CONFIG", "GET", "maxmemory", NULL);
     expect_raw(r, "{\"maxmemory\":\"0\"}");
     it_raw_cmd(r, "CONFIG", "GET", "no-such-option", NULL);
@@ -156,7 +147,7 @@ START_TEST(test_resp3_maps) {
 END_TEST
 
 START_TEST(test_resp3_sets) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "COMMAND", "INFO", "get", NULL);
     it_value *v = it_raw_read(r);
     char buf[1024];
@@ -179,7 +170,7 @@ END_TEST
 
 START_TEST(test_resp3_doubles) {
     expect_ok(C, "SET k v");
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "MEMORY", "STATS", NULL);
     it_value *v = it_raw_read(r);
     char buf[2048];
@@ -206,7 +197,7 @@ START_TEST(test_resp3_doubles) {
 END_TEST
 
 START_TEST(test_resp3_incrbyfloat_stays_bulk) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "INCRBYFLOAT", "f", "1.5", NULL);
     expect_raw(r, "\"1.5\"");
     it_raw_cmd(r, "INCR", "i", NULL);
@@ -217,7 +208,7 @@ START_TEST(test_resp3_incrbyfloat_stays_bulk) {
 END_TEST
 
 START_TEST(test_resp3_verbatim) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "INFO", "server", NULL);
     it_value *v = it_raw_read(r);
     ck_assert_msg(v && v->type == '=', "INFO in RESP3 is not a verbatim string");
@@ -238,7 +229,7 @@ START_TEST(test_resp3_verbatim) {
 END_TEST
 
 START_TEST(test_resp3_unchanged_replies) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "SET", "k", "v", NULL);
     expect_raw(r, "+OK");
     it_raw_cmd(r, "SCAN", "0", NULL);
@@ -253,7 +244,7 @@ START_TEST(test_resp3_unchanged_replies) {
 END_TEST
 
 START_TEST(test_reset_returns_to_resp2) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "RESET", NULL);
     expect_raw(r, "+RESET");
     it_raw_cmd(r, "GET", "nokey", NULL);
@@ -262,7 +253,7 @@ START_TEST(test_reset_returns_to_resp2) {
 END_TEST
 
 START_TEST(test_resp3_pipeline) {
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     for (int i = 0; i < 1000; i++)
         it_raw_cmd(r, "GET", "nokey", NULL);
     for (int i = 0; i < 1000; i++)

@@ -12,15 +12,6 @@
 
 #define sorted(...) it_sorted_join(it_cmd(C, __VA_ARGS__))
 
-/* A raw connection switched to RESP3. */
-static it_raw *resp3(void) {
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "HELLO", "3", NULL);
-    it_value *v = it_raw_read(r);
-    ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
-    return r;
-}
-
 /* Sends a command written as one string of space-separated words. */
 static redisReply *cmd_words(const char *line) {
     const char *argv[2048];
@@ -350,7 +341,7 @@ END_TEST
 START_TEST(test_resp3_reply_types) {
     expect_int(C, 2, "SADD s a b");
     expect_int(C, 1, "SADD t b");
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "SMEMBERS", "t", NULL);
     expect_raw(r, "~[\"b\"]");
     it_raw_cmd(r, "SINTER", "s", "t", NULL);

@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static it_raw *resp3(void) {
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "HELLO", "3", NULL);
-    ck_assert(it_raw_read(r) != NULL);
-    return r;
-}
-
 /* Runs a test body once per encoding: the default thresholds (skip 0),
  * and zset-max-listpack-entries 0 (skip 1: every set a skiplist). */
 static void both_encodings(void (*body)(int skip)) {
@@ -454,7 +447,7 @@ END_TEST
 
 START_TEST(test_resp3_shapes) {
     fill("z");
-    it_raw *r = resp3();
+    it_raw *r = it_raw_connect_resp3(S);
     it_raw_cmd(r, "ZSCORE", "z", "a", NULL);
     expect_raw(r, ",1");
     it_raw_cmd(r, "ZSCORE", "z", "nosuch", NULL);

@@ -857,6 +857,14 @@ it_raw *it_raw_connect(it_server *s) {
     return r;
 }
 
+it_raw *it_raw_connect_resp3(it_server *s) {
+    it_raw *r = it_raw_connect(s);
+    it_raw_cmd(r, "HELLO", "3", NULL);
+    it_value *v = it_raw_read(r);
+    ck_assert_msg(v && v->type == '%', "HELLO 3 did not reply with a map");
+    return r;
+}
+
 static void raw_free(it_raw *r) {
     if (r->fd >= 0) close(r->fd);
     free(r->buf);

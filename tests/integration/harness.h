@@ -92,6 +92,9 @@ typedef struct it_raw {
 } it_raw;
 
 it_raw *it_raw_connect(it_server *s);
+/* A raw connection switched to RESP3 (fails the test unless HELLO 3 replies
+ * with a map). */
+it_raw *it_raw_connect_resp3(it_server *s);
 void it_raw_close(it_raw *r);
 /* Writes all bytes; returns 0, or -1 if the peer closed (no test failure). */
 int it_raw_send(it_raw *r, const void *buf, size_t len);
