@@ -11,6 +11,7 @@
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
 #include "keyspace/lazyfree.h"
+#include "keyspace/notify.h"
 #include "session/blocking.h"
 #include "session/call.h"
 #include "session/client.h"
@@ -401,6 +402,7 @@ int server_init_core(char **err) {
     srv.db.pending_free = server_pending_free;
     db_setup(&srv.db, &srv.db_stats);
     types_setup(&srv.types_stats);
+    notify_setup(&srv.notify_keyspace_events, NULL);
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
@@ -461,6 +463,7 @@ void server_teardown(void) {
     commands_teardown();
     command_teardown();
     session_teardown();
+    notify_teardown();
     types_teardown();
     db_teardown();
     evict_teardown();

@@ -42,6 +42,7 @@ typedef struct server {
     session_options session;
     session_metrics session_stats;
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
+    int notify_keyspace_events;      /* keyspace/notify.h NOTIFY_* classes */
     server_compat_options compat; /* Valkey directives without a feature yet */
     server_metrics stats; /* the event loop's */
 

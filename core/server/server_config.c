@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "keyspace/evict.h"
+#include "keyspace/notify.h"
 #include "module/module.h"
 #include "server/server.h"
 #include "server/server_compat.h"
@@ -141,6 +142,27 @@ static void get_no(const config_def *d, config_out *o) {
     config_out_cstr(o, "no");
 }
 
+/* notify-keyspace-events: Valkey's class letters, read back in its
+ * canonical order. */
+static int set_notify(const config_def *d, int argc, char **argv, const char **err) {
+    if (argc != 1) {
+        *err = "wrong number of arguments";
+        return K_ERR;
+    }
+    int classes = notify_parse_classes(argv[0]);
+    if (classes < 0) {
+        *err = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+        return K_ERR;
+    }
+    srv.notify_keyspace_events = classes;
+    return K_OK;
+}
+
+static void get_notify(const config_def *d, config_out *o) {
+    char buf[NOTIFY_CLASSES_MAX];
+    config_out_put(o, buf, notify_format_classes(srv.notify_keyspace_events, buf));
+}
+
 /* ---- apply hooks ---- */
 
 static int apply_maxclients(const char **err) {
@@ -254,6 +276,7 @@ static const config_def server_config_table[] = {
     X("rename-command", CFG_IMMUTABLE, NULL, NULL, config_set_rename, config_get_empty),
     X("save", 0, NULL, "", set_save, config_get_empty),
     X("appendonly", 0, NULL, "no", set_appendonly, get_no),
+    X("notify-keyspace-events", 0, NULL, "", set_notify, get_notify),
 };
 
 void server_config_init(void) {
