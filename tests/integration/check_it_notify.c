@@ -424,6 +424,29 @@ START_TEST(test_expired_lazy) {
 }
 END_TEST
 
+START_TEST(test_hexpired_lazy) {
+    it_server *s = it_start("--enable-debug-command", "yes", NULL);
+    redisContext *c = it_connect(s);
+    set_classes(c, "Kgh");
+    expect_ok(c, "DEBUG SET-ACTIVE-EXPIRE 0");
+    expect_int(c, 3, "HSET h a 1 b 2 c 3");
+    expect_reply(c, "[:1,:1]", "HPEXPIRE h 30 FIELDS 2 a b");
+    it_raw *r = subscribe_on(s);
+    it_sleep_ms(100);
+    expect_quiet(r); /* the cron is off: nothing went yet */
+    expect_nil(c, "HGET h a");
+    ks(r, "h", "hexpired"); /* both due fields, in one event */
+    expect_quiet(r);
+    expect_reply(c, "[:1]", "HPEXPIRE h 30 FIELDS 1 c");
+    ks(r, "h", "hexpire");
+    it_sleep_ms(100);
+    expect_int(c, 0, "HLEN h"); /* the last field: the hash goes too */
+    ks(r, "h", "hexpired");
+    ks(r, "h", "del");
+    expect_quiet(r);
+}
+END_TEST
+
 START_TEST(test_evicted) {
     set_classes(C, "Ee");
     expect_ok(C, "CONFIG SET maxmemory-policy allkeys-lru");
@@ -514,6 +537,7 @@ static Suite *notify_suite(void) {
     tcase_add_test(tc, test_config_round_trips);
     tc = it_tcase_bare(s, "own-servers");
     tcase_add_test(tc, test_expired_lazy);
+    tcase_add_test(tc, test_hexpired_lazy);
     tcase_add_test(tc, test_config_file);
     return s;
 }
