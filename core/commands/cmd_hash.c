@@ -34,8 +34,10 @@ static int hash_lookup(client *c, const karg *key, kobj **out) {
     kobj *o = db_entry_obj(e);
     if (hash_volatile_count(o)) {
         if (hash_expire_due(o, event_cached_ms())) {
+            notify_key(c, NOTIFY_HASH, "hexpired", key);
             if (hash_length(o) == 0) {
                 db_delete(c->db, key->ptr, key->len);
+                notify_key(c, NOTIFY_GENERIC, "del", key);
                 return 0;
             }
             db_signal_modified(c->db, key->ptr, key->len, 1);
@@ -60,11 +62,16 @@ static kobj *hash_lookup_create(client *c, const karg *key) {
     return o ? o : hash_create(c, key);
 }
 
-/* After a write of `changes` fields: deletes the key of a hash left
- * empty, else signals the change (WATCH, dirty, wake-ups, and active
- * expiry's registration). */
-static void hash_written(client *c, const karg *key, kobj *o, long long changes) {
-    collection_changed(c, key, hash_length(o) == 0, changes);
+/* After a write of `changes` fields announced as `event` (hset, hdel...):
+ * deletes the key of a hash left empty (announced as `del` after the
+ * event, as Valkey does), else signals the change (WATCH, dirty, wake-ups,
+ * and active expiry's registration). */
+static void hash_written(client *c, const karg *key, kobj *o, long long changes,
+                         const char *event) {
+    int empty = hash_length(o) == 0;
+    notify_key(c, NOTIFY_HASH, event, key);
+    collection_changed(c, key, empty, changes);
+    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
 }
 
 static void reply_hstr(client *c, const hash_str *s) {
@@ -94,7 +101,7 @@ static void cmd_hset(client *c) {
         const karg *f = &c->argv[i], *v = &c->argv[i + 1];
         created += hash_set(o, f->ptr, f->len, v->ptr, v->len, 0, HASH_NO_EXPIRE);
     }
-    hash_written(c, &c->argv[1], o, (c->argc - 2) / 2);
+    hash_written(c, &c->argv[1], o, (c->argc - 2) / 2, "hset");
     /* HMSET is HSET with Valkey's older reply. */
     if (c->argv[0].ptr[1] == 'm' || c->argv[0].ptr[1] == 'M')
         reply_ok(c);
@@ -112,7 +119,7 @@ static void cmd_hsetnx(client *c) {
     }
     if (!o) o = hash_create(c, &c->argv[1]);
     hash_set(o, f->ptr, f->len, v->ptr, v->len, 0, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o, 1);
+    hash_written(c, &c->argv[1], o, 1, "hset");
     reply_int(c, 1);
 }
 
@@ -136,7 +143,7 @@ static void cmd_hdel(client *c) {
     long long n = 0;
     for (int i = 2; o && i < c->argc; i++)
         n += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
-    if (n) hash_written(c, &c->argv[1], o, n);
+    if (n) hash_written(c, &c->argv[1], o, n, "hdel");
     reply_int(c, n);
 }
 
@@ -216,7 +223,7 @@ static void cmd_hincrby(client *c) {
     char buf[24];
     size_t len = ll_to_str(buf, cur + incr);
     hash_set(o, f->ptr, f->len, buf, len, HASH_SET_KEEPTTL, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o, 1);
+    hash_written(c, &c->argv[1], o, 1, "hincrby");
     reply_int(c, cur + incr);
 }
 
@@ -247,7 +254,7 @@ static void cmd_hincrbyfloat(client *c) {
     size_t len = ld_to_str(buf, sizeof(buf), r);
     if (!o) o = hash_create(c, &c->argv[1]);
     hash_set(o, f->ptr, f->len, buf, len, HASH_SET_KEEPTTL, HASH_NO_EXPIRE);
-    hash_written(c, &c->argv[1], o, 1);
+    hash_written(c, &c->argv[1], o, 1, "hincrbyfloat");
     reply_bulk(c, buf, len);
 }
 
@@ -498,7 +505,7 @@ static void hexpire_generic(client *c, long long base, int unit_ms, const char *
         reply_int(c, r);
     }
     hash_note_expired((size_t)expired);
-    if (changed) hash_written(c, &c->argv[1], o, changed);
+    if (changed) hash_written(c, &c->argv[1], o, changed, expired ? "hexpired" : "hexpire");
 }
 
 static void cmd_hexpire(client *c) {
@@ -564,7 +571,7 @@ static void cmd_hpersist(client *c) {
         changed += r == 1;
         reply_int(c, r);
     }
-    if (changed) hash_written(c, &c->argv[1], o, changed);
+    if (changed) hash_written(c, &c->argv[1], o, changed, "hpersist");
 }
 
 static void cmd_hgetdel(client *c) {
@@ -578,7 +585,7 @@ static void cmd_hgetdel(client *c) {
         reply_field(c, o, &c->argv[i]);
         if (o) changed += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
     }
-    if (changed) hash_written(c, &c->argv[1], o, changed);
+    if (changed) hash_written(c, &c->argv[1], o, changed, "hdel");
 }
 
 /* The SET-style expiry options of HGETEX and HSETEX. */
@@ -674,7 +681,8 @@ static void cmd_hgetex(client *c) {
         else if (eo.flags & EXP_PERSIST)
             changed += hash_persist(o, f->ptr, f->len) == 1;
     }
-    if (changed) hash_written(c, &c->argv[1], o, changed);
+    const char *event = past ? "hexpired" : eo.time ? "hexpire" : "hpersist";
+    if (changed) hash_written(c, &c->argv[1], o, changed, event);
 }
 
 /* HSETEX key [NX|XX] [FNX|FXX] [EX|PX|EXAT|PXAT|KEEPTTL] FIELDS n f v... */
@@ -713,7 +721,7 @@ static void cmd_hsetex(client *c) {
         for (int i = first; o && i < c->argc; i += 2)
             deleted += hash_delete(o, c->argv[i].ptr, c->argv[i].len);
         hash_note_expired((size_t)n);
-        if (deleted) hash_written(c, &c->argv[1], o, deleted);
+        if (deleted) hash_written(c, &c->argv[1], o, deleted, "hexpired");
         reply_int(c, 1);
         return;
     }
@@ -723,7 +731,8 @@ static void cmd_hsetex(client *c) {
         const karg *f = &c->argv[i], *v = &c->argv[i + 1];
         hash_set(o, f->ptr, f->len, v->ptr, v->len, keep, when);
     }
-    hash_written(c, &c->argv[1], o, n);
+    hash_written(c, &c->argv[1], o, n, "hset");
+    if (eo.time) notify_key(c, NOTIFY_HASH, "hexpire", &c->argv[1]);
     reply_int(c, 1);
 }
 

@@ -107,8 +107,11 @@ static void del_generic(client *c, int unlink) {
     for (int j = 1; j < c->argc; j++) {
         const karg *k = &c->argv[j];
         /* An expired key counts as expired, not as deleted by this call. */
-        if (db_lookup_quiet(c->db, k->ptr, k->len) && db_delete_user(c->db, k->ptr, k->len, unlink))
+        if (db_lookup_quiet(c->db, k->ptr, k->len) &&
+            db_delete_user(c->db, k->ptr, k->len, unlink)) {
+            notify_key(c, NOTIFY_GENERIC, "del", k);
             deleted++;
+        }
     }
     reply_int(c, deleted);
 }
@@ -163,6 +166,8 @@ static void rename_generic(client *c, int nx) {
         return;
     }
     db_move(c->db, e, c->db, dst->ptr, dst->len); /* replaces dst */
+    notify_key(c, NOTIFY_GENERIC, "rename_from", src);
+    notify_key(c, NOTIFY_GENERIC, "rename_to", dst);
     if (nx)
         reply_int(c, 1);
     else
@@ -191,6 +196,8 @@ static void cmd_move(client *c) {
         return;
     }
     db_move(c->db, e, dst, key->ptr, key->len);
+    notify_key(c, NOTIFY_GENERIC, "move_from", key);
+    notify_keyspace_event(NOTIFY_GENERIC, "move_to", key->ptr, key->len, dst->id);
     reply_int(c, 1);
 }
 
@@ -234,6 +241,7 @@ static void cmd_copy(client *c) {
         return;
     }
     db_put(dst, newkey->ptr, newkey->len, copy, db_entry_expire(e)); /* replaces newkey */
+    notify_keyspace_event(NOTIFY_GENERIC, "copy_to", newkey->ptr, newkey->len, dst->id);
     reply_int(c, 1);
 }
 
@@ -559,10 +567,13 @@ static void expire_generic(client *c, long long basetime, int seconds, const cha
     }
     /* A time already past deletes the key (without counting it as expired,
      * as in Valkey). */
-    if (when <= event_cached_ms())
+    if (when <= event_cached_ms()) {
         db_delete(c->db, key->ptr, key->len);
-    else
+        notify_key(c, NOTIFY_GENERIC, "del", key);
+    } else {
         db_set_expire(c->db, e, when);
+        notify_key(c, NOTIFY_GENERIC, "expire", key);
+    }
     reply_int(c, 1);
 }
 
@@ -626,7 +637,9 @@ static void cmd_pexpiretime(client *c) {
 static void cmd_persist(client *c) {
     const karg *key = &c->argv[1];
     db_entry *e = db_lookup(c->db, key->ptr, key->len, 0);
-    reply_int(c, e && db_persist(c->db, e)); /* db_persist signals WATCH */
+    int removed = e && db_persist(c->db, e); /* db_persist signals WATCH */
+    if (removed) notify_key(c, NOTIFY_GENERIC, "persist", key);
+    reply_int(c, removed);
 }
 
 /* ---- container commands: OBJECT, MEMORY ---- */

@@ -52,10 +52,23 @@ static void reply_range(client *c, const kobj *o, long long start, long long n, 
         reply_elem(c, &v);
 }
 
-/* After `changes` elements left key's list: the key goes when the list is
- * empty. */
-static void list_removed(client *c, const karg *key, const kobj *o, long long changes) {
-    collection_changed(c, key, list_len(o) == 0, changes);
+/* After `changes` elements left key's list by `event` (lpop, ltrim...):
+ * the key goes when the list is empty, announced as Valkey does with the
+ * event and then `del`. */
+static void list_removed(client *c, const karg *key, const kobj *o, long long changes,
+                         const char *event) {
+    int empty = list_len(o) == 0;
+    notify_key(c, NOTIFY_LIST, event, key);
+    collection_changed(c, key, empty, changes);
+    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+}
+
+static const char *list_pop_event(int where) {
+    return where == LIST_HEAD ? "lpop" : "rpop";
+}
+
+static const char *list_push_event(int where) {
+    return where == LIST_HEAD ? "lpush" : "rpush";
 }
 
 /* Normalises an inclusive [start, end] range over len elements; 0 when
@@ -135,6 +148,7 @@ static void push_generic(client *c, int where, int only_existing) {
         list_push_args(o, where, c, 2);
         db_signal_modified(c->db, key->ptr, key->len, c->argc - 2);
     }
+    notify_key(c, NOTIFY_LIST, list_push_event(where), key);
     reply_int(c, (long long)list_len(o));
 }
 
@@ -176,6 +190,7 @@ static void cmd_linsert(client *c) {
         return;
     }
     db_signal_modified(c->db, c->argv[1].ptr, c->argv[1].len, 1);
+    notify_key(c, NOTIFY_LIST, "linsert", &c->argv[1]);
     reply_int(c, (long long)list_len(o));
 }
 
@@ -302,6 +317,7 @@ static void cmd_lset(client *c) {
         return;
     }
     db_signal_modified(c->db, key->ptr, key->len, 1);
+    notify_key(c, NOTIFY_LIST, "lset", key);
     reply_ok(c);
 }
 
@@ -322,7 +338,7 @@ static void cmd_ltrim(client *c) {
     }
     list_delete_range(o, end + 1, len - end - 1);
     list_delete_range(o, 0, start);
-    list_removed(c, key, o, start + (len - end - 1));
+    list_removed(c, key, o, start + (len - end - 1), "ltrim");
     reply_ok(c);
 }
 
@@ -337,7 +353,7 @@ static void cmd_lrem(client *c) {
         return;
     }
     size_t removed = list_remove(o, c->argv[3].ptr, c->argv[3].len, count);
-    if (removed) list_removed(c, key, o, (long long)removed);
+    if (removed) list_removed(c, key, o, (long long)removed, "lrem");
     reply_int(c, (long long)removed);
 }
 
@@ -351,7 +367,7 @@ static void pop_range(client *c, const karg *key, kobj *o, int where, long long 
     reply_range(c, o, where == LIST_HEAD ? 0 : len - 1, n,
                 where == LIST_HEAD ? LIST_TAIL : LIST_HEAD);
     list_pop(o, where, (size_t)n);
-    list_removed(c, key, o, n);
+    list_removed(c, key, o, n, list_pop_event(where));
 }
 
 /* Pops one element, replying it as a bulk. */
@@ -360,7 +376,7 @@ static void pop_one(client *c, const karg *key, kobj *o, int where) {
     list_peek(o, where, &v);
     reply_elem(c, &v);
     list_pop(o, where, 1);
-    list_removed(c, key, o, 1);
+    list_removed(c, key, o, 1, list_pop_event(where));
 }
 
 static void pop_generic(client *c, int where) {
@@ -491,9 +507,10 @@ static void move_one(client *c, kobj *src, int from, int to) {
         list_push(dst, to, e.s, e.len);
         db_add(c->db, dkey->ptr, dkey->len, dst, 0);
     }
+    notify_key(c, NOTIFY_LIST, list_push_event(to), dkey);
     /* After the push: with source = destination the list is not empty. The
      * move counts one change, as in Valkey, whatever it creates or empties. */
-    list_removed(c, skey, src, 1);
+    list_removed(c, skey, src, 1, list_pop_event(from));
     reply_bulk(c, e.s, e.len);
     elem_copy_release(&e);
 }

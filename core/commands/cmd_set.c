@@ -50,10 +50,20 @@ static void reply_members(client *c, const kobj *o) {
     set_iter_reset(&it);
 }
 
-/* After `changes` members were removed in place: the key goes when the
- * set is empty (Valkey never keeps an empty collection). */
-static void set_after_remove(client *c, const karg *key, const kobj *o, long long changes) {
-    collection_changed(c, key, set_size(o) == 0, changes);
+/* After `changes` members were removed in place by `event` (srem, spop):
+ * the key goes when the set is empty (Valkey never keeps an empty
+ * collection), announced with the event and then `del`. */
+static void set_after_remove(client *c, const karg *key, const kobj *o, long long changes,
+                             const char *event) {
+    int empty = set_size(o) == 0;
+    notify_key(c, NOTIFY_SET, event, key);
+    collection_changed(c, key, empty, changes);
+    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+}
+
+/* A store command's destination left empty: deleted if it was there. */
+static void set_delete_dst(client *c, const karg *dst) {
+    if (db_delete(c->db, dst->ptr, dst->len)) notify_key(c, NOTIFY_GENERIC, "del", dst);
 }
 
 /* ---- SADD SREM SMOVE ---- */
@@ -75,6 +85,7 @@ static void cmd_sadd(client *c) {
         db_add(c->db, key->ptr, key->len, o, added);
     else if (added)
         db_signal_modified(c->db, key->ptr, key->len, added);
+    if (added) notify_key(c, NOTIFY_SET, "sadd", key);
     reply_int(c, added);
 }
 
@@ -86,7 +97,7 @@ static void cmd_srem(client *c) {
     if (o) {
         for (int i = 2; i < c->argc && set_size(o) > 0; i++)
             removed += set_remove(o, c->argv[i].ptr, c->argv[i].len);
-        if (removed) set_after_remove(c, key, o, removed);
+        if (removed) set_after_remove(c, key, o, removed, "srem");
     }
     reply_int(c, removed);
 }
@@ -108,13 +119,15 @@ static void cmd_smove(client *c) {
         reply_int(c, 0);
         return;
     }
-    set_after_remove(c, src, from, 1);
+    set_after_remove(c, src, from, 1, "srem");
     if (!to) {
         to = set_create(member->ptr, member->len, 1);
         set_add(to, member->ptr, member->len);
         db_add(c->db, dst->ptr, dst->len, to, 1);
+        notify_key(c, NOTIFY_SET, "sadd", dst);
     } else if (set_add(to, member->ptr, member->len)) {
         db_signal_modified(c->db, dst->ptr, dst->len, 1);
+        notify_key(c, NOTIFY_SET, "sadd", dst);
     }
     reply_int(c, 1);
 }
@@ -150,10 +163,12 @@ static void cmd_scard(client *c) {
 
 static void spop_count(client *c, const karg *key, kobj *o, size_t count) {
     size_t size = set_size(o);
+    notify_key(c, NOTIFY_SET, "spop", key);
     if (count >= size) {
         reply_set(c, (long long)size);
         reply_members(c, o);
         collection_changed(c, key, 1, (long long)size);
+        notify_key(c, NOTIFY_GENERIC, "del", key);
         return;
     }
     size_t keep = size - count;
@@ -216,7 +231,7 @@ static void cmd_spop(client *c) {
     kobj *m = set_pop_random(o);
     reply_bulk_obj(c, m);
     obj_decref(m);
-    set_after_remove(c, key, o, 1);
+    set_after_remove(c, key, o, 1, "spop");
 }
 
 /* ---- SRANDMEMBER ---- */
@@ -290,14 +305,16 @@ static int set_lookup_all(client *c, const karg *keys, int n, kobj **sets, int *
 }
 
 /* Stores a computed result under dst (replacing what is there, its TTL
- * too) or, when it is empty, deletes dst; replies its size. */
-static void set_store_result(client *c, const karg *dst, kobj *res) {
+ * too) and announces `event`, or, when it is empty, deletes dst; replies
+ * its size. */
+static void set_store_result(client *c, const karg *dst, kobj *res, const char *event) {
     size_t n = set_size(res);
     if (n) {
         db_set(c->db, dst->ptr, dst->len, res, 0);
+        notify_key(c, NOTIFY_SET, event, dst);
     } else {
         obj_decref(res);
-        db_delete(c->db, dst->ptr, dst->len);
+        set_delete_dst(c, dst);
     }
     reply_int(c, (long long)n);
 }
@@ -336,7 +353,7 @@ static void set_inter(client *c, const karg *keys, int n, const karg *dst, int c
     if (missing) {
         km_free(sets);
         if (dst) {
-            db_delete(c->db, dst->ptr, dst->len);
+            set_delete_dst(c, dst);
             reply_int(c, 0);
         } else if (card) {
             reply_int(c, 0);
@@ -370,7 +387,7 @@ static void set_inter(client *c, const karg *keys, int n, const karg *dst, int c
     km_free(sets);
     if (res) {
         set_try_intset(res);
-        set_store_result(c, dst, res);
+        set_store_result(c, dst, res, "sinterstore");
     } else if (card) {
         reply_int(c, (long long)found);
     } else {
@@ -460,7 +477,7 @@ static void set_union_diff(client *c, const karg *keys, int n, const karg *dst, 
     }
     km_free(sets);
     if (dst) {
-        set_store_result(c, dst, res);
+        set_store_result(c, dst, res, op == SET_OP_UNION ? "sunionstore" : "sdiffstore");
         return;
     }
     reply_set(c, (long long)set_size(res));

@@ -215,6 +215,7 @@ static long long sort_store(client *c, const sort_args *a, const sort_vec *vec, 
     db_set(c->db, a->store->ptr, a->store->len, list, 0);
     /* Valkey counts each element stored; db_set counted one. */
     if (n > 1) db_signal_modified(c->db, a->store->ptr, a->store->len, n - 1);
+    notify_key(c, NOTIFY_LIST, "sortstore", a->store);
     return n;
 }
 
@@ -314,7 +315,8 @@ static void sort_generic(client *c, int readonly) {
     } else if (!a.store) {
         sort_reply(c, &a, &vec, start, end);
     } else if (outlen == 0) {
-        db_delete(c->db, a.store->ptr, a.store->len);
+        if (db_delete(c->db, a.store->ptr, a.store->len))
+            notify_key(c, NOTIFY_GENERIC, "del", a.store);
         reply_int(c, 0);
     } else {
         reply_int(c, sort_store(c, &a, &vec, start, end));

@@ -165,11 +165,13 @@ static int string_set(client *c, const karg *key, const karg *val, const set_opt
      * (deleted, not counted as expired) rather than stored to expire on
      * the next access. */
     if ((o->flags & SET_EXPIRE) && o->expire_at <= event_cached_ms()) {
-        if (e) db_delete(c->db, key->ptr, key->len);
+        if (e && db_delete(c->db, key->ptr, key->len)) notify_key(c, NOTIFY_GENERIC, "del", key);
         return 1;
     }
     string_store(c->db, key, val, (o->flags & SET_KEEPTTL) ? DB_SET_KEEPTTL : 0,
                  (o->flags & SET_EXPIRE) ? o->expire_at : -1);
+    notify_key(c, NOTIFY_STRING, "set", key);
+    if (o->flags & SET_EXPIRE) notify_key(c, NOTIFY_GENERIC, "expire", key);
     return 1;
 }
 
@@ -239,10 +241,16 @@ static void cmd_getex(client *c) {
         return;
     }
     reply_value(c, e);
-    if (expire && when <= event_cached_ms())
-        db_delete(c->db, c->argv[1].ptr, c->argv[1].len);
-    else if (expire) db_set_expire(c->db, e, when);
-    else if (persist) db_persist(c->db, e);
+    const karg *key = &c->argv[1];
+    if (expire && when <= event_cached_ms()) {
+        db_delete(c->db, key->ptr, key->len);
+        notify_key(c, NOTIFY_GENERIC, "del", key);
+    } else if (expire) {
+        db_set_expire(c->db, e, when);
+        notify_key(c, NOTIFY_GENERIC, "expire", key);
+    } else if (persist && db_persist(c->db, e)) {
+        notify_key(c, NOTIFY_GENERIC, "persist", key);
+    }
 }
 
 static void cmd_getdel(client *c) {
@@ -254,6 +262,7 @@ static void cmd_getdel(client *c) {
     }
     reply_value(c, e);
     db_delete(c->db, c->argv[1].ptr, c->argv[1].len);
+    notify_key(c, NOTIFY_GENERIC, "del", &c->argv[1]);
 }
 
 static void cmd_getset(client *c) {
@@ -263,6 +272,7 @@ static void cmd_getset(client *c) {
         reply_value(c, e);
     else reply_null(c);
     string_store(c->db, &c->argv[1], &c->argv[2], 0, -1);
+    notify_key(c, NOTIFY_STRING, "set", &c->argv[1]);
 }
 
 /* ---- multi-key ---- */
@@ -290,8 +300,10 @@ static void mset_generic(client *c, int nx) {
             }
         }
     }
-    for (int i = 1; i < c->argc; i += 2)
+    for (int i = 1; i < c->argc; i += 2) {
         string_store(c->db, &c->argv[i], &c->argv[i + 1], 0, -1);
+        notify_key(c, NOTIFY_STRING, "set", &c->argv[i]);
+    }
     if (nx) reply_int(c, 1);
     else reply_ok(c);
 }
@@ -318,6 +330,7 @@ static void cmd_append(client *c) {
     if (string_lookup(c, &c->argv[1], &e) < 0) return;
     if (!e) {
         e = db_add(c->db, c->argv[1].ptr, c->argv[1].len, obj_string_raw(v->ptr, v->len), 1);
+        notify_key(c, NOTIFY_STRING, "append", &c->argv[1]);
         reply_int(c, (long long)v->len);
         return;
     }
@@ -325,6 +338,7 @@ static void cmd_append(client *c) {
     if (!string_check_len(c, (long long)(len + v->len))) return;
     char *p = db_string_resize(c->db, &e, len + v->len);
     memcpy(p + len, v->ptr, v->len);
+    notify_key(c, NOTIFY_STRING, "append", &c->argv[1]);
     reply_int(c, (long long)(len + v->len));
 }
 
@@ -368,6 +382,7 @@ static void cmd_setrange(client *c) {
         if (end > cur) memset(p + cur, 0, end - cur);
         memcpy(p + offset, v->ptr, v->len);
     }
+    notify_key(c, NOTIFY_STRING, "setrange", &c->argv[1]);
     reply_int(c, (long long)newlen);
 }
 
@@ -414,6 +429,7 @@ static void incr_generic(client *c, long long by) {
         db_replace_str(c->db, e, digits, n);
     else
         db_set_str(c->db, c->argv[1].ptr, c->argv[1].len, digits, n, 0, -1);
+    notify_key(c, NOTIFY_STRING, "incrby", &c->argv[1]);
     reply_int(c, v);
 }
 
@@ -467,6 +483,7 @@ static void cmd_incrbyfloat(client *c) {
         db_replace_str(c->db, e, out, len);
     else
         db_set_str(c->db, c->argv[1].ptr, c->argv[1].len, out, len, 0, -1);
+    notify_key(c, NOTIFY_STRING, "incrbyfloat", &c->argv[1]);
     reply_bulk(c, out, len);
 }
 

@@ -39,10 +39,15 @@ static int zlookup(client *c, const karg *key, int count, kobj **o) {
     return 1;
 }
 
-/* After an in-place change of `changes` members: the key goes when the
- * set is empty. */
-static void zset_changed(client *c, const karg *key, kobj *o, long long changes) {
-    collection_changed(c, key, zset_len(o) == 0, changes);
+/* After an in-place removal of `changes` members by `event` (zrem,
+ * zpopmin...): the key goes when the set is empty, announced with the
+ * event and then `del`. */
+static void zset_changed(client *c, const karg *key, kobj *o, long long changes,
+                         const char *event) {
+    int empty = zset_len(o) == 0;
+    notify_key(c, NOTIFY_ZSET, event, key);
+    collection_changed(c, key, empty, changes);
+    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
 }
 
 /* One member of a reply: WITHSCORES adds its score, as a [member, score]
@@ -168,10 +173,12 @@ static void zadd_generic(client *c, int flags) {
         double newscore = scores[j];
         if (!zset_add(o, scores[j], m->ptr, m->len, flags, &out, &newscore)) {
             reply_error(c, "ERR resulting score is not a number (NaN)");
-            if (!found)
+            if (!found) {
                 obj_decref(o);
-            else if (added || updated)
+            } else if (added || updated) {
                 db_signal_modified(c->db, key->ptr, key->len, added + updated);
+                notify_key(c, NOTIFY_ZSET, incr ? "zincr" : "zadd", key);
+            }
             goto done;
         }
         if (out & ZSET_OUT_ADDED) added++;
@@ -183,6 +190,7 @@ static void zadd_generic(client *c, int flags) {
         db_add(c->db, key->ptr, key->len, o, added + updated);
     else if (added || updated)
         db_signal_modified(c->db, key->ptr, key->len, added + updated);
+    if (added || updated) notify_key(c, NOTIFY_ZSET, incr ? "zincr" : "zadd", key);
 reply:
     if (!incr)
         reply_int(c, ch ? added + updated : added);
@@ -212,7 +220,7 @@ static void cmd_zrem(client *c) {
     long long deleted = 0;
     for (int j = 2; j < c->argc && zset_len(o); j++)
         deleted += zset_del(o, c->argv[j].ptr, c->argv[j].len);
-    if (deleted) zset_changed(c, &c->argv[1], o, deleted);
+    if (deleted) zset_changed(c, &c->argv[1], o, deleted, "zrem");
     reply_int(c, deleted);
 }
 
@@ -264,7 +272,10 @@ static void zremrange_generic(client *c, zrange_kind kind) {
     } else {
         deleted = zset_delete_lex(o, &r.lex);
     }
-    if (deleted) zset_changed(c, &c->argv[1], o, (long long)deleted);
+    static const char *const events[] = {[ZR_RANK] = "zremrangebyrank",
+                                         [ZR_SCORE] = "zremrangebyscore",
+                                         [ZR_LEX] = "zremrangebylex"};
+    if (deleted) zset_changed(c, &c->argv[1], o, (long long)deleted, events[kind]);
     reply_int(c, (long long)deleted);
 }
 
@@ -303,15 +314,17 @@ static size_t range_walk(client *c, const kobj *o, const zrange_args *r, int rev
     return n;
 }
 
-/* Stores a computed result at dst (or deletes dst when it is empty) and
- * replies its size. */
-static void store_result(client *c, const karg *dst, kobj *o) {
+/* Stores a computed result at dst announced as `event` (or deletes dst
+ * when it is empty, announced as `del` if it was there) and replies its
+ * size. */
+static void store_result(client *c, const karg *dst, kobj *o, const char *event) {
     size_t n = zset_len(o);
     if (n) {
         db_set(c->db, dst->ptr, dst->len, o, 0);
+        notify_key(c, NOTIFY_ZSET, event, dst);
     } else {
         obj_decref(o);
-        db_delete(c->db, dst->ptr, dst->len);
+        if (db_delete(c->db, dst->ptr, dst->len)) notify_key(c, NOTIFY_GENERIC, "del", dst);
     }
     reply_int(c, (long long)n);
 }
@@ -373,7 +386,7 @@ static void zrange_generic(client *c, int src, const karg *dst, zrange_kind kind
             hint = e - s + 1;
         x.dst = zset_create(hint, 0);
         if (found) range_walk(c, o, &r, rev, offset, limit, &x);
-        store_result(c, dst, x.dst);
+        store_result(c, dst, x.dst, "zrangestore");
         return;
     }
     if (!found) {
@@ -713,7 +726,9 @@ static void zop_generic(client *c, const karg *dst, int nk, zset_op op, int card
         reply_int(c, (long long)z.card);
     } else if (dst) {
         zset_shrink_if_fits(z.acc);
-        store_result(c, dst, z.acc);
+        static const char *const events[] = {
+            [ZOP_UNION] = "zunionstore", [ZOP_INTER] = "zinterstore", [ZOP_DIFF] = "zdiffstore"};
+        store_result(c, dst, z.acc, events[op]);
     } else {
         emit_ctx x;
         emit_ctx_init(&x, c, withscores);
@@ -792,7 +807,7 @@ static void zpop_reply(client *c, const karg *key, kobj *o, int max, long long c
     emit_ctx_init(&x, c, 1);
     x.pairs = nested;
     zset_pop(o, max, n, emit_elem, &x);
-    zset_changed(c, key, o, (long long)n);
+    zset_changed(c, key, o, (long long)n, max ? "zpopmax" : "zpopmin");
 }
 
 /* The non-blocking pops: an empty result is a null array with

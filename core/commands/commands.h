@@ -11,6 +11,7 @@
 #ifndef KEEL_COMMANDS_H
 #define KEEL_COMMANDS_H
 
+#include "keyspace/notify.h"
 #include "session/command.h"
 #include "session/client.h"
 
@@ -32,6 +33,7 @@ extern const command_family commands_list;
 extern const command_family commands_set;
 extern const command_family commands_zset;
 extern const command_family commands_sort;
+extern const command_family commands_pubsub;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);
@@ -111,5 +113,11 @@ int scan_args_parse(client *c, int first, unsigned allowed, scan_args *out);
  * key when `empty` (Valkey keeps no empty collection) with the deletion
  * counted within `changes`. */
 void collection_changed(client *c, const karg *key, int empty, long long changes);
+
+/* A keyspace notification for key in the client's database: the command
+ * families' one call per event (keyspace/notify.h). */
+static inline void notify_key(client *c, int classes, const char *event, const karg *key) {
+    notify_keyspace_event(classes, event, key->ptr, key->len, c->db->id);
+}
 
 #endif

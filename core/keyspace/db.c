@@ -7,6 +7,7 @@
 #include "event/event.h"
 #include "keyspace/kvstore.h"
 #include "keyspace/lazyfree.h"
+#include "keyspace/notify.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -244,10 +245,12 @@ int db_set_access_touch(int on) {
 db_entry *db_lookup(db *d, const char *key, size_t len, int count) {
     db_entry *e = db_lookup_quiet(d, key, len);
     if (count) {
-        if (e)
+        if (e) {
             stats->keyspace_hits++;
-        else
+        } else {
             stats->keyspace_misses++;
+            notify_keyspace_event(NOTIFY_KEY_MISS, "keymiss", key, len, d->id);
+        }
     }
     if (e && db_access_touches) db_touch(e);
     return e;
@@ -510,6 +513,9 @@ static db_entry *db_insert_val(db *d, const char *key, size_t len, const db_val 
         return NULL;
     }
     if (when != -1) kvstore_add(d->expires, slot, e, NULL);
+    /* Every key created passes here (RENAME, MOVE and COPY too, whose
+     * target Valkey deletes and adds): the `n` class's one source. */
+    notify_keyspace_event(NOTIFY_NEW, "new", key, len, d->id);
     return e;
 }
 

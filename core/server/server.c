@@ -11,7 +11,9 @@
 #include "keyspace/db.h"
 #include "keyspace/evict.h"
 #include "keyspace/lazyfree.h"
+#include "keyspace/notify.h"
 #include "session/blocking.h"
+#include "session/pubsub.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -401,9 +403,11 @@ int server_init_core(char **err) {
     srv.db.pending_free = server_pending_free;
     db_setup(&srv.db, &srv.db_stats);
     types_setup(&srv.types_stats);
+    notify_setup(&srv.notify_keyspace_events, pubsub_publish);
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
+    pubsub_setup(&srv.pubsub_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -454,6 +458,8 @@ void server_teardown(void) {
         client_free_closed();
     }
     blocking_teardown();
+    notify_teardown(); /* nothing is published once pub/sub is gone */
+    pubsub_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);

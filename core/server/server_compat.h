@@ -149,7 +149,6 @@ typedef struct server_compat_options {
     char *tls_ciphers;
     char *tls_ciphersuites;
     /* Hand-parsed ones. */
-    int notify_keyspace_events; /* Valkey's NOTIFY_* bits */
     int oom_score_adj_values[3];
     double latency_percentiles[SERVER_COMPAT_PERCENTILES_MAX];
     int latency_percentiles_count;

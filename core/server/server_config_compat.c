@@ -76,53 +76,6 @@ static void get_dir(const config_def *d, config_out *o) {
     config_out_cstr(o, getcwd(buf, sizeof(buf)) ? buf : "");
 }
 
-/* ---- notify-keyspace-events: Valkey's class letters ---- */
-
-#define NK_KEYSPACE (1 << 0)
-#define NK_KEYEVENT (1 << 1)
-#define NK_KEY_MISS (1 << 11)
-#define NK_ALL 0x27fc /* g $ l s h z x e t d */
-
-static const struct {
-    char c;
-    int bit;
-} nk_classes[] = {{'g', 1 << 2},  {'$', 1 << 3},  {'l', 1 << 4},  {'s', 1 << 5},
-                  {'h', 1 << 6},  {'z', 1 << 7},  {'x', 1 << 8},  {'e', 1 << 9},
-                  {'t', 1 << 10}, {'d', 1 << 13}, {'n', 1 << 14}, {'K', NK_KEYSPACE},
-                  {'E', NK_KEYEVENT}, {'m', NK_KEY_MISS}};
-
-static int set_notify(const config_def *d, int argc, char **argv, const char **err) {
-    if (argc != 1) {
-        *err = "wrong number of arguments";
-        return K_ERR;
-    }
-    int flags = 0;
-    for (const char *p = argv[0]; *p; p++) {
-        int bit = *p == 'A' ? NK_ALL : 0;
-        for (size_t i = 0; !bit && i < K_ARRAY_LEN(nk_classes); i++)
-            if (nk_classes[i].c == *p) bit = nk_classes[i].bit;
-        if (!bit) {
-            *err = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
-            return K_ERR;
-        }
-        flags |= bit;
-    }
-    srv.compat.notify_keyspace_events = flags;
-    return K_OK;
-}
-
-/* The letters in Valkey's order: A for all the type classes, then K E m. */
-static void get_notify(const config_def *d, config_out *o) {
-    int flags = srv.compat.notify_keyspace_events;
-    if ((flags & NK_ALL) == NK_ALL) config_out_put(o, "A", 1);
-    for (size_t i = 0; i < K_ARRAY_LEN(nk_classes); i++) {
-        int bit = nk_classes[i].bit;
-        int type_class = bit != NK_KEYSPACE && bit != NK_KEYEVENT && bit != NK_KEY_MISS;
-        if ((flags & bit) && !(type_class && (flags & NK_ALL) == NK_ALL))
-            config_out_put(o, &nk_classes[i].c, 1);
-    }
-}
-
 /* ---- oom-score-adj-values: three scores ---- */
 
 static int set_oom_values(const config_def *d, int argc, char **argv, const char **err) {
@@ -403,7 +356,6 @@ static const config_def compat_config_table[] = {
     CPS("tls-protocols", NULL, NE, tls_protocols, ""),
     CPS("tls-ciphers", NULL, NE, tls_ciphers, ""),
     CPS("tls-ciphersuites", NULL, NE, tls_ciphersuites, ""),
-    SP("notify-keyspace-events", NULL, NE, NULL, "", set_notify, get_notify),
     SP("oom-score-adj-values", NULL, NE, NULL, "0 200 800", set_oom_values, get_oom_values),
     SP("latency-tracking-info-percentiles", NULL, NE, NULL, "50 99 99.9", set_percentiles,
        get_percentiles),

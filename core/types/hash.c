@@ -6,6 +6,7 @@
 #include "common/kmem.h"
 #include "ds/pack.h"
 #include "keyspace/db.h"
+#include "keyspace/notify.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -550,7 +551,9 @@ static void active_visit(void *priv, void *entry) {
     if (vol) {
         size_t n = hash_expire_due(o, s->now);
         s->removed += n;
+        if (n) notify_keyspace_event(NOTIFY_HASH, "hexpired", key, len, d->id);
         if (n && hash_length(o) == 0) {
+            notify_keyspace_event(NOTIFY_GENERIC, "del", key, len, d->id);
             db_delete(d, key, len);
             vol = 0;
         } else if (n) {
