@@ -18,6 +18,8 @@
 #include "server/info.h"
 #include "module/module.h"
 #include "session/reply.h"
+#include "session/monitor.h"
+#include "session/pause.h"
 #include "session/slowlog.h"
 #include "types/types.h"
 
@@ -174,7 +176,7 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
-    if (srv.active_expire_enabled) {
+    if (srv.active_expire_enabled && !db_removals_deferred()) {
         db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
         types_active_expire(event_cached_ms());
     }
@@ -209,6 +211,7 @@ static void server_before_sleep(event_loop *el) {
      * now rather than after the next wake-up. */
     do {
         io_threads_poll();
+        pause_before_sleep();
         blocking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
@@ -404,6 +407,7 @@ int server_init_core(char **err) {
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
+    pause_setup(&srv.blocking_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -453,7 +457,9 @@ void server_teardown(void) {
         client_free(client_list_head());
         client_free_closed();
     }
+    pause_teardown();
     blocking_teardown();
+    monitor_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);

@@ -4,6 +4,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/blocking.h"
+#include "session/monitor.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -130,6 +131,10 @@ void call(client *c) {
     if (touch_was >= 0) db_set_access_touch(touch_was);
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
+    /* Shown once: a blocked command's rerun is not shown again. */
+    if (K_UNLIKELY(monitor_active()) && !(cmd->flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) &&
+        !blocking_is_rerun(c))
+        monitor_feed(c);
     /* A command that blocked is counted once, when it is served or stops
      * waiting (blocking.c). */
     if (K_UNLIKELY(c->bstate != NULL) && blocking_left_blocked(c, &us)) return;

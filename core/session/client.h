@@ -214,6 +214,8 @@ typedef struct client {
 
     /* The blocking command c waits in (blocking.c), NULL if none. */
     struct blocking_state *bstate;
+    /* The command a CLIENT PAUSE holds (pause.c), NULL if none. */
+    struct pause_hold *pause_hold;
 } client;
 
 /* Borrows opts and metrics until session_teardown (client.c). */
