@@ -18,6 +18,7 @@
 #include "server/info.h"
 #include "module/module.h"
 #include "session/reply.h"
+#include "session/latency.h"
 #include "session/monitor.h"
 #include "session/pause.h"
 #include "session/slowlog.h"
@@ -177,11 +178,17 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     km_peak_memory();
     client_cron();
     if (srv.active_expire_enabled && !db_removals_deferred()) {
+        uint64_t start = event_now_us();
         db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
         types_active_expire(event_cached_ms());
+        latency_sample("expire-cycle", (event_now_us() - start) / 1000);
     }
     db_cron();
-    if (srv.db.maxmemory) evict_check_maxmemory();
+    if (srv.db.maxmemory) {
+        uint64_t start = event_now_us();
+        evict_check_maxmemory();
+        latency_sample("eviction-cycle", (event_now_us() - start) / 1000);
+    }
     module_cron();
     km_large_maintain(event_cached_ms(), SERVER_LARGE_PURGE_QUIET_MS);
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
@@ -350,6 +357,7 @@ static void server_reset_stats(void) {
     io_stats = (io_threads_stats){0};
     lazyfree_reset_stats();
     command_reset_stats();
+    latency_reset_histograms();
     reply_errorstats_reset();
 }
 
@@ -471,6 +479,7 @@ void server_teardown(void) {
     db_teardown();
     evict_teardown();
     slowlog_teardown();
+    latency_teardown();
     info_teardown();
     call_teardown();
     event_loop_release(srv.el);

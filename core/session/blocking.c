@@ -16,6 +16,7 @@
 #include "keyspace/db.h"
 #include "keyspace/object.h"
 #include "session/command.h"
+#include "session/latency.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -385,6 +386,7 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
     cmd->calls++;
     cmd->usec += (long long)bs->us;
     if (failed) cmd->failed_calls++;
+    latency_record_command(cmd, bs->us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
     if (cmd->flags & CMD_SKIP_SLOWLOG) return;

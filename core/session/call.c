@@ -4,6 +4,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/blocking.h"
+#include "session/latency.h"
 #include "session/monitor.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
@@ -143,6 +144,7 @@ void call(client *c) {
     cmd->calls++;
     cmd->usec += (long long)us;
     if (c->cmd_errors > errors_before) cmd->failed_calls++;
+    latency_record_command(cmd, us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
     if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);

@@ -13,6 +13,7 @@
 #include "io/io_threads.h"
 #include "session/blocking.h"
 #include "session/call.h"
+#include "session/latency.h"
 #include "session/monitor.h"
 #include "session/pause.h"
 #include "session/reply.h"
@@ -598,6 +599,15 @@ static int client_multi_needs_memory(const client *c) {
     return 0;
 }
 
+/* The memory limit, timed for the latency monitor's eviction-cycle. */
+static int client_check_maxmemory(void) {
+    if (!session_opts()->latency_monitor_threshold) return evict_check_maxmemory();
+    uint64_t start = event_now_us();
+    int rc = evict_check_maxmemory();
+    latency_sample("eviction-cycle", (event_now_us() - start) / 1000);
+    return rc;
+}
+
 /* Checks that fail a command before it runs; replies and returns 0. */
 static int client_precheck(client *c) {
     command *cmd = c->cmd;
@@ -624,7 +634,7 @@ static int client_precheck(client *c) {
     }
     int needs_memory =
         (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
-    if (needs_memory && db_opts()->maxmemory && evict_check_maxmemory() != K_OK) {
+    if (needs_memory && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }

@@ -39,8 +39,10 @@ typedef struct client_buffer_limit {
     long long soft_seconds;
 } client_buffer_limit;
 
-/* The session layer's options (clients, replies, the slow log): config
- * directives point into this struct, read live. */
+#define SESSION_PERCENTILES_MAX 64
+
+/* The session layer's options (clients, replies, the slow log, latency):
+ * config directives point into this struct, read live. */
 typedef struct session_options {
     int maxidletime; /* timeout, seconds; 0: none */
     int tcp_keepalive;
@@ -50,6 +52,10 @@ typedef struct session_options {
     kbytes requirepass; /* binary-safe: any byte, NUL included */
     long long slowlog_log_slower_than;
     unsigned long slowlog_max_len;
+    long long latency_monitor_threshold;                 /* ms; 0: the latency monitor is off */
+    int latency_tracking;                                /* per-command latency histograms */
+    double latency_percentiles[SESSION_PERCENTILES_MAX]; /* INFO latencystats */
+    int latency_percentiles_count;
 } session_options;
 
 /* The session layer's counters, named as their INFO stats fields. */

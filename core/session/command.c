@@ -64,9 +64,13 @@ void command_setup(void) {
 }
 
 static void command_release_names(command *cmd, void *priv) {
+    km_free(cmd->latency_hist);
+    cmd->latency_hist = NULL;
     for (command *sub = cmd->subcommands; sub && sub->name; sub++) {
         km_free(sub->fullname);
         sub->fullname = NULL;
+        km_free(sub->latency_hist);
+        sub->latency_hist = NULL;
     }
 }
 
