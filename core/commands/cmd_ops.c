@@ -7,6 +7,7 @@
 #include "common/common.h"
 #include "session/latency.h"
 #include "session/monitor.h"
+#include "session/slowlog.h"
 #include "session/reply.h"
 
 #define OPS_CMD(n, p, a, f, s, v)                                                                  \
@@ -35,6 +36,18 @@ static command latency_subcommands[] = {
     SUB_END,
 };
 
+static command commandlog_subcommands[] = {
+    SUB("get", commandlog_get_command, 4, CMD_ADMIN | CMD_LOADING | CMD_STALE,
+        "Returns the specified command log's entries."),
+    SUB("len", commandlog_len_command, 3, CMD_ADMIN | CMD_LOADING | CMD_STALE,
+        "Returns the number of entries in the specified type of command log."),
+    SUB("reset", commandlog_reset_command, 3, CMD_ADMIN | CMD_LOADING | CMD_STALE,
+        "Clears all entries from the specified type of command log."),
+    SUB("help", commandlog_help_command, 2, CMD_LOADING | CMD_STALE,
+        "Show helpful text about the different subcommands."),
+    SUB_END,
+};
+
 static command ops_table[] = {
     OPS_CMD("monitor", monitor_command, 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
             "Listens for all requests received by the server in real-time.", "1.0.0"),
@@ -44,6 +57,12 @@ static command ops_table[] = {
      .since = "2.8.13",
      .summary = "A container for latency diagnostics commands.",
      .subcommands = latency_subcommands},
+    {.name = "commandlog",
+     .arity = -2,
+     .group = "server",
+     .since = "8.1.0",
+     .summary = "A container for command log commands.",
+     .subcommands = commandlog_subcommands},
 };
 
 const command_family commands_ops = {ops_table, K_ARRAY_LEN(ops_table)};

@@ -433,28 +433,89 @@ static const command_arg client_unblock_args_35[] = {
 
 static const char *const command_tips[] = {"nondeterministic_output_order"};
 
+static const char *const commandlog_get_tips[] = {"request_policy:all_nodes",
+                                                  "nondeterministic_output"};
+
+static const command_arg commandlog_get_args_36[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_get_args_37[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_get_args_36,
+     .num_args = 3},
+};
+
+static const char *const commandlog_len_tips[] = {
+    "request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"};
+
+static const command_arg commandlog_len_args_38[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_len_args_39[] = {
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_len_args_38,
+     .num_args = 3},
+};
+
+static const char *const commandlog_reset_tips[] = {"request_policy:all_nodes",
+                                                    "response_policy:all_succeeded"};
+
+static const command_arg commandlog_reset_args_40[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_reset_args_41[] = {
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_reset_args_40,
+     .num_args = 3},
+};
+
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_36[] = {
+static const command_arg command_docs_args_42[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_37[] = {
+static const command_arg command_getkeys_args_43[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_38[] = {
+static const command_arg command_getkeysandflags_args_44[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_39[] = {
+static const command_arg command_info_args_45[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -463,23 +524,23 @@ static const command_arg command_info_args_39[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_40[] = {
+static const command_arg command_list_args_46[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_41[] = {
+static const command_arg command_list_args_47[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_40,
+     .subargs = command_list_args_46,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_42[] = {
+static const command_arg config_get_args_48[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -492,17 +553,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_43[] = {
+static const command_arg config_set_args_49[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_44[] = {
+static const command_arg config_set_args_50[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_43,
+     .subargs = config_set_args_49,
      .num_args = 2},
 };
 
@@ -519,7 +580,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_45[] = {
+static const command_arg copy_args_51[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -544,7 +605,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_46[] = {
+static const command_arg decr_args_52[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -556,7 +617,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_47[] = {
+static const command_arg decrby_args_53[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -571,11 +632,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_48[] = {
+static const command_arg del_args_54[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_49[] = {
+static const command_arg echo_args_55[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -589,7 +650,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_50[] = {
+static const command_arg exists_args_56[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -601,14 +662,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_51[] = {
+static const command_arg expire_args_57[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_52[] = {
+static const command_arg expire_args_58[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -616,7 +677,7 @@ static const command_arg expire_args_52[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_51,
+     .subargs = expire_args_57,
      .num_args = 4},
 };
 
@@ -628,14 +689,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_53[] = {
+static const command_arg expireat_args_59[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_54[] = {
+static const command_arg expireat_args_60[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -643,7 +704,7 @@ static const command_arg expireat_args_54[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_53,
+     .subargs = expireat_args_59,
      .num_args = 4},
 };
 
@@ -655,14 +716,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_55[] = {
+static const command_arg expiretime_args_61[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_56[] = {
+static const command_arg flushall_args_62[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -675,19 +736,19 @@ static const command_arg flushall_args_56[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_57[] = {
+static const command_arg flushall_args_63[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_56,
+     .subargs = flushall_args_62,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_58[] = {
+static const command_arg flushdb_args_64[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -700,12 +761,12 @@ static const command_arg flushdb_args_58[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_59[] = {
+static const command_arg flushdb_args_65[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_58,
+     .subargs = flushdb_args_64,
      .num_args = 2},
 };
 
@@ -717,7 +778,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_60[] = {
+static const command_arg get_args_66[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -729,7 +790,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_61[] = {
+static const command_arg getdel_args_67[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -741,7 +802,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_62[] = {
+static const command_arg getex_args_68[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -752,13 +813,13 @@ static const command_arg getex_args_62[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_63[] = {
+static const command_arg getex_args_69[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_62,
+     .subargs = getex_args_68,
      .num_args = 5},
 };
 
@@ -770,7 +831,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_64[] = {
+static const command_arg getrange_args_70[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -784,7 +845,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_65[] = {
+static const command_arg getset_args_71[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -797,24 +858,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_66[] = {
+static const command_arg hdel_args_72[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_67[] = {
+static const command_arg hello_args_73[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_68[] = {
+static const command_arg hello_args_74[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_67,
+     .subargs = hello_args_73,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -823,12 +884,12 @@ static const command_arg hello_args_68[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_69[] = {
+static const command_arg hello_args_75[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_68,
+     .subargs = hello_args_74,
      .num_args = 3},
 };
 
@@ -840,7 +901,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_70[] = {
+static const command_arg hexists_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -853,32 +914,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_71[] = {
+static const command_arg hexpire_args_77[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_72[] = {
+static const command_arg hexpire_args_78[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_73[] = {
+static const command_arg hexpire_args_79[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_71,
+     .subargs = hexpire_args_77,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_72,
+     .subargs = hexpire_args_78,
      .num_args = 2},
 };
 
@@ -890,32 +951,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_74[] = {
+static const command_arg hexpireat_args_80[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_75[] = {
+static const command_arg hexpireat_args_81[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_76[] = {
+static const command_arg hexpireat_args_82[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_74,
+     .subargs = hexpireat_args_80,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_75,
+     .subargs = hexpireat_args_81,
      .num_args = 2},
 };
 
@@ -927,18 +988,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_77[] = {
+static const command_arg hexpiretime_args_83[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_78[] = {
+static const command_arg hexpiretime_args_84[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_77,
+     .subargs = hexpiretime_args_83,
      .num_args = 2},
 };
 
@@ -950,7 +1011,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_79[] = {
+static const command_arg hget_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -965,7 +1026,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_80[] = {
+static const command_arg hgetall_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -977,18 +1038,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_81[] = {
+static const command_arg hgetdel_args_87[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_82[] = {
+static const command_arg hgetdel_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_81,
+     .subargs = hgetdel_args_87,
      .num_args = 2},
 };
 
@@ -1000,7 +1061,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_83[] = {
+static const command_arg hgetex_args_89[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1011,24 +1072,24 @@ static const command_arg hgetex_args_83[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_84[] = {
+static const command_arg hgetex_args_90[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_85[] = {
+static const command_arg hgetex_args_91[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_83,
+     .subargs = hgetex_args_89,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_84,
+     .subargs = hgetex_args_90,
      .num_args = 2},
 };
 
@@ -1040,7 +1101,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_86[] = {
+static const command_arg hincrby_args_92[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1054,7 +1115,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_87[] = {
+static const command_arg hincrbyfloat_args_93[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1070,7 +1131,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_88[] = {
+static const command_arg hkeys_args_94[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1082,7 +1143,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_89[] = {
+static const command_arg hlen_args_95[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1094,7 +1155,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_90[] = {
+static const command_arg hmget_args_96[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1107,18 +1168,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_91[] = {
+static const command_arg hmset_args_97[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_92[] = {
+static const command_arg hmset_args_98[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_91,
+     .subargs = hmset_args_97,
      .num_args = 2},
 };
 
@@ -1130,18 +1191,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_93[] = {
+static const command_arg hpersist_args_99[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_94[] = {
+static const command_arg hpersist_args_100[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_93,
+     .subargs = hpersist_args_99,
      .num_args = 2},
 };
 
@@ -1153,32 +1214,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_95[] = {
+static const command_arg hpexpire_args_101[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_96[] = {
+static const command_arg hpexpire_args_102[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_97[] = {
+static const command_arg hpexpire_args_103[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_95,
+     .subargs = hpexpire_args_101,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_96,
+     .subargs = hpexpire_args_102,
      .num_args = 2},
 };
 
@@ -1190,32 +1251,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_98[] = {
+static const command_arg hpexpireat_args_104[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_99[] = {
+static const command_arg hpexpireat_args_105[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_100[] = {
+static const command_arg hpexpireat_args_106[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_98,
+     .subargs = hpexpireat_args_104,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_99,
+     .subargs = hpexpireat_args_105,
      .num_args = 2},
 };
 
@@ -1227,18 +1288,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_101[] = {
+static const command_arg hpexpiretime_args_107[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_102[] = {
+static const command_arg hpexpiretime_args_108[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_101,
+     .subargs = hpexpiretime_args_107,
      .num_args = 2},
 };
 
@@ -1250,18 +1311,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_103[] = {
+static const command_arg hpttl_args_109[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_104[] = {
+static const command_arg hpttl_args_110[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_103,
+     .subargs = hpttl_args_109,
      .num_args = 2},
 };
 
@@ -1275,7 +1336,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_105[] = {
+static const command_arg hrandfield_args_111[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1284,13 +1345,13 @@ static const command_arg hrandfield_args_105[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_106[] = {
+static const command_arg hrandfield_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_105,
+     .subargs = hrandfield_args_111,
      .num_args = 2},
 };
 
@@ -1304,7 +1365,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_107[] = {
+static const command_arg hscan_args_113[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1332,18 +1393,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_108[] = {
+static const command_arg hset_args_114[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_109[] = {
+static const command_arg hset_args_115[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_108,
+     .subargs = hset_args_114,
      .num_args = 2},
 };
 
@@ -1355,17 +1416,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_110[] = {
+static const command_arg hsetex_args_116[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_111[] = {
+static const command_arg hsetex_args_117[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_112[] = {
+static const command_arg hsetex_args_118[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1376,46 +1437,46 @@ static const command_arg hsetex_args_112[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_113[] = {
+static const command_arg hsetex_args_119[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_114[] = {
+static const command_arg hsetex_args_120[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_113,
+     .subargs = hsetex_args_119,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_115[] = {
+static const command_arg hsetex_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_110,
+     .subargs = hsetex_args_116,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_111,
+     .subargs = hsetex_args_117,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_112,
+     .subargs = hsetex_args_118,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_114,
+     .subargs = hsetex_args_120,
      .num_args = 2},
 };
 
@@ -1427,7 +1488,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_116[] = {
+static const command_arg hsetnx_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1441,7 +1502,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_117[] = {
+static const command_arg hstrlen_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1454,18 +1515,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_118[] = {
+static const command_arg httl_args_124[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_119[] = {
+static const command_arg httl_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_118,
+     .subargs = httl_args_124,
      .num_args = 2},
 };
 
@@ -1479,7 +1540,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_120[] = {
+static const command_arg hvals_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1491,7 +1552,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_121[] = {
+static const command_arg incr_args_127[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1503,7 +1564,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_122[] = {
+static const command_arg incrby_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1516,7 +1577,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_123[] = {
+static const command_arg incrbyfloat_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1524,7 +1585,7 @@ static const command_arg incrbyfloat_args_123[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_124[] = {
+static const command_arg info_args_130[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1534,7 +1595,7 @@ static const command_arg info_args_124[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_125[] = {
+static const command_arg keys_args_131[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1546,14 +1607,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_126[] = {
+static const command_arg latency_graph_args_132[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_127[] = {
+static const command_arg latency_histogram_args_133[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1563,7 +1624,7 @@ static const command_arg latency_histogram_args_127[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_128[] = {
+static const command_arg latency_history_args_134[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1573,7 +1634,7 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_129[] = {
+static const command_arg latency_reset_args_135[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1588,7 +1649,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_130[] = {
+static const command_arg lindex_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1601,17 +1662,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_131[] = {
+static const command_arg linsert_args_137[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_132[] = {
+static const command_arg linsert_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_131,
+     .subargs = linsert_args_137,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1625,7 +1686,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_133[] = {
+static const command_arg llen_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1642,28 +1703,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_134[] = {
+static const command_arg lmove_args_140[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_135[] = {
+static const command_arg lmove_args_141[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_136[] = {
+static const command_arg lmove_args_142[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_134,
+     .subargs = lmove_args_140,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_135,
+     .subargs = lmove_args_141,
      .num_args = 2},
 };
 
@@ -1675,18 +1736,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_137[] = {
+static const command_arg lmpop_args_143[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_138[] = {
+static const command_arg lmpop_args_144[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_137,
+     .subargs = lmpop_args_143,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1703,7 +1764,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_139[] = {
+static const command_arg lpop_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1720,7 +1781,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_140[] = {
+static const command_arg lpos_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1748,7 +1809,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_141[] = {
+static const command_arg lpush_args_147[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1761,7 +1822,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_142[] = {
+static const command_arg lpushx_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1774,7 +1835,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_143[] = {
+static const command_arg lrange_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1788,7 +1849,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_144[] = {
+static const command_arg lrem_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1802,7 +1863,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_145[] = {
+static const command_arg lset_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1816,7 +1877,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_146[] = {
+static const command_arg ltrim_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1842,7 +1903,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_147[] = {
+static const command_arg memory_usage_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1861,30 +1922,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_148[] = {
+static const command_arg mget_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_149[] = {
+static const command_arg module_load_args_155[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_150[] = {
+static const command_arg module_loadex_args_156[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_151[] = {
+static const command_arg module_loadex_args_157[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_150,
+     .subargs = module_loadex_args_156,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1893,7 +1954,7 @@ static const command_arg module_loadex_args_151[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_152[] = {
+static const command_arg module_unload_args_158[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1905,7 +1966,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_153[] = {
+static const command_arg move_args_159[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1921,17 +1982,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_154[] = {
+static const command_arg mset_args_160[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_155[] = {
+static const command_arg mset_args_161[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_154,
+     .subargs = mset_args_160,
      .num_args = 2},
 };
 
@@ -1943,17 +2004,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_156[] = {
+static const command_arg msetnx_args_162[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_157[] = {
+static const command_arg msetnx_args_163[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_156,
+     .subargs = msetnx_args_162,
      .num_args = 2},
 };
 
@@ -1967,7 +2028,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_158[] = {
+static const command_arg object_encoding_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1981,7 +2042,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_159[] = {
+static const command_arg object_freq_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1995,7 +2056,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_160[] = {
+static const command_arg object_idletime_args_166[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2009,7 +2070,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_161[] = {
+static const command_arg object_refcount_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2021,7 +2082,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_162[] = {
+static const command_arg persist_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2033,14 +2094,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_163[] = {
+static const command_arg pexpire_args_169[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_164[] = {
+static const command_arg pexpire_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2048,7 +2109,7 @@ static const command_arg pexpire_args_164[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_163,
+     .subargs = pexpire_args_169,
      .num_args = 4},
 };
 
@@ -2060,14 +2121,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_165[] = {
+static const command_arg pexpireat_args_171[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_166[] = {
+static const command_arg pexpireat_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2075,7 +2136,7 @@ static const command_arg pexpireat_args_166[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_165,
+     .subargs = pexpireat_args_171,
      .num_args = 4},
 };
 
@@ -2087,14 +2148,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_167[] = {
+static const command_arg pexpiretime_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_168[] = {
+static const command_arg ping_args_174[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2106,7 +2167,7 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_169[] = {
+static const command_arg psetex_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2122,7 +2183,7 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_170[] = {
+static const command_arg pttl_args_176[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2142,7 +2203,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_171[] = {
+static const command_arg rename_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2160,7 +2221,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_172[] = {
+static const command_arg renamenx_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2173,7 +2234,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_173[] = {
+static const command_arg rpop_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2195,7 +2256,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_174[] = {
+static const command_arg rpoplpush_args_180[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2208,7 +2269,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_175[] = {
+static const command_arg rpush_args_181[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2221,7 +2282,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_176[] = {
+static const command_arg rpushx_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2234,7 +2295,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_177[] = {
+static const command_arg sadd_args_183[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2242,7 +2303,7 @@ static const command_arg sadd_args_177[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_178[] = {
+static const command_arg scan_args_184[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2270,7 +2331,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_179[] = {
+static const command_arg scard_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2284,7 +2345,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_180[] = {
+static const command_arg sdiff_args_186[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2301,12 +2362,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_181[] = {
+static const command_arg sdiffstore_args_187[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_182[] = {
+static const command_arg select_args_188[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2318,12 +2379,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_183[] = {
+static const command_arg set_args_189[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_184[] = {
+static const command_arg set_args_190[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2351,7 +2412,7 @@ static const command_arg set_args_184[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_185[] = {
+static const command_arg set_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2359,7 +2420,7 @@ static const command_arg set_args_185[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_183,
+     .subargs = set_args_189,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2371,7 +2432,7 @@ static const command_arg set_args_185[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_184,
+     .subargs = set_args_190,
      .num_args = 5},
 };
 
@@ -2383,7 +2444,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_186[] = {
+static const command_arg setex_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2397,7 +2458,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_187[] = {
+static const command_arg setnx_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2410,23 +2471,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_188[] = {
+static const command_arg setrange_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_189[] = {
+static const command_arg shutdown_args_195[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_190[] = {
+static const command_arg shutdown_args_196[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_189,
+     .subargs = shutdown_args_195,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2442,11 +2503,11 @@ static const command_arg shutdown_args_190[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_191[] = {
+static const command_arg shutdown_args_197[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_190,
+     .subargs = shutdown_args_196,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2455,12 +2516,12 @@ static const command_arg shutdown_args_191[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_192[] = {
+static const command_arg shutdown_args_198[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_191,
+     .subargs = shutdown_args_197,
      .num_args = 2},
 };
 
@@ -2474,7 +2535,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_193[] = {
+static const command_arg sinter_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2486,7 +2547,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_194[] = {
+static const command_arg sintercard_args_200[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2509,7 +2570,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_195[] = {
+static const command_arg sinterstore_args_201[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2522,7 +2583,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_196[] = {
+static const command_arg sismember_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2530,7 +2591,7 @@ static const command_arg sismember_args_196[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_197[] = {
+static const command_arg slowlog_get_args_203[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2550,7 +2611,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_198[] = {
+static const command_arg smembers_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2562,7 +2623,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_199[] = {
+static const command_arg smismember_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2580,7 +2641,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_200[] = {
+static const command_arg smove_args_206[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2596,17 +2657,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_201[] = {
+static const command_arg sort_args_207[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_202[] = {
+static const command_arg sort_args_208[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_203[] = {
+static const command_arg sort_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2619,7 +2680,7 @@ static const command_arg sort_args_203[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_201,
+     .subargs = sort_args_207,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2631,7 +2692,7 @@ static const command_arg sort_args_203[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_202,
+     .subargs = sort_args_208,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2654,17 +2715,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_204[] = {
+static const command_arg sort_ro_args_210[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_205[] = {
+static const command_arg sort_ro_args_211[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_206[] = {
+static const command_arg sort_ro_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2677,7 +2738,7 @@ static const command_arg sort_ro_args_206[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_204,
+     .subargs = sort_ro_args_210,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2689,7 +2750,7 @@ static const command_arg sort_ro_args_206[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_205,
+     .subargs = sort_ro_args_211,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2708,7 +2769,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_207[] = {
+static const command_arg spop_args_213[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2727,7 +2788,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_208[] = {
+static const command_arg srandmember_args_214[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2744,7 +2805,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_209[] = {
+static const command_arg srem_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2759,7 +2820,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_210[] = {
+static const command_arg sscan_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2782,7 +2843,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_211[] = {
+static const command_arg strlen_args_217[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2794,7 +2855,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_212[] = {
+static const command_arg substr_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2810,7 +2871,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_213[] = {
+static const command_arg sunion_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2827,12 +2888,12 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_214[] = {
+static const command_arg sunionstore_args_220[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_215[] = {
+static const command_arg swapdb_args_221[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2849,7 +2910,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_216[] = {
+static const command_arg touch_args_222[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2863,7 +2924,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_217[] = {
+static const command_arg ttl_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2875,7 +2936,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_218[] = {
+static const command_arg type_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2889,7 +2950,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_219[] = {
+static const command_arg unlink_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2901,7 +2962,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_220[] = {
+static const command_arg watch_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2913,36 +2974,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_221[] = {
+static const command_arg zadd_args_227[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_222[] = {
+static const command_arg zadd_args_228[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_223[] = {
+static const command_arg zadd_args_229[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_224[] = {
+static const command_arg zadd_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_221,
+     .subargs = zadd_args_227,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_222,
+     .subargs = zadd_args_228,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2960,7 +3021,7 @@ static const command_arg zadd_args_224[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_223,
+     .subargs = zadd_args_229,
      .num_args = 2},
 };
 
@@ -2972,7 +3033,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_225[] = {
+static const command_arg zcard_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2984,7 +3045,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_226[] = {
+static const command_arg zcount_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2998,7 +3059,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_227[] = {
+static const command_arg zdiff_args_233[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3021,7 +3082,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_228[] = {
+static const command_arg zdiffstore_args_234[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3035,7 +3096,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_229[] = {
+static const command_arg zincrby_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3049,13 +3110,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_230[] = {
+static const command_arg zinter_args_236[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_231[] = {
+static const command_arg zinter_args_237[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3068,7 +3129,7 @@ static const command_arg zinter_args_231[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_230,
+     .subargs = zinter_args_236,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3085,7 +3146,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_232[] = {
+static const command_arg zintercard_args_238[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3108,13 +3169,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_233[] = {
+static const command_arg zinterstore_args_239[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_234[] = {
+static const command_arg zinterstore_args_240[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3128,7 +3189,7 @@ static const command_arg zinterstore_args_234[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_233,
+     .subargs = zinterstore_args_239,
      .num_args = 3},
 };
 
@@ -3140,7 +3201,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_235[] = {
+static const command_arg zlexcount_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3154,18 +3215,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_236[] = {
+static const command_arg zmpop_args_242[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_237[] = {
+static const command_arg zmpop_args_243[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_236,
+     .subargs = zmpop_args_242,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3182,7 +3243,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_238[] = {
+static const command_arg zmscore_args_244[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3195,7 +3256,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_239[] = {
+static const command_arg zpopmax_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3208,7 +3269,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_240[] = {
+static const command_arg zpopmin_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3223,7 +3284,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_241[] = {
+static const command_arg zrandmember_args_247[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3232,13 +3293,13 @@ static const command_arg zrandmember_args_241[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_242[] = {
+static const command_arg zrandmember_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_241,
+     .subargs = zrandmember_args_247,
      .num_args = 2},
 };
 
@@ -3250,17 +3311,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_243[] = {
+static const command_arg zrange_args_249[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_244[] = {
+static const command_arg zrange_args_250[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_245[] = {
+static const command_arg zrange_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3269,7 +3330,7 @@ static const command_arg zrange_args_245[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_243,
+     .subargs = zrange_args_249,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3283,7 +3344,7 @@ static const command_arg zrange_args_245[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_244,
+     .subargs = zrange_args_250,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3300,12 +3361,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_246[] = {
+static const command_arg zrangebylex_args_252[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_247[] = {
+static const command_arg zrangebylex_args_253[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3314,7 +3375,7 @@ static const command_arg zrangebylex_args_247[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_246,
+     .subargs = zrangebylex_args_252,
      .num_args = 2},
 };
 
@@ -3326,12 +3387,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_248[] = {
+static const command_arg zrangebyscore_args_254[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_249[] = {
+static const command_arg zrangebyscore_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3346,7 +3407,7 @@ static const command_arg zrangebyscore_args_249[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_248,
+     .subargs = zrangebyscore_args_254,
      .num_args = 2},
 };
 
@@ -3363,17 +3424,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_250[] = {
+static const command_arg zrangestore_args_256[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_251[] = {
+static const command_arg zrangestore_args_257[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_252[] = {
+static const command_arg zrangestore_args_258[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3382,7 +3443,7 @@ static const command_arg zrangestore_args_252[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_250,
+     .subargs = zrangestore_args_256,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3394,7 +3455,7 @@ static const command_arg zrangestore_args_252[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_251,
+     .subargs = zrangestore_args_257,
      .num_args = 2},
 };
 
@@ -3406,7 +3467,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_253[] = {
+static const command_arg zrank_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3424,7 +3485,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_254[] = {
+static const command_arg zrem_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3437,7 +3498,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_255[] = {
+static const command_arg zremrangebylex_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3451,7 +3512,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_256[] = {
+static const command_arg zremrangebyrank_args_262[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3465,7 +3526,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_257[] = {
+static const command_arg zremrangebyscore_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3479,7 +3540,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_258[] = {
+static const command_arg zrevrange_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3498,12 +3559,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_259[] = {
+static const command_arg zrevrangebylex_args_265[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_260[] = {
+static const command_arg zrevrangebylex_args_266[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3512,7 +3573,7 @@ static const command_arg zrevrangebylex_args_260[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_259,
+     .subargs = zrevrangebylex_args_265,
      .num_args = 2},
 };
 
@@ -3524,12 +3585,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_261[] = {
+static const command_arg zrevrangebyscore_args_267[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_262[] = {
+static const command_arg zrevrangebyscore_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3543,7 +3604,7 @@ static const command_arg zrevrangebyscore_args_262[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_261,
+     .subargs = zrevrangebyscore_args_267,
      .num_args = 2},
 };
 
@@ -3555,7 +3616,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_263[] = {
+static const command_arg zrevrank_args_269[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3575,7 +3636,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_264[] = {
+static const command_arg zscan_args_270[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3603,7 +3664,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_265[] = {
+static const command_arg zscore_args_271[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3616,13 +3677,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_266[] = {
+static const command_arg zunion_args_272[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_267[] = {
+static const command_arg zunion_args_273[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3635,7 +3696,7 @@ static const command_arg zunion_args_267[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_266,
+     .subargs = zunion_args_272,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3657,13 +3718,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_268[] = {
+static const command_arg zunionstore_args_274[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_269[] = {
+static const command_arg zunionstore_args_275[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3677,7 +3738,7 @@ static const command_arg zunionstore_args_269[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_268,
+     .subargs = zunionstore_args_274,
      .num_args = 3},
 };
 
@@ -3893,6 +3954,35 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_tips,
      .num_tips = 1},
+    {.fullname = "commandlog",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "commandlog|get",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(N) where N is the number of entries returned",
+     .tips = commandlog_get_tips,
+     .num_tips = 2,
+     .args = commandlog_get_args_37,
+     .num_args = 2},
+    {.fullname = "commandlog|help", .group = "server", .since = "8.1.0", .complexity = "O(1)"},
+    {.fullname = "commandlog|len",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(1)",
+     .tips = commandlog_len_tips,
+     .num_tips = 3,
+     .args = commandlog_len_args_39,
+     .num_args = 1},
+    {.fullname = "commandlog|reset",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(N) where N is the number of entries in the commandlog",
+     .tips = commandlog_reset_tips,
+     .num_tips = 2,
+     .args = commandlog_reset_args_41,
+     .num_args = 1},
     {.fullname = "command|count",
      .group = "server",
      .since = "2.8.13",
@@ -3905,21 +3995,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_36,
+     .args = command_docs_args_42,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_37,
+     .args = command_getkeys_args_43,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_38,
+     .args = command_getkeysandflags_args_44,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -3933,7 +4023,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_39,
+     .args = command_info_args_45,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -3942,7 +4032,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_41,
+     .args = command_list_args_47,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -3952,7 +4042,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_42,
+     .args = config_get_args_48,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -3973,7 +4063,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_44,
+     .args = config_set_args_50,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -3983,7 +4073,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_45,
+     .args = copy_args_51,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -4004,7 +4094,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_46,
+     .args = decr_args_52,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -4013,7 +4103,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_47,
+     .args = decrby_args_53,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -4027,7 +4117,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_48,
+     .args = del_args_54,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -4039,7 +4129,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_49,
+     .args = echo_args_55,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -4055,7 +4145,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_50,
+     .args = exists_args_56,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -4064,7 +4154,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_52,
+     .args = expire_args_58,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4073,7 +4163,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_54,
+     .args = expireat_args_60,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4082,7 +4172,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_55,
+     .args = expiretime_args_61,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4091,7 +4181,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_57,
+     .args = flushall_args_63,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4100,7 +4190,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_59,
+     .args = flushdb_args_65,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4109,7 +4199,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_60,
+     .args = get_args_66,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4118,7 +4208,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_61,
+     .args = getdel_args_67,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4127,7 +4217,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_63,
+     .args = getex_args_69,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4139,7 +4229,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_64,
+     .args = getrange_args_70,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4151,7 +4241,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_65,
+     .args = getset_args_71,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4160,14 +4250,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_66,
+     .args = hdel_args_72,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_69,
+     .args = hello_args_75,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4176,7 +4266,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_70,
+     .args = hexists_args_76,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4185,7 +4275,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_73,
+     .args = hexpire_args_79,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4194,7 +4284,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_76,
+     .args = hexpireat_args_82,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4203,7 +4293,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_78,
+     .args = hexpiretime_args_84,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4212,7 +4302,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_79,
+     .args = hget_args_85,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4223,7 +4313,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_80,
+     .args = hgetall_args_86,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4232,7 +4322,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_82,
+     .args = hgetdel_args_88,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4241,7 +4331,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_85,
+     .args = hgetex_args_91,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4250,7 +4340,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_86,
+     .args = hincrby_args_92,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4259,7 +4349,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_87,
+     .args = hincrbyfloat_args_93,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4270,7 +4360,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_88,
+     .args = hkeys_args_94,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4279,7 +4369,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_89,
+     .args = hlen_args_95,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4288,7 +4378,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_90,
+     .args = hmget_args_96,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4300,7 +4390,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_92,
+     .args = hmset_args_98,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4309,7 +4399,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_94,
+     .args = hpersist_args_100,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4318,7 +4408,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_97,
+     .args = hpexpire_args_103,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4327,7 +4417,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_100,
+     .args = hpexpireat_args_106,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4336,7 +4426,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_102,
+     .args = hpexpiretime_args_108,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4345,7 +4435,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_104,
+     .args = hpttl_args_110,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4356,7 +4446,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_106,
+     .args = hrandfield_args_112,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4369,7 +4459,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_107,
+     .args = hscan_args_113,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4379,7 +4469,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_109,
+     .args = hset_args_115,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4388,7 +4478,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_115,
+     .args = hsetex_args_121,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4397,7 +4487,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_116,
+     .args = hsetnx_args_122,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4406,7 +4496,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_117,
+     .args = hstrlen_args_123,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4415,7 +4505,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_119,
+     .args = httl_args_125,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4426,7 +4516,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_120,
+     .args = hvals_args_126,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4435,7 +4525,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_121,
+     .args = incr_args_127,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4444,7 +4534,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_122,
+     .args = incrby_args_128,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4453,7 +4543,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_123,
+     .args = incrbyfloat_args_129,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4462,7 +4552,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_124,
+     .args = info_args_130,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4472,7 +4562,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_125,
+     .args = keys_args_131,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4497,7 +4587,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_126,
+     .args = latency_graph_args_132,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -4507,7 +4597,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_127,
+     .args = latency_histogram_args_133,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -4515,7 +4605,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_128,
+     .args = latency_history_args_134,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -4529,7 +4619,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_129,
+     .args = latency_reset_args_135,
      .num_args = 1},
     {.fullname = "lindex",
      .group = "list",
@@ -4539,7 +4629,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_130,
+     .args = lindex_args_136,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4551,7 +4641,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_132,
+     .args = linsert_args_138,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4560,7 +4650,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_133,
+     .args = llen_args_139,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4569,7 +4659,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_136,
+     .args = lmove_args_142,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4579,7 +4669,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_138,
+     .args = lmpop_args_144,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4588,7 +4678,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_139,
+     .args = lpop_args_145,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4599,7 +4689,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_140,
+     .args = lpos_args_146,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4609,7 +4699,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_141,
+     .args = lpush_args_147,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4619,7 +4709,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_142,
+     .args = lpushx_args_148,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4630,7 +4720,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_143,
+     .args = lrange_args_149,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4640,7 +4730,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_144,
+     .args = lrem_args_150,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4650,7 +4740,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_145,
+     .args = lset_args_151,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4659,7 +4749,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_146,
+     .args = ltrim_args_152,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4696,7 +4786,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_147,
+     .args = memory_usage_args_153,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4707,7 +4797,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_148,
+     .args = mget_args_154,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4725,21 +4815,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_149,
+     .args = module_load_args_155,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_151,
+     .args = module_loadex_args_157,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_152,
+     .args = module_unload_args_158,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -4749,7 +4839,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_153,
+     .args = move_args_159,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4760,7 +4850,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_155,
+     .args = mset_args_161,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4769,7 +4859,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_157,
+     .args = msetnx_args_163,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4789,7 +4879,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_158,
+     .args = object_encoding_args_164,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4800,7 +4890,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_159,
+     .args = object_freq_args_165,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4816,7 +4906,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_160,
+     .args = object_idletime_args_166,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -4827,7 +4917,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_161,
+     .args = object_refcount_args_167,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -4836,7 +4926,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_162,
+     .args = persist_args_168,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -4845,7 +4935,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_164,
+     .args = pexpire_args_170,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -4854,7 +4944,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_166,
+     .args = pexpireat_args_172,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -4863,7 +4953,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_167,
+     .args = pexpiretime_args_173,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -4872,7 +4962,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_168,
+     .args = ping_args_174,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -4884,7 +4974,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_169,
+     .args = psetex_args_175,
      .num_args = 3},
     {.fullname = "pttl",
      .group = "generic",
@@ -4895,7 +4985,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_170,
+     .args = pttl_args_176,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4929,7 +5019,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_171,
+     .args = rename_args_177,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4938,7 +5028,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_172,
+     .args = renamenx_args_178,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4952,7 +5042,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_173,
+     .args = rpop_args_179,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4964,7 +5054,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_174,
+     .args = rpoplpush_args_180,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4974,7 +5064,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_175,
+     .args = rpush_args_181,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -4984,7 +5074,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_176,
+     .args = rpushx_args_182,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -4994,7 +5084,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_177,
+     .args = sadd_args_183,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5010,7 +5100,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_178,
+     .args = scan_args_184,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5019,7 +5109,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_179,
+     .args = scard_args_185,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5030,7 +5120,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_180,
+     .args = sdiff_args_186,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5039,14 +5129,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_181,
+     .args = sdiffstore_args_187,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_182,
+     .args = select_args_188,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5055,7 +5145,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_185,
+     .args = set_args_191,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5068,7 +5158,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_186,
+     .args = setex_args_192,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5080,7 +5170,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_187,
+     .args = setnx_args_193,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5091,14 +5181,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_188,
+     .args = setrange_args_194,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_192,
+     .args = shutdown_args_198,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5110,7 +5200,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_193,
+     .args = sinter_args_199,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5120,7 +5210,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_194,
+     .args = sintercard_args_200,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5130,7 +5220,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_195,
+     .args = sinterstore_args_201,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5139,7 +5229,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_196,
+     .args = sismember_args_202,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5151,7 +5241,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_197,
+     .args = slowlog_get_args_203,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5175,7 +5265,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_198,
+     .args = smembers_args_204,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5184,7 +5274,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_199,
+     .args = smismember_args_205,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5193,7 +5283,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_200,
+     .args = smove_args_206,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5204,7 +5294,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_203,
+     .args = sort_args_209,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5216,7 +5306,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_206,
+     .args = sort_ro_args_212,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5229,7 +5319,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_207,
+     .args = spop_args_213,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5241,7 +5331,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_208,
+     .args = srandmember_args_214,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5250,7 +5340,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_209,
+     .args = srem_args_215,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5263,7 +5353,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_210,
+     .args = sscan_args_216,
      .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
@@ -5272,7 +5362,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_211,
+     .args = strlen_args_217,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5287,7 +5377,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_212,
+     .args = substr_args_218,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5298,7 +5388,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_213,
+     .args = sunion_args_219,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5307,7 +5397,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_214,
+     .args = sunionstore_args_220,
      .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
@@ -5315,7 +5405,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_215,
+     .args = swapdb_args_221,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5332,7 +5422,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_216,
+     .args = touch_args_222,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5343,7 +5433,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_217,
+     .args = ttl_args_223,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5352,7 +5442,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_218,
+     .args = type_args_224,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5365,7 +5455,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_219,
+     .args = unlink_args_225,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5379,7 +5469,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_220,
+     .args = watch_args_226,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5389,7 +5479,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_224,
+     .args = zadd_args_230,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5398,7 +5488,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_225,
+     .args = zcard_args_231,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5407,7 +5497,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_226,
+     .args = zcount_args_232,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5417,7 +5507,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_227,
+     .args = zdiff_args_233,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5427,7 +5517,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_228,
+     .args = zdiffstore_args_234,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5436,7 +5526,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_229,
+     .args = zincrby_args_235,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5447,7 +5537,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_231,
+     .args = zinter_args_237,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5457,7 +5547,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_232,
+     .args = zintercard_args_238,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5468,7 +5558,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_234,
+     .args = zinterstore_args_240,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5477,7 +5567,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_235,
+     .args = zlexcount_args_241,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5487,7 +5577,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_237,
+     .args = zmpop_args_243,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5496,7 +5586,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_238,
+     .args = zmscore_args_244,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5506,7 +5596,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_239,
+     .args = zpopmax_args_245,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5516,7 +5606,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_240,
+     .args = zpopmin_args_246,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5527,7 +5617,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_242,
+     .args = zrandmember_args_248,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5537,7 +5627,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_245,
+     .args = zrange_args_251,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5551,7 +5641,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_247,
+     .args = zrangebylex_args_253,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5565,7 +5655,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_249,
+     .args = zrangebyscore_args_255,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5575,7 +5665,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_252,
+     .args = zrangestore_args_258,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5584,7 +5674,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_253,
+     .args = zrank_args_259,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5594,7 +5684,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_254,
+     .args = zrem_args_260,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5604,7 +5694,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_255,
+     .args = zremrangebylex_args_261,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5614,7 +5704,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_256,
+     .args = zremrangebyrank_args_262,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5624,7 +5714,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_257,
+     .args = zremrangebyscore_args_263,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5637,7 +5727,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_258,
+     .args = zrevrange_args_264,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5651,7 +5741,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_260,
+     .args = zrevrangebylex_args_266,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5665,7 +5755,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_262,
+     .args = zrevrangebyscore_args_268,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5674,7 +5764,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_263,
+     .args = zrevrank_args_269,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5687,7 +5777,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_264,
+     .args = zscan_args_270,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5696,7 +5786,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_265,
+     .args = zscore_args_271,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5706,7 +5796,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_267,
+     .args = zunion_args_273,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5716,7 +5806,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_269,
+     .args = zunionstore_args_275,
      .num_args = 5},
 };
 

@@ -224,6 +224,8 @@ static int apply_bind(const char **err) {
     }
 #define L(n, f, field, d, lo, hi)                                                                  \
     { .name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi }
+#define LA(n, a, field, d, lo, hi)                                                                 \
+    { .name = n, .alias = a, .kind = CFG_LL, .value = &srv.field, .dflt = d, .min = lo, .max = hi }
 #define M(n, f, field, d, lo, hi, ap)                                                              \
     {                                                                                              \
         .name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .min = lo,      \
@@ -277,8 +279,18 @@ static const config_def server_config_table[] = {
     I("maxmemory-samples", 0, db.maxmemory_samples, "5", 1, 64, NULL),
     I("lfu-log-factor", 0, db.lfu_log_factor, "10", 0, INT_MAX, NULL),
     I("lfu-decay-time", 0, db.lfu_decay_time, "1", 0, INT_MAX, NULL),
-    L("slowlog-log-slower-than", 0, session.slowlog_log_slower_than, "10000", -1, LLONG_MAX),
-    L("slowlog-max-len", 0, session.slowlog_max_len, "128", 0, LONG_MAX),
+    /* The command log (Valkey 8.1); the slow log's keep their slowlog-*
+     * names as aliases. */
+    LA("commandlog-execution-slower-than", "slowlog-log-slower-than",
+       session.commandlog[0].threshold, "10000", -1, LLONG_MAX),
+    LA("commandlog-slow-execution-max-len", "slowlog-max-len", session.commandlog[0].max_len, "128",
+       0, LONG_MAX),
+    LA("commandlog-request-larger-than", NULL, session.commandlog[1].threshold, "1048576", -1,
+       LLONG_MAX),
+    LA("commandlog-large-request-max-len", NULL, session.commandlog[1].max_len, "128", 0, LONG_MAX),
+    LA("commandlog-reply-larger-than", NULL, session.commandlog[2].threshold, "1048576", -1,
+       LLONG_MAX),
+    LA("commandlog-large-reply-max-len", NULL, session.commandlog[2].max_len, "128", 0, LONG_MAX),
     L("latency-monitor-threshold", 0, session.latency_monitor_threshold, "0", 0, LLONG_MAX),
     B("latency-tracking", 0, session.latency_tracking, "yes"),
     X("latency-tracking-info-percentiles", 0, NULL, "50 99 99.9", set_percentiles, get_percentiles),

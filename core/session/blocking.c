@@ -395,7 +395,10 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
     c->argc = bs->argc;
     c->argv = bs->argv;
     c->redacted = 0;
-    slowlog_push(c, bs->us);
+    size_t request = 0;
+    for (int i = 0; i < c->argc; i++)
+        request += c->argv[i].len;
+    commandlog_push(c, bs->us, request, 0);
     c->argc = argc;
     c->argv = argv;
 }

@@ -147,7 +147,9 @@ void call(client *c) {
     latency_record_command(cmd, us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
-    if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
+    if (!(cmd->flags & CMD_SKIP_SLOWLOG))
+        commandlog_push(c, us, call_request_bytes(c),
+                        c->reply_bytes > reply_before ? c->reply_bytes - reply_before : 0);
     if (observers.count) call_notify_observers(c, us, reply_before, errors_before);
 }
 

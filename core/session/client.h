@@ -41,6 +41,12 @@ typedef struct client_buffer_limit {
 
 #define SESSION_PERCENTILES_MAX 64
 
+/* One command log's threshold (-1: off) and length (slowlog.h). */
+typedef struct commandlog_options {
+    long long threshold;
+    long long max_len;
+} commandlog_options;
+
 /* The session layer's options (clients, replies, the slow log, latency):
  * config directives point into this struct, read live. */
 typedef struct session_options {
@@ -50,8 +56,7 @@ typedef struct session_options {
     long long client_max_querybuf_len;
     client_buffer_limit obuf_limit_normal;
     kbytes requirepass; /* binary-safe: any byte, NUL included */
-    long long slowlog_log_slower_than;
-    unsigned long slowlog_max_len;
+    commandlog_options commandlog[3];                    /* slow, large-request, large-reply */
     long long latency_monitor_threshold;                 /* ms; 0: the latency monitor is off */
     int latency_tracking;                                /* per-command latency histograms */
     double latency_percentiles[SESSION_PERCENTILES_MAX]; /* INFO latencystats */
