@@ -174,6 +174,33 @@ START_TEST(test_unix_socket_origin) {
 }
 END_TEST
 
+/* With I/O threads taking every read and write, monitors get every line
+ * of many writers, in each writer's order. */
+START_TEST(test_io_threads) {
+    it_server *s = it_start("--io-threads", "4", "--events-per-io-thread", "0", NULL);
+    enum { M = 3, W = 6, ROUNDS = 50 };
+    it_raw *mon[M], *w[W];
+    for (int i = 0; i < M; i++)
+        mon[i] = monitor_start(s);
+    for (int i = 0; i < W; i++)
+        w[i] = it_raw_connect(s);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < W; i++)
+            it_raw_cmd(w[i], "SET", it_fmt("k%d", i), it_fmt("%d", r), NULL);
+    for (int i = 0; i < W; i++)
+        for (int r = 0; r < ROUNDS; r++)
+            expect_raw(w[i], "+OK");
+    for (int m = 0; m < M; m++) {
+        int next[W] = {0};
+        for (int n = 0; n < W * ROUNDS; n++) {
+            int k, v;
+            ck_assert_int_eq(sscanf(monitor_args(mon[m]), "\"SET\" \"k%d\" \"%d\"", &k, &v), 2);
+            ck_assert_int_eq(v, next[k]++);
+        }
+    }
+}
+END_TEST
+
 static Suite *monitor_suite(void) {
     Suite *s = suite_create("monitor");
     TCase *tc = it_tcase(s, "monitor");
@@ -186,6 +213,7 @@ static Suite *monitor_suite(void) {
     tcase_add_test(tc, test_output_limit);
     tc = it_tcase_bare(s, "unix");
     tcase_add_test(tc, test_unix_socket_origin);
+    tcase_add_test(tc, test_io_threads);
     return s;
 }
 

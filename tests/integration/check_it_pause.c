@@ -155,6 +155,33 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* With I/O threads taking every read and write: held clients, their
+ * pipelines and more input arriving while held. */
+START_TEST(test_io_threads) {
+    it_server *s = it_start("--io-threads", "4", "--events-per-io-thread", "0", NULL);
+    redisContext *c = it_connect(s);
+    enum { N = 12, ROUNDS = 10 };
+    it_raw *rd[N];
+    for (int i = 0; i < N; i++)
+        rd[i] = it_raw_connect(s);
+    for (int round = 0; round < ROUNDS; round++) {
+        expect_ok(c, "CLIENT PAUSE 60000 WRITE");
+        for (int i = 0; i < N; i++)
+            it_raw_sendstr(rd[i],
+                           it_fmt("*2\r\n$4\r\nINCR\r\n$3\r\nn%02d\r\n*1\r\n$4\r\nPING\r\n", i));
+        it_wait_until(it_info_int(c, "clients", "blocked_clients") == N, 5000);
+        for (int i = 0; i < N; i++)
+            it_raw_sendstr(rd[i], "*1\r\n$4\r\nPING\r\n");
+        expect_ok(c, "CLIENT UNPAUSE");
+        for (int i = 0; i < N; i++) {
+            expect_raw(rd[i], it_fmt(":%d", round + 1));
+            expect_raw(rd[i], "+PONG");
+            expect_raw(rd[i], "+PONG");
+        }
+    }
+}
+END_TEST
+
 static Suite *pause_suite(void) {
     Suite *s = suite_create("pause");
     TCase *tc = it_tcase(s, "pause");
@@ -166,6 +193,8 @@ static Suite *pause_suite(void) {
     tcase_add_test(tc, test_expiry_deferred);
     tcase_add_test(tc, test_held_client_disconnects);
     tcase_add_test(tc, test_errors);
+    tc = it_tcase_bare(s, "io-threads");
+    tcase_add_test(tc, test_io_threads);
     return s;
 }
 
