@@ -224,6 +224,8 @@ typedef struct command {
 
 void command_setup(void);
 void command_teardown(void);
+/* Frees cmd's latency histogram (CONFIG RESETSTAT, unregistering). */
+void command_free_latency(command *cmd);
 
 /* Looks a name up case-insensitively. */
 command *command_lookup(const char *name, size_t len);

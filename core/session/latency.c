@@ -100,8 +100,7 @@ void latency_info(sbuf *out) {
 
 static void latency_free_hist(command *cmd, void *priv) {
     K_UNUSED(priv);
-    km_free(cmd->latency_hist);
-    cmd->latency_hist = NULL;
+    command_free_latency(cmd);
 }
 
 void latency_reset_histograms(void) {

@@ -2,7 +2,8 @@
  * the value range without gaps, each at most 1/8 of its values wide;
  * percentiles checked against sorted samples (never below the exact
  * sample, at most one bucket width above it) for several distributions;
- * cumulative counts exact at powers of two; clamping; empty histograms. */
+ * cumulative counts exact at powers of two; clamping; empty histograms;
+ * only the groups between the lowest and highest value allocated. */
 #include "ds/histogram.h"
 
 #include <check.h>
@@ -58,6 +59,8 @@ static void check_percentiles(uint64_t *v, size_t n) {
         ck_assert_uint_eq(hist_count_below(h, limit), below);
     }
     ck_assert_uint_eq(h->total, n);
+    hist_release(h);
+    ck_assert_ptr_null(h->counts);
     free(h);
 }
 
@@ -101,6 +104,29 @@ START_TEST(test_small_and_empty) {
     ck_assert_uint_eq(hist_percentile(&h, 50), hist_bucket_high(hist_bucket_of(1000)));
     ck_assert_uint_eq(hist_count_below(&h, 1024), 3);
     ck_assert_uint_eq(hist_count_below(&h, 8), 1);
+    hist_release(&h);
+}
+END_TEST
+
+/* Only the groups between the lowest and highest value are held; a new
+ * low or high value widens them and keeps the counts. */
+START_TEST(test_sparse_groups) {
+    histogram h;
+    memset(&h, 0, sizeof(h));
+    ck_assert_uint_eq(hist_mem_usage(&h), 0);
+    for (uint64_t v = 1000; v < 2000; v++)
+        hist_add(&h, v); /* 2^9 .. 2^10: two groups */
+    ck_assert_int_eq(h.groups, 2);
+    ck_assert_uint_le(hist_mem_usage(&h), 2 * HIST_SUB * sizeof(uint64_t) + 32);
+    hist_add(&h, 3);
+    hist_add(&h, 100000);
+    ck_assert_int_eq(h.first_group, 0);
+    ck_assert_int_eq(h.groups, hist_bucket_of(100000) / (int)HIST_SUB + 1);
+    ck_assert_uint_eq(hist_count_below(&h, 1024), 1 + 24);
+    ck_assert_uint_eq(hist_count_below(&h, 2048), 1 + 1000);
+    ck_assert_uint_eq(hist_percentile(&h, 100), hist_bucket_high(hist_bucket_of(100000)));
+    ck_assert_uint_eq(hist_percentile(&h, 0), 3);
+    hist_release(&h);
 }
 END_TEST
 
@@ -110,6 +136,7 @@ static Suite *histogram_suite(void) {
     tcase_add_test(tc, test_buckets_tile);
     tcase_add_test(tc, test_percentiles_against_sorted);
     tcase_add_test(tc, test_small_and_empty);
+    tcase_add_test(tc, test_sparse_groups);
     suite_add_tcase(s, tc);
     return s;
 }
