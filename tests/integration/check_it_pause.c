@@ -123,6 +123,11 @@ START_TEST(test_expiry_deferred) {
     expect_nil(C, "GET bar");
     expect_int(C, 2, "DBSIZE"); /* still stored */
     ck_assert_int_eq(it_info_int(C, "stats", "expired_keys"), expired);
+    /* Only expired keys: RANDOMKEY answers one of them instead of looping. */
+    redisReply *r = it_cmd(C, "RANDOMKEY");
+    ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+    ck_assert_int_eq(it_cmd(C, "KEYS *")->elements, 0);
+    ck_assert_int_eq(it_cmd(C, "SCAN 0")->element[1]->elements, 0);
     expect_ok(C, "CLIENT UNPAUSE");
     expect_nil(C, "GET foo");
     expect_nil(C, "GET bar");
