@@ -405,9 +405,13 @@ static void cmd_scan(client *c) {
 }
 
 /* Each round either returns a live key or deletes an expired one, so the
- * loop ends. */
+ * loop ends. While removals are deferred (CLIENT PAUSE) an expired key
+ * stays: after RANDOMKEY_PAUSED_TRIES expired ones the last is returned, as
+ * Valkey does, rather than looping on a database of expired keys. */
+#define RANDOMKEY_PAUSED_TRIES 100
+
 static void cmd_randomkey(client *c) {
-    for (;;) {
+    for (int tries = 1;; tries++) {
         db_entry *e = db_random_entry(c->db, 0);
         if (!e) {
             reply_null(c);
@@ -415,7 +419,7 @@ static void cmd_randomkey(client *c) {
         }
         size_t len;
         const char *key = db_entry_key(e, &len);
-        if (!db_is_expired(e)) {
+        if (!db_is_expired(e) || (db_removals_deferred() && tries >= RANDOMKEY_PAUSED_TRIES)) {
             reply_bulk(c, key, len);
             return;
         }

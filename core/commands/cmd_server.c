@@ -14,6 +14,8 @@
 #include "session/blocking.h"
 #include "session/call.h"
 #include "session/pubsub.h"
+#include "session/monitor.h"
+#include "session/pause.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -175,6 +177,7 @@ static void cmd_reset(client *c) {
     multi_discard_state(c);
     multi_unwatch_all(c);
     pubsub_client_release(c);
+    monitor_forget(c);
     client_set_db(c, 0);
     c->resp = 2;
     km_free(c->name);
@@ -368,11 +371,13 @@ static void client_help(client *c) {
         "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
         "NO-TOUCH (ON|OFF)", "    Leave the keys' access times alone (TOUCH still updates them).",
+        "PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
+        "UNPAUSE", "    Stop the current client pause, resuming traffic.",
         "HELP", "    Print this help.",
     };
     reply_array(c, (long long)K_ARRAY_LEN(help));
@@ -586,6 +591,10 @@ static command client_subcommands[] = {
     SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
     SUB("unblock", client_unblock, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
         "Unblocks a client blocked by a blocking command from a different connection."),
+    SUB("pause", pause_client_pause_command, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Suspends commands processing."),
+    SUB("unpause", pause_client_unpause_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Resumes processing commands from paused clients."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
     SUB_END,
 };

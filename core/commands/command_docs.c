@@ -363,82 +363,159 @@ static const command_arg client_no_touch_args_26[] = {
      .num_args = 2},
 };
 
-static const command_arg client_reply_args_27[] = {
+static const command_arg client_pause_args_27[] = {
+    {.name = "write", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "WRITE"},
+    {.name = "all", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ALL"},
+};
+
+static const command_arg client_pause_args_28[] = {
+    {.name = "timeout", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "mode",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = client_pause_args_27,
+     .num_args = 2},
+};
+
+static const command_arg client_reply_args_29[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
     {.name = "skip", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SKIP"},
 };
 
-static const command_arg client_reply_args_28[] = {
+static const command_arg client_reply_args_30[] = {
     {.name = "action",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_reply_args_27,
+     .subargs = client_reply_args_29,
      .num_args = 3},
 };
 
 static const char *const client_setinfo_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setinfo_args_29[] = {
+static const command_arg client_setinfo_args_31[] = {
     {.name = "libname", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-NAME"},
     {.name = "libver", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-VER"},
 };
 
-static const command_arg client_setinfo_args_30[] = {
+static const command_arg client_setinfo_args_32[] = {
     {.name = "attr",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_setinfo_args_29,
+     .subargs = client_setinfo_args_31,
      .num_args = 2},
 };
 
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setname_args_31[] = {
+static const command_arg client_setname_args_33[] = {
     {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg client_unblock_args_32[] = {
+static const command_arg client_unblock_args_34[] = {
     {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
     {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
 };
 
-static const command_arg client_unblock_args_33[] = {
+static const command_arg client_unblock_args_35[] = {
     {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "unblock-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = client_unblock_args_32,
+     .subargs = client_unblock_args_34,
      .num_args = 2},
 };
 
 static const char *const command_tips[] = {"nondeterministic_output_order"};
 
+static const char *const commandlog_get_tips[] = {"request_policy:all_nodes",
+                                                  "nondeterministic_output"};
+
+static const command_arg commandlog_get_args_36[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_get_args_37[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_get_args_36,
+     .num_args = 3},
+};
+
+static const char *const commandlog_len_tips[] = {
+    "request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"};
+
+static const command_arg commandlog_len_args_38[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_len_args_39[] = {
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_len_args_38,
+     .num_args = 3},
+};
+
+static const char *const commandlog_reset_tips[] = {"request_policy:all_nodes",
+                                                    "response_policy:all_succeeded"};
+
+static const command_arg commandlog_reset_args_40[] = {
+    {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
+    {.name = "large-request",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LARGE-REQUEST"},
+    {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
+};
+
+static const command_arg commandlog_reset_args_41[] = {
+    {.name = "type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = commandlog_reset_args_40,
+     .num_args = 3},
+};
+
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_34[] = {
+static const command_arg command_docs_args_42[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_35[] = {
+static const command_arg command_getkeys_args_43[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_36[] = {
+static const command_arg command_getkeysandflags_args_44[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_37[] = {
+static const command_arg command_info_args_45[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -447,23 +524,23 @@ static const command_arg command_info_args_37[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_38[] = {
+static const command_arg command_list_args_46[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_39[] = {
+static const command_arg command_list_args_47[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_38,
+     .subargs = command_list_args_46,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_40[] = {
+static const command_arg config_get_args_48[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -476,17 +553,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_41[] = {
+static const command_arg config_set_args_49[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_42[] = {
+static const command_arg config_set_args_50[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_41,
+     .subargs = config_set_args_49,
      .num_args = 2},
 };
 
@@ -503,7 +580,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_43[] = {
+static const command_arg copy_args_51[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -528,7 +605,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_44[] = {
+static const command_arg decr_args_52[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -540,7 +617,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_45[] = {
+static const command_arg decrby_args_53[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -555,11 +632,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_46[] = {
+static const command_arg del_args_54[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_47[] = {
+static const command_arg echo_args_55[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -573,7 +650,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_48[] = {
+static const command_arg exists_args_56[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -585,14 +662,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_49[] = {
+static const command_arg expire_args_57[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_50[] = {
+static const command_arg expire_args_58[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -600,7 +677,7 @@ static const command_arg expire_args_50[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_49,
+     .subargs = expire_args_57,
      .num_args = 4},
 };
 
@@ -612,14 +689,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_51[] = {
+static const command_arg expireat_args_59[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_52[] = {
+static const command_arg expireat_args_60[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -627,7 +704,7 @@ static const command_arg expireat_args_52[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_51,
+     .subargs = expireat_args_59,
      .num_args = 4},
 };
 
@@ -639,14 +716,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_53[] = {
+static const command_arg expiretime_args_61[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_54[] = {
+static const command_arg flushall_args_62[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -659,19 +736,19 @@ static const command_arg flushall_args_54[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_55[] = {
+static const command_arg flushall_args_63[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_54,
+     .subargs = flushall_args_62,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_56[] = {
+static const command_arg flushdb_args_64[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -684,12 +761,12 @@ static const command_arg flushdb_args_56[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_57[] = {
+static const command_arg flushdb_args_65[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_56,
+     .subargs = flushdb_args_64,
      .num_args = 2},
 };
 
@@ -701,7 +778,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_58[] = {
+static const command_arg get_args_66[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -713,7 +790,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_59[] = {
+static const command_arg getdel_args_67[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -725,7 +802,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_60[] = {
+static const command_arg getex_args_68[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -736,13 +813,13 @@ static const command_arg getex_args_60[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_61[] = {
+static const command_arg getex_args_69[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_60,
+     .subargs = getex_args_68,
      .num_args = 5},
 };
 
@@ -754,7 +831,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_62[] = {
+static const command_arg getrange_args_70[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -768,7 +845,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_63[] = {
+static const command_arg getset_args_71[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -781,24 +858,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_64[] = {
+static const command_arg hdel_args_72[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_65[] = {
+static const command_arg hello_args_73[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_66[] = {
+static const command_arg hello_args_74[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_65,
+     .subargs = hello_args_73,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -807,12 +884,12 @@ static const command_arg hello_args_66[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_67[] = {
+static const command_arg hello_args_75[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_66,
+     .subargs = hello_args_74,
      .num_args = 3},
 };
 
@@ -824,7 +901,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_68[] = {
+static const command_arg hexists_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -837,32 +914,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_69[] = {
+static const command_arg hexpire_args_77[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_70[] = {
+static const command_arg hexpire_args_78[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_71[] = {
+static const command_arg hexpire_args_79[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_69,
+     .subargs = hexpire_args_77,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_70,
+     .subargs = hexpire_args_78,
      .num_args = 2},
 };
 
@@ -874,32 +951,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_72[] = {
+static const command_arg hexpireat_args_80[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_73[] = {
+static const command_arg hexpireat_args_81[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_74[] = {
+static const command_arg hexpireat_args_82[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_72,
+     .subargs = hexpireat_args_80,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_73,
+     .subargs = hexpireat_args_81,
      .num_args = 2},
 };
 
@@ -911,18 +988,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_75[] = {
+static const command_arg hexpiretime_args_83[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_76[] = {
+static const command_arg hexpiretime_args_84[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_75,
+     .subargs = hexpiretime_args_83,
      .num_args = 2},
 };
 
@@ -934,7 +1011,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_77[] = {
+static const command_arg hget_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -949,7 +1026,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_78[] = {
+static const command_arg hgetall_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -961,18 +1038,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_79[] = {
+static const command_arg hgetdel_args_87[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_80[] = {
+static const command_arg hgetdel_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_79,
+     .subargs = hgetdel_args_87,
      .num_args = 2},
 };
 
@@ -984,7 +1061,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_81[] = {
+static const command_arg hgetex_args_89[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -995,24 +1072,24 @@ static const command_arg hgetex_args_81[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_82[] = {
+static const command_arg hgetex_args_90[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_83[] = {
+static const command_arg hgetex_args_91[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_81,
+     .subargs = hgetex_args_89,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_82,
+     .subargs = hgetex_args_90,
      .num_args = 2},
 };
 
@@ -1024,7 +1101,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_84[] = {
+static const command_arg hincrby_args_92[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1038,7 +1115,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_85[] = {
+static const command_arg hincrbyfloat_args_93[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1054,7 +1131,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_86[] = {
+static const command_arg hkeys_args_94[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1066,7 +1143,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_87[] = {
+static const command_arg hlen_args_95[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1078,7 +1155,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_88[] = {
+static const command_arg hmget_args_96[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1091,18 +1168,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_89[] = {
+static const command_arg hmset_args_97[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_90[] = {
+static const command_arg hmset_args_98[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_89,
+     .subargs = hmset_args_97,
      .num_args = 2},
 };
 
@@ -1114,18 +1191,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_91[] = {
+static const command_arg hpersist_args_99[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_92[] = {
+static const command_arg hpersist_args_100[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_91,
+     .subargs = hpersist_args_99,
      .num_args = 2},
 };
 
@@ -1137,32 +1214,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_93[] = {
+static const command_arg hpexpire_args_101[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_94[] = {
+static const command_arg hpexpire_args_102[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_95[] = {
+static const command_arg hpexpire_args_103[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_93,
+     .subargs = hpexpire_args_101,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_94,
+     .subargs = hpexpire_args_102,
      .num_args = 2},
 };
 
@@ -1174,32 +1251,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_96[] = {
+static const command_arg hpexpireat_args_104[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_97[] = {
+static const command_arg hpexpireat_args_105[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_98[] = {
+static const command_arg hpexpireat_args_106[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_96,
+     .subargs = hpexpireat_args_104,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_97,
+     .subargs = hpexpireat_args_105,
      .num_args = 2},
 };
 
@@ -1211,18 +1288,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_99[] = {
+static const command_arg hpexpiretime_args_107[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_100[] = {
+static const command_arg hpexpiretime_args_108[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_99,
+     .subargs = hpexpiretime_args_107,
      .num_args = 2},
 };
 
@@ -1234,18 +1311,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_101[] = {
+static const command_arg hpttl_args_109[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_102[] = {
+static const command_arg hpttl_args_110[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_101,
+     .subargs = hpttl_args_109,
      .num_args = 2},
 };
 
@@ -1259,7 +1336,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_103[] = {
+static const command_arg hrandfield_args_111[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1268,13 +1345,13 @@ static const command_arg hrandfield_args_103[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_104[] = {
+static const command_arg hrandfield_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_103,
+     .subargs = hrandfield_args_111,
      .num_args = 2},
 };
 
@@ -1288,7 +1365,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_105[] = {
+static const command_arg hscan_args_113[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1316,18 +1393,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_106[] = {
+static const command_arg hset_args_114[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_107[] = {
+static const command_arg hset_args_115[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_106,
+     .subargs = hset_args_114,
      .num_args = 2},
 };
 
@@ -1339,17 +1416,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_108[] = {
+static const command_arg hsetex_args_116[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_109[] = {
+static const command_arg hsetex_args_117[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_110[] = {
+static const command_arg hsetex_args_118[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1360,46 +1437,46 @@ static const command_arg hsetex_args_110[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_111[] = {
+static const command_arg hsetex_args_119[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_112[] = {
+static const command_arg hsetex_args_120[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_111,
+     .subargs = hsetex_args_119,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_113[] = {
+static const command_arg hsetex_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_108,
+     .subargs = hsetex_args_116,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_109,
+     .subargs = hsetex_args_117,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_110,
+     .subargs = hsetex_args_118,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_112,
+     .subargs = hsetex_args_120,
      .num_args = 2},
 };
 
@@ -1411,7 +1488,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_114[] = {
+static const command_arg hsetnx_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1425,7 +1502,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_115[] = {
+static const command_arg hstrlen_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1438,18 +1515,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_116[] = {
+static const command_arg httl_args_124[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_117[] = {
+static const command_arg httl_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_116,
+     .subargs = httl_args_124,
      .num_args = 2},
 };
 
@@ -1463,7 +1540,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_118[] = {
+static const command_arg hvals_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1475,7 +1552,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_119[] = {
+static const command_arg incr_args_127[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1487,7 +1564,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_120[] = {
+static const command_arg incrby_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1500,7 +1577,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_121[] = {
+static const command_arg incrbyfloat_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1508,7 +1585,7 @@ static const command_arg incrbyfloat_args_121[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_122[] = {
+static const command_arg info_args_130[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1518,11 +1595,51 @@ static const command_arg info_args_122[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_123[] = {
+static const command_arg keys_args_131[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
 static const char *const lastsave_tips[] = {"nondeterministic_output"};
+
+static const char *const latency_doctor_tips[] = {
+    "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
+
+static const char *const latency_graph_tips[] = {
+    "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
+
+static const command_arg latency_graph_args_132[] = {
+    {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const char *const latency_histogram_tips[] = {
+    "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
+
+static const command_arg latency_histogram_args_133[] = {
+    {.name = "COMMAND",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const char *const latency_history_tips[] = {
+    "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
+
+static const command_arg latency_history_args_134[] = {
+    {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const char *const latency_latest_tips[] = {
+    "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
+
+static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
+                                                 "response_policy:agg_sum"};
+
+static const command_arg latency_reset_args_135[] = {
+    {.name = "event",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
 
 static const key_spec lindex_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
@@ -1532,7 +1649,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_124[] = {
+static const command_arg lindex_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1545,17 +1662,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_125[] = {
+static const command_arg linsert_args_137[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_126[] = {
+static const command_arg linsert_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_125,
+     .subargs = linsert_args_137,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1569,7 +1686,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_127[] = {
+static const command_arg llen_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1586,28 +1703,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_128[] = {
+static const command_arg lmove_args_140[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_129[] = {
+static const command_arg lmove_args_141[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_130[] = {
+static const command_arg lmove_args_142[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_128,
+     .subargs = lmove_args_140,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_129,
+     .subargs = lmove_args_141,
      .num_args = 2},
 };
 
@@ -1619,18 +1736,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_131[] = {
+static const command_arg lmpop_args_143[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_132[] = {
+static const command_arg lmpop_args_144[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_131,
+     .subargs = lmpop_args_143,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1647,7 +1764,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_133[] = {
+static const command_arg lpop_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1664,7 +1781,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_134[] = {
+static const command_arg lpos_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1692,7 +1809,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_135[] = {
+static const command_arg lpush_args_147[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1705,7 +1822,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_136[] = {
+static const command_arg lpushx_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1718,7 +1835,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_137[] = {
+static const command_arg lrange_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1732,7 +1849,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_138[] = {
+static const command_arg lrem_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1746,7 +1863,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_139[] = {
+static const command_arg lset_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1760,7 +1877,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_140[] = {
+static const command_arg ltrim_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1786,7 +1903,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_141[] = {
+static const command_arg memory_usage_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1805,30 +1922,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_142[] = {
+static const command_arg mget_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_143[] = {
+static const command_arg module_load_args_155[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_144[] = {
+static const command_arg module_loadex_args_156[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_145[] = {
+static const command_arg module_loadex_args_157[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_144,
+     .subargs = module_loadex_args_156,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1837,7 +1954,7 @@ static const command_arg module_loadex_args_145[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_146[] = {
+static const command_arg module_unload_args_158[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1849,7 +1966,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_147[] = {
+static const command_arg move_args_159[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1865,17 +1982,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_148[] = {
+static const command_arg mset_args_160[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_149[] = {
+static const command_arg mset_args_161[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_148,
+     .subargs = mset_args_160,
      .num_args = 2},
 };
 
@@ -1887,17 +2004,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_150[] = {
+static const command_arg msetnx_args_162[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_151[] = {
+static const command_arg msetnx_args_163[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_150,
+     .subargs = msetnx_args_162,
      .num_args = 2},
 };
 
@@ -1911,7 +2028,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_152[] = {
+static const command_arg object_encoding_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1925,7 +2042,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_153[] = {
+static const command_arg object_freq_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1939,7 +2056,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_154[] = {
+static const command_arg object_idletime_args_166[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1953,7 +2070,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_155[] = {
+static const command_arg object_refcount_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1965,7 +2082,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_156[] = {
+static const command_arg persist_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1977,14 +2094,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_157[] = {
+static const command_arg pexpire_args_169[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_158[] = {
+static const command_arg pexpire_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -1992,7 +2109,7 @@ static const command_arg pexpire_args_158[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_157,
+     .subargs = pexpire_args_169,
      .num_args = 4},
 };
 
@@ -2004,14 +2121,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_159[] = {
+static const command_arg pexpireat_args_171[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_160[] = {
+static const command_arg pexpireat_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2019,7 +2136,7 @@ static const command_arg pexpireat_args_160[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_159,
+     .subargs = pexpireat_args_171,
      .num_args = 4},
 };
 
@@ -2031,14 +2148,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_161[] = {
+static const command_arg pexpiretime_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_162[] = {
+static const command_arg ping_args_174[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2050,13 +2167,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_163[] = {
+static const command_arg psetex_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_164[] = {
+static const command_arg psubscribe_args_176[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2070,38 +2187,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_165[] = {
+static const command_arg pttl_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_166[] = {
+static const command_arg publish_args_178[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_167[] = {
+static const command_arg pubsub_channels_args_179[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_168[] = {
+static const command_arg pubsub_numsub_args_180[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_169[] = {
+static const command_arg pubsub_shardchannels_args_181[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_170[] = {
+static const command_arg pubsub_shardnumsub_args_182[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_171[] = {
+static const command_arg punsubscribe_args_183[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2124,7 +2241,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_172[] = {
+static const command_arg rename_args_184[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2142,7 +2259,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_173[] = {
+static const command_arg renamenx_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2155,7 +2272,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_174[] = {
+static const command_arg rpop_args_186[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2177,7 +2294,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_175[] = {
+static const command_arg rpoplpush_args_187[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2190,7 +2307,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_176[] = {
+static const command_arg rpush_args_188[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2203,7 +2320,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_177[] = {
+static const command_arg rpushx_args_189[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2216,7 +2333,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_178[] = {
+static const command_arg sadd_args_190[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2224,7 +2341,7 @@ static const command_arg sadd_args_178[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_179[] = {
+static const command_arg scan_args_191[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2252,7 +2369,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_180[] = {
+static const command_arg scard_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2266,7 +2383,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_181[] = {
+static const command_arg sdiff_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2283,12 +2400,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_182[] = {
+static const command_arg sdiffstore_args_194[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_183[] = {
+static const command_arg select_args_195[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2300,12 +2417,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_184[] = {
+static const command_arg set_args_196[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_185[] = {
+static const command_arg set_args_197[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2333,7 +2450,7 @@ static const command_arg set_args_185[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_186[] = {
+static const command_arg set_args_198[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2341,7 +2458,7 @@ static const command_arg set_args_186[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_184,
+     .subargs = set_args_196,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2353,7 +2470,7 @@ static const command_arg set_args_186[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_185,
+     .subargs = set_args_197,
      .num_args = 5},
 };
 
@@ -2365,7 +2482,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_187[] = {
+static const command_arg setex_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2379,7 +2496,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_188[] = {
+static const command_arg setnx_args_200[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2392,23 +2509,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_189[] = {
+static const command_arg setrange_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_190[] = {
+static const command_arg shutdown_args_202[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_191[] = {
+static const command_arg shutdown_args_203[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_190,
+     .subargs = shutdown_args_202,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2424,11 +2541,11 @@ static const command_arg shutdown_args_191[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_192[] = {
+static const command_arg shutdown_args_204[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_191,
+     .subargs = shutdown_args_203,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2437,12 +2554,12 @@ static const command_arg shutdown_args_192[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_193[] = {
+static const command_arg shutdown_args_205[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_192,
+     .subargs = shutdown_args_204,
      .num_args = 2},
 };
 
@@ -2456,7 +2573,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_194[] = {
+static const command_arg sinter_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2468,7 +2585,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_195[] = {
+static const command_arg sintercard_args_207[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2491,7 +2608,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_196[] = {
+static const command_arg sinterstore_args_208[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2504,7 +2621,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_197[] = {
+static const command_arg sismember_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2512,7 +2629,7 @@ static const command_arg sismember_args_197[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_198[] = {
+static const command_arg slowlog_get_args_210[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2532,7 +2649,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_199[] = {
+static const command_arg smembers_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2544,7 +2661,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_200[] = {
+static const command_arg smismember_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2562,7 +2679,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_201[] = {
+static const command_arg smove_args_213[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2578,17 +2695,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_202[] = {
+static const command_arg sort_args_214[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_203[] = {
+static const command_arg sort_args_215[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_204[] = {
+static const command_arg sort_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2601,7 +2718,7 @@ static const command_arg sort_args_204[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_202,
+     .subargs = sort_args_214,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2613,7 +2730,7 @@ static const command_arg sort_args_204[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_203,
+     .subargs = sort_args_215,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2636,17 +2753,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_205[] = {
+static const command_arg sort_ro_args_217[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_206[] = {
+static const command_arg sort_ro_args_218[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_207[] = {
+static const command_arg sort_ro_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2659,7 +2776,7 @@ static const command_arg sort_ro_args_207[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_205,
+     .subargs = sort_ro_args_217,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2671,7 +2788,7 @@ static const command_arg sort_ro_args_207[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_206,
+     .subargs = sort_ro_args_218,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2690,7 +2807,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_208[] = {
+static const command_arg spop_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2707,7 +2824,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_209[] = {
+static const command_arg spublish_args_221[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2722,7 +2839,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_210[] = {
+static const command_arg srandmember_args_222[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2739,7 +2856,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_211[] = {
+static const command_arg srem_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2754,7 +2871,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_212[] = {
+static const command_arg sscan_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2777,7 +2894,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_213[] = {
+static const command_arg ssubscribe_args_225[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2789,11 +2906,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_214[] = {
+static const command_arg strlen_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_215[] = {
+static const command_arg subscribe_args_227[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2805,7 +2922,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_216[] = {
+static const command_arg substr_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2821,7 +2938,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_217[] = {
+static const command_arg sunion_args_229[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2838,7 +2955,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_218[] = {
+static const command_arg sunionstore_args_230[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2851,14 +2968,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_219[] = {
+static const command_arg sunsubscribe_args_231[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_220[] = {
+static const command_arg swapdb_args_232[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2875,7 +2992,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_221[] = {
+static const command_arg touch_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2889,7 +3006,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_222[] = {
+static const command_arg ttl_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2901,7 +3018,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_223[] = {
+static const command_arg type_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2915,11 +3032,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_224[] = {
+static const command_arg unlink_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_225[] = {
+static const command_arg unsubscribe_args_237[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -2934,7 +3051,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_226[] = {
+static const command_arg watch_args_238[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2946,36 +3063,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_227[] = {
+static const command_arg zadd_args_239[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_228[] = {
+static const command_arg zadd_args_240[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_229[] = {
+static const command_arg zadd_args_241[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_230[] = {
+static const command_arg zadd_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_227,
+     .subargs = zadd_args_239,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_228,
+     .subargs = zadd_args_240,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2993,7 +3110,7 @@ static const command_arg zadd_args_230[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_229,
+     .subargs = zadd_args_241,
      .num_args = 2},
 };
 
@@ -3005,7 +3122,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_231[] = {
+static const command_arg zcard_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3017,7 +3134,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_232[] = {
+static const command_arg zcount_args_244[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3031,7 +3148,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_233[] = {
+static const command_arg zdiff_args_245[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3054,7 +3171,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_234[] = {
+static const command_arg zdiffstore_args_246[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3068,7 +3185,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_235[] = {
+static const command_arg zincrby_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3082,13 +3199,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_236[] = {
+static const command_arg zinter_args_248[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_237[] = {
+static const command_arg zinter_args_249[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3101,7 +3218,7 @@ static const command_arg zinter_args_237[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_236,
+     .subargs = zinter_args_248,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3118,7 +3235,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_238[] = {
+static const command_arg zintercard_args_250[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3141,13 +3258,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_239[] = {
+static const command_arg zinterstore_args_251[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_240[] = {
+static const command_arg zinterstore_args_252[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3161,7 +3278,7 @@ static const command_arg zinterstore_args_240[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_239,
+     .subargs = zinterstore_args_251,
      .num_args = 3},
 };
 
@@ -3173,7 +3290,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_241[] = {
+static const command_arg zlexcount_args_253[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3187,18 +3304,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_242[] = {
+static const command_arg zmpop_args_254[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_243[] = {
+static const command_arg zmpop_args_255[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_242,
+     .subargs = zmpop_args_254,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3215,7 +3332,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_244[] = {
+static const command_arg zmscore_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3228,7 +3345,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_245[] = {
+static const command_arg zpopmax_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3241,7 +3358,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_246[] = {
+static const command_arg zpopmin_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3256,7 +3373,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_247[] = {
+static const command_arg zrandmember_args_259[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3265,13 +3382,13 @@ static const command_arg zrandmember_args_247[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_248[] = {
+static const command_arg zrandmember_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_247,
+     .subargs = zrandmember_args_259,
      .num_args = 2},
 };
 
@@ -3283,17 +3400,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_249[] = {
+static const command_arg zrange_args_261[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_250[] = {
+static const command_arg zrange_args_262[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_251[] = {
+static const command_arg zrange_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3302,7 +3419,7 @@ static const command_arg zrange_args_251[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_249,
+     .subargs = zrange_args_261,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3316,7 +3433,7 @@ static const command_arg zrange_args_251[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_250,
+     .subargs = zrange_args_262,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3333,12 +3450,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_252[] = {
+static const command_arg zrangebylex_args_264[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_253[] = {
+static const command_arg zrangebylex_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3347,7 +3464,7 @@ static const command_arg zrangebylex_args_253[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_252,
+     .subargs = zrangebylex_args_264,
      .num_args = 2},
 };
 
@@ -3359,12 +3476,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_254[] = {
+static const command_arg zrangebyscore_args_266[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_255[] = {
+static const command_arg zrangebyscore_args_267[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3379,7 +3496,7 @@ static const command_arg zrangebyscore_args_255[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_254,
+     .subargs = zrangebyscore_args_266,
      .num_args = 2},
 };
 
@@ -3396,17 +3513,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_256[] = {
+static const command_arg zrangestore_args_268[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_257[] = {
+static const command_arg zrangestore_args_269[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_258[] = {
+static const command_arg zrangestore_args_270[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3415,7 +3532,7 @@ static const command_arg zrangestore_args_258[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_256,
+     .subargs = zrangestore_args_268,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3427,7 +3544,7 @@ static const command_arg zrangestore_args_258[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_257,
+     .subargs = zrangestore_args_269,
      .num_args = 2},
 };
 
@@ -3439,7 +3556,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_259[] = {
+static const command_arg zrank_args_271[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3457,7 +3574,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_260[] = {
+static const command_arg zrem_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3470,7 +3587,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_261[] = {
+static const command_arg zremrangebylex_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3484,7 +3601,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_262[] = {
+static const command_arg zremrangebyrank_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3498,7 +3615,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_263[] = {
+static const command_arg zremrangebyscore_args_275[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3512,7 +3629,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_264[] = {
+static const command_arg zrevrange_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3531,12 +3648,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_265[] = {
+static const command_arg zrevrangebylex_args_277[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_266[] = {
+static const command_arg zrevrangebylex_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3545,7 +3662,7 @@ static const command_arg zrevrangebylex_args_266[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_265,
+     .subargs = zrevrangebylex_args_277,
      .num_args = 2},
 };
 
@@ -3557,12 +3674,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_267[] = {
+static const command_arg zrevrangebyscore_args_279[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_268[] = {
+static const command_arg zrevrangebyscore_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3576,7 +3693,7 @@ static const command_arg zrevrangebyscore_args_268[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_267,
+     .subargs = zrevrangebyscore_args_279,
      .num_args = 2},
 };
 
@@ -3588,7 +3705,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_269[] = {
+static const command_arg zrevrank_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3608,7 +3725,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_270[] = {
+static const command_arg zscan_args_282[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3636,7 +3753,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_271[] = {
+static const command_arg zscore_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3649,13 +3766,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_272[] = {
+static const command_arg zunion_args_284[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_273[] = {
+static const command_arg zunion_args_285[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3668,7 +3785,7 @@ static const command_arg zunion_args_273[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_272,
+     .subargs = zunion_args_284,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3690,13 +3807,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_274[] = {
+static const command_arg zunionstore_args_286[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_275[] = {
+static const command_arg zunionstore_args_287[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3710,7 +3827,7 @@ static const command_arg zunionstore_args_275[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_274,
+     .subargs = zunionstore_args_286,
      .num_args = 3},
 };
 
@@ -3875,12 +3992,19 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .args = client_no_touch_args_26,
      .num_args = 1},
+    {.fullname = "client|pause",
+     .group = "connection",
+     .since = "3.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_pause_args_28,
+     .num_args = 2},
     {.fullname = "client|reply",
      .group = "connection",
      .since = "3.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_reply_args_28,
+     .args = client_reply_args_30,
      .num_args = 1},
     {.fullname = "client|setinfo",
      .group = "connection",
@@ -3889,7 +4013,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setinfo_tips,
      .num_tips = 2,
-     .args = client_setinfo_args_30,
+     .args = client_setinfo_args_32,
      .num_args = 1},
     {.fullname = "client|setname",
      .group = "connection",
@@ -3898,15 +4022,20 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setname_tips,
      .num_tips = 2,
-     .args = client_setname_args_31,
+     .args = client_setname_args_33,
      .num_args = 1},
     {.fullname = "client|unblock",
      .group = "connection",
      .since = "5.0.0",
      .complexity = "O(log N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_unblock_args_33,
+     .args = client_unblock_args_35,
      .num_args = 2},
+    {.fullname = "client|unpause",
+     .group = "connection",
+     .since = "6.2.0",
+     .complexity = "O(N) Where N is the number of paused clients",
+     .acl_categories = ACL_CAT_CONNECTION},
     {.fullname = "command",
      .group = "server",
      .since = "2.8.13",
@@ -3914,6 +4043,35 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_tips,
      .num_tips = 1},
+    {.fullname = "commandlog",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "commandlog|get",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(N) where N is the number of entries returned",
+     .tips = commandlog_get_tips,
+     .num_tips = 2,
+     .args = commandlog_get_args_37,
+     .num_args = 2},
+    {.fullname = "commandlog|help", .group = "server", .since = "8.1.0", .complexity = "O(1)"},
+    {.fullname = "commandlog|len",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(1)",
+     .tips = commandlog_len_tips,
+     .num_tips = 3,
+     .args = commandlog_len_args_39,
+     .num_args = 1},
+    {.fullname = "commandlog|reset",
+     .group = "server",
+     .since = "8.1.0",
+     .complexity = "O(N) where N is the number of entries in the commandlog",
+     .tips = commandlog_reset_tips,
+     .num_tips = 2,
+     .args = commandlog_reset_args_41,
+     .num_args = 1},
     {.fullname = "command|count",
      .group = "server",
      .since = "2.8.13",
@@ -3926,21 +4084,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_34,
+     .args = command_docs_args_42,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_35,
+     .args = command_getkeys_args_43,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_36,
+     .args = command_getkeysandflags_args_44,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -3954,7 +4112,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_37,
+     .args = command_info_args_45,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -3963,7 +4121,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_39,
+     .args = command_list_args_47,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -3973,7 +4131,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_40,
+     .args = config_get_args_48,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -3994,7 +4152,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_42,
+     .args = config_set_args_50,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -4004,7 +4162,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_43,
+     .args = copy_args_51,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -4025,7 +4183,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_44,
+     .args = decr_args_52,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -4034,7 +4192,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_45,
+     .args = decrby_args_53,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -4048,7 +4206,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_46,
+     .args = del_args_54,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -4060,7 +4218,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_47,
+     .args = echo_args_55,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -4076,7 +4234,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_48,
+     .args = exists_args_56,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -4085,7 +4243,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_50,
+     .args = expire_args_58,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4094,7 +4252,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_52,
+     .args = expireat_args_60,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4103,7 +4261,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_53,
+     .args = expiretime_args_61,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4112,7 +4270,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_55,
+     .args = flushall_args_63,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4121,7 +4279,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_57,
+     .args = flushdb_args_65,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4130,7 +4288,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_58,
+     .args = get_args_66,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4139,7 +4297,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_59,
+     .args = getdel_args_67,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4148,7 +4306,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_61,
+     .args = getex_args_69,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4160,7 +4318,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_62,
+     .args = getrange_args_70,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4172,7 +4330,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_63,
+     .args = getset_args_71,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4181,14 +4339,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_64,
+     .args = hdel_args_72,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_67,
+     .args = hello_args_75,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4197,7 +4355,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_68,
+     .args = hexists_args_76,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4206,7 +4364,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_71,
+     .args = hexpire_args_79,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4215,7 +4373,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_74,
+     .args = hexpireat_args_82,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4224,7 +4382,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_76,
+     .args = hexpiretime_args_84,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4233,7 +4391,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_77,
+     .args = hget_args_85,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4244,7 +4402,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_78,
+     .args = hgetall_args_86,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4253,7 +4411,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_80,
+     .args = hgetdel_args_88,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4262,7 +4420,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_83,
+     .args = hgetex_args_91,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4271,7 +4429,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_84,
+     .args = hincrby_args_92,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4280,7 +4438,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_85,
+     .args = hincrbyfloat_args_93,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4291,7 +4449,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_86,
+     .args = hkeys_args_94,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4300,7 +4458,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_87,
+     .args = hlen_args_95,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4309,7 +4467,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_88,
+     .args = hmget_args_96,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4321,7 +4479,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_90,
+     .args = hmset_args_98,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4330,7 +4488,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_92,
+     .args = hpersist_args_100,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4339,7 +4497,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_95,
+     .args = hpexpire_args_103,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4348,7 +4506,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_98,
+     .args = hpexpireat_args_106,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4357,7 +4515,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_100,
+     .args = hpexpiretime_args_108,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4366,7 +4524,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_102,
+     .args = hpttl_args_110,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4377,7 +4535,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_104,
+     .args = hrandfield_args_112,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4390,7 +4548,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_105,
+     .args = hscan_args_113,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4400,7 +4558,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_107,
+     .args = hset_args_115,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4409,7 +4567,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_113,
+     .args = hsetex_args_121,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4418,7 +4576,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_114,
+     .args = hsetnx_args_122,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4427,7 +4585,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_115,
+     .args = hstrlen_args_123,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4436,7 +4594,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_117,
+     .args = httl_args_125,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4447,7 +4605,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_118,
+     .args = hvals_args_126,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4456,7 +4614,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_119,
+     .args = incr_args_127,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4465,7 +4623,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_120,
+     .args = incrby_args_128,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4474,7 +4632,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_121,
+     .args = incrbyfloat_args_129,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4483,7 +4641,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_122,
+     .args = info_args_130,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4493,7 +4651,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_123,
+     .args = keys_args_131,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4502,6 +4660,56 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_ADMIN | ACL_CAT_DANGEROUS,
      .tips = lastsave_tips,
      .num_tips = 1},
+    {.fullname = "latency",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "latency|doctor",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "O(1)",
+     .tips = latency_doctor_tips,
+     .num_tips = 3},
+    {.fullname = "latency|graph",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "O(1)",
+     .tips = latency_graph_tips,
+     .num_tips = 3,
+     .args = latency_graph_args_132,
+     .num_args = 1},
+    {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
+    {.fullname = "latency|histogram",
+     .group = "server",
+     .since = "7.0.0",
+     .complexity =
+         "O(N) where N is the number of commands with latency information being retrieved.",
+     .tips = latency_histogram_tips,
+     .num_tips = 3,
+     .args = latency_histogram_args_133,
+     .num_args = 1},
+    {.fullname = "latency|history",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "O(1)",
+     .tips = latency_history_tips,
+     .num_tips = 3,
+     .args = latency_history_args_134,
+     .num_args = 1},
+    {.fullname = "latency|latest",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "O(1)",
+     .tips = latency_latest_tips,
+     .num_tips = 3},
+    {.fullname = "latency|reset",
+     .group = "server",
+     .since = "2.8.13",
+     .complexity = "O(1)",
+     .tips = latency_reset_tips,
+     .num_tips = 2,
+     .args = latency_reset_args_135,
+     .num_args = 1},
     {.fullname = "lindex",
      .group = "list",
      .since = "1.0.0",
@@ -4510,7 +4718,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_124,
+     .args = lindex_args_136,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4522,7 +4730,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_126,
+     .args = linsert_args_138,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4531,7 +4739,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_127,
+     .args = llen_args_139,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4540,7 +4748,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_130,
+     .args = lmove_args_142,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4550,7 +4758,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_132,
+     .args = lmpop_args_144,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4559,7 +4767,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_133,
+     .args = lpop_args_145,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4570,7 +4778,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_134,
+     .args = lpos_args_146,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4580,7 +4788,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_135,
+     .args = lpush_args_147,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4590,7 +4798,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_136,
+     .args = lpushx_args_148,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4601,7 +4809,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_137,
+     .args = lrange_args_149,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4611,7 +4819,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_138,
+     .args = lrem_args_150,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4621,7 +4829,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_139,
+     .args = lset_args_151,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4630,7 +4838,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_140,
+     .args = ltrim_args_152,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4667,7 +4875,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_141,
+     .args = memory_usage_args_153,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4678,7 +4886,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_142,
+     .args = mget_args_154,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4696,22 +4904,23 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_143,
+     .args = module_load_args_155,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_145,
+     .args = module_loadex_args_157,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_146,
+     .args = module_unload_args_158,
      .num_args = 1},
+    {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
      .group = "generic",
      .since = "1.0.0",
@@ -4719,7 +4928,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_147,
+     .args = move_args_159,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4730,7 +4939,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_149,
+     .args = mset_args_161,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4739,7 +4948,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_151,
+     .args = msetnx_args_163,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4759,7 +4968,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_152,
+     .args = object_encoding_args_164,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4770,7 +4979,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_153,
+     .args = object_freq_args_165,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4786,7 +4995,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_154,
+     .args = object_idletime_args_166,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -4797,7 +5006,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_155,
+     .args = object_refcount_args_167,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -4806,7 +5015,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_156,
+     .args = persist_args_168,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -4815,7 +5024,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_158,
+     .args = pexpire_args_170,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -4824,7 +5033,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_160,
+     .args = pexpireat_args_172,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -4833,7 +5042,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_161,
+     .args = pexpiretime_args_173,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -4842,7 +5051,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_162,
+     .args = ping_args_174,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -4854,13 +5063,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_163,
+     .args = psetex_args_175,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_164,
+     .args = psubscribe_args_176,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -4871,14 +5080,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_165,
+     .args = pttl_args_177,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_166,
+     .args = publish_args_178,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -4889,7 +5098,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_167,
+     .args = pubsub_channels_args_179,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -4897,27 +5106,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_168,
+     .args = pubsub_numsub_args_180,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_169,
+     .args = pubsub_shardchannels_args_181,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_170,
+     .args = pubsub_shardnumsub_args_182,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_171,
+     .args = punsubscribe_args_183,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4951,7 +5160,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_172,
+     .args = rename_args_184,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4960,7 +5169,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_173,
+     .args = renamenx_args_185,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4974,7 +5183,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_174,
+     .args = rpop_args_186,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4986,7 +5195,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_175,
+     .args = rpoplpush_args_187,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4996,7 +5205,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_176,
+     .args = rpush_args_188,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5006,7 +5215,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_177,
+     .args = rpushx_args_189,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5016,7 +5225,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_178,
+     .args = sadd_args_190,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5032,7 +5241,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_179,
+     .args = scan_args_191,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5041,7 +5250,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_180,
+     .args = scard_args_192,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5052,7 +5261,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_181,
+     .args = sdiff_args_193,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5061,14 +5270,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_182,
+     .args = sdiffstore_args_194,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_183,
+     .args = select_args_195,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5077,7 +5286,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_186,
+     .args = set_args_198,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5090,7 +5299,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_187,
+     .args = setex_args_199,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5102,7 +5311,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_188,
+     .args = setnx_args_200,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5113,14 +5322,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_189,
+     .args = setrange_args_201,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_193,
+     .args = shutdown_args_205,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5132,7 +5341,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_194,
+     .args = sinter_args_206,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5142,7 +5351,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_195,
+     .args = sintercard_args_207,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5152,7 +5361,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_196,
+     .args = sinterstore_args_208,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5161,7 +5370,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_197,
+     .args = sismember_args_209,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5173,7 +5382,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_198,
+     .args = slowlog_get_args_210,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5197,7 +5406,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_199,
+     .args = smembers_args_211,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5206,7 +5415,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_200,
+     .args = smismember_args_212,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5215,7 +5424,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_201,
+     .args = smove_args_213,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5226,7 +5435,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_204,
+     .args = sort_args_216,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5238,7 +5447,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_207,
+     .args = sort_ro_args_219,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5251,7 +5460,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_208,
+     .args = spop_args_220,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -5260,7 +5469,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_209,
+     .args = spublish_args_221,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5272,7 +5481,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_210,
+     .args = srandmember_args_222,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5281,7 +5490,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_211,
+     .args = srem_args_223,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5294,7 +5503,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_212,
+     .args = sscan_args_224,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -5302,7 +5511,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_213,
+     .args = ssubscribe_args_225,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -5311,13 +5520,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_214,
+     .args = strlen_args_226,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_215,
+     .args = subscribe_args_227,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5332,7 +5541,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_216,
+     .args = substr_args_228,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5343,7 +5552,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_217,
+     .args = sunion_args_229,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5352,7 +5561,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_218,
+     .args = sunionstore_args_230,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -5360,7 +5569,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_219,
+     .args = sunsubscribe_args_231,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -5368,7 +5577,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_220,
+     .args = swapdb_args_232,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5385,7 +5594,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_221,
+     .args = touch_args_233,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5396,7 +5605,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_222,
+     .args = ttl_args_234,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5405,7 +5614,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_223,
+     .args = type_args_235,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5418,13 +5627,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_224,
+     .args = unlink_args_236,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_225,
+     .args = unsubscribe_args_237,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5438,7 +5647,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_226,
+     .args = watch_args_238,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5448,7 +5657,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_230,
+     .args = zadd_args_242,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5457,7 +5666,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_231,
+     .args = zcard_args_243,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5466,7 +5675,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_232,
+     .args = zcount_args_244,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5476,7 +5685,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_233,
+     .args = zdiff_args_245,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5486,7 +5695,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_234,
+     .args = zdiffstore_args_246,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5495,7 +5704,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_235,
+     .args = zincrby_args_247,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5506,7 +5715,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_237,
+     .args = zinter_args_249,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5516,7 +5725,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_238,
+     .args = zintercard_args_250,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5527,7 +5736,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_240,
+     .args = zinterstore_args_252,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5536,7 +5745,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_241,
+     .args = zlexcount_args_253,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5546,7 +5755,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_243,
+     .args = zmpop_args_255,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5555,7 +5764,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_244,
+     .args = zmscore_args_256,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5565,7 +5774,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_245,
+     .args = zpopmax_args_257,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5575,7 +5784,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_246,
+     .args = zpopmin_args_258,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5586,7 +5795,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_248,
+     .args = zrandmember_args_260,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5596,7 +5805,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_251,
+     .args = zrange_args_263,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5610,7 +5819,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_253,
+     .args = zrangebylex_args_265,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5624,7 +5833,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_255,
+     .args = zrangebyscore_args_267,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5634,7 +5843,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_258,
+     .args = zrangestore_args_270,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5643,7 +5852,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_259,
+     .args = zrank_args_271,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5653,7 +5862,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_260,
+     .args = zrem_args_272,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5663,7 +5872,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_261,
+     .args = zremrangebylex_args_273,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5673,7 +5882,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_262,
+     .args = zremrangebyrank_args_274,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5683,7 +5892,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_263,
+     .args = zremrangebyscore_args_275,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5696,7 +5905,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_264,
+     .args = zrevrange_args_276,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5710,7 +5919,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_266,
+     .args = zrevrangebylex_args_278,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5724,7 +5933,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_268,
+     .args = zrevrangebyscore_args_280,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5733,7 +5942,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_269,
+     .args = zrevrank_args_281,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5746,7 +5955,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_270,
+     .args = zscan_args_282,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5755,7 +5964,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_271,
+     .args = zscore_args_283,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5765,7 +5974,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_273,
+     .args = zunion_args_285,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5775,7 +5984,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_275,
+     .args = zunionstore_args_287,
      .num_args = 5},
 };
 

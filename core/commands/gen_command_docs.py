@@ -33,11 +33,14 @@ memory memory|usage memory|stats memory|doctor memory|malloc-stats memory|purge 
 ping echo hello auth quit reset
 client client|id client|getname client|setname client|list client|info
 client|kill client|setinfo client|no-touch client|reply client|no-evict
-client|help client|unblock
+client|help client|unblock client|pause client|unpause
+monitor latency latency|latest latency|history latency|reset latency|graph
+latency|doctor latency|histogram latency|help
 command command|count command|info command|docs command|list command|getkeys
 command|getkeysandflags command|help
 info config config|get config|set config|resetstat config|rewrite config|help
 slowlog slowlog|get slowlog|len slowlog|reset slowlog|help
+commandlog commandlog|get commandlog|len commandlog|reset commandlog|help
 readonly readwrite time shutdown save bgsave lastsave debug
 multi exec discard watch unwatch
 module module|load module|loadex module|list module|unload module|help
@@ -119,8 +122,9 @@ PER_FIELD = "O(N) where N is the number of specified fields."
 
 
 def later_docs():
-    """Commands newer than TAG (Valkey 9.0's per-field expiry): their
-    metadata written here in the shape of Valkey's JSON descriptions."""
+    """Commands newer than TAG (Valkey 8.1's COMMANDLOG, 9.0's per-field
+    expiry): their metadata written here in the shape of Valkey's JSON
+    descriptions."""
     docs = {}
     for name, (arg, typ) in EXPIRE_TIME.items():
         docs[name] = later_command(PER_FIELD, ["RW", "UPDATE"], [
@@ -139,7 +143,34 @@ def later_docs():
         tokens("field-condition", ["FNX", "FXX"]),
         tokens("expiration", ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"], SET_TIMES),
         fields_block(with_values=True)])
+    docs.update(commandlog_docs())
     return docs
+
+
+def commandlog_docs():
+    """COMMANDLOG (Valkey 8.1): its container and subcommands."""
+    log_type = {"name": "type", "type": "oneof", "arguments": [
+        {"name": t, "type": "pure-token", "token": t}
+        for t in ("slow", "large-request", "large-reply")]}
+
+    def sub(complexity, args, tips):
+        d = {"group": "server", "since": "8.1.0", "complexity": complexity,
+             "command_tips": tips}
+        if args:
+            d["arguments"] = args
+        return d
+    return {
+        "commandlog": {"group": "server", "since": "8.1.0", "complexity": "Depends on subcommand."},
+        "commandlog|get": sub("O(N) where N is the number of entries returned",
+                              [{"name": "count", "type": "integer"}, log_type],
+                              ["REQUEST_POLICY:ALL_NODES", "NONDETERMINISTIC_OUTPUT"]),
+        "commandlog|len": sub("O(1)", [log_type],
+                              ["REQUEST_POLICY:ALL_NODES", "RESPONSE_POLICY:AGG_SUM",
+                               "NONDETERMINISTIC_OUTPUT"]),
+        "commandlog|reset": sub("O(N) where N is the number of entries in the commandlog", [log_type],
+                                ["REQUEST_POLICY:ALL_NODES", "RESPONSE_POLICY:ALL_SUCCEEDED"]),
+        "commandlog|help": sub("O(1)", None, []),
+    }
 
 
 LATER = later_docs()

@@ -223,7 +223,28 @@ static void db_expire_entry(db *d, db_entry *e) {
     db_remove(d, key, len, DB_EV_EXPIRED, opts->lazyfree.expire);
 }
 
+static int db_deferring_removals;
+
+void db_defer_removals(int on) {
+    db_deferring_removals = on;
+}
+
+int db_removals_deferred(void) {
+    return db_deferring_removals;
+}
+
 db_entry *db_lookup_quiet(db *d, const char *key, size_t len) {
+    db_entry *e = kvstore_find(d->keys, db_slot(d, key, len), key, len);
+    if (e && db_is_expired(e)) {
+        if (!db_deferring_removals) db_expire_entry(d, e);
+        return NULL;
+    }
+    return e;
+}
+
+/* A write's lookup: an expired key goes even while removals are deferred,
+ * since the write puts a key in its place. */
+static db_entry *db_lookup_write(db *d, const char *key, size_t len) {
     db_entry *e = kvstore_find(d->keys, db_slot(d, key, len), key, len);
     if (e && db_is_expired(e)) {
         db_expire_entry(d, e);
@@ -583,7 +604,7 @@ static db_entry *db_expire_quiet(db *d, db_entry *e, int64_t when_ms) {
 
 static db_entry *db_set_val(db *d, const char *key, size_t len, const db_val *v, int flags,
                             int64_t when) {
-    db_entry *e = db_lookup_quiet(d, key, len);
+    db_entry *e = db_lookup_write(d, key, len);
     if (e)
         e = db_swap_value(d, e, v, when, flags);
     else
@@ -615,7 +636,7 @@ db_entry *db_set_with_expire(db *d, const char *key, size_t len, kobj *val, int6
 }
 
 db_entry *db_add(db *d, const char *key, size_t len, kobj *val, long long changes) {
-    if (db_lookup_quiet(d, key, len)) return NULL; /* expires a stale key first */
+    if (db_lookup_write(d, key, len)) return NULL; /* expires a stale key first */
     char buf[24];
     db_val v = db_val_obj(val, buf);
     db_entry *e = db_insert_val(d, key, len, &v, -1);
@@ -955,6 +976,7 @@ size_t db_active_expire_cycle(uint64_t budget_us) {
     static int next_db;
     uint64_t deadline = event_mono_us() + budget_us;
     size_t expired = 0;
+    if (db_deferring_removals) return 0;
     for (int n = 0; n < db_count; n++) {
         db *d = &dbs[next_db];
         next_db = (next_db + 1) % db_count;

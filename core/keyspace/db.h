@@ -305,6 +305,12 @@ db_entry *db_lookup_quiet(db *d, const char *key, size_t len);
  * value that is replaced still gets a fresh clock, as in Valkey. Returns
  * the previous setting. */
 int db_set_access_touch(int on);
+/* While on (CLIENT PAUSE: the session layer sets it), a logically expired
+ * key reads as missing but stays stored: neither lookups nor the active
+ * expire cycle remove it, and the evictor removes nothing. A write to such
+ * a key still replaces it. */
+void db_defer_removals(int on);
+int db_removals_deferred(void);
 
 /* The writes. Each takes the caller's reference to val; a short string
  * value is copied into the key's block and the object released. The

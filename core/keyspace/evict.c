@@ -128,7 +128,9 @@ size_t evict_free_memory(size_t need) {
 
 int evict_check_maxmemory(void) {
     const db_options *o = db_opts();
-    if (!o->maxmemory) return K_OK;
+    /* Deferred removals (CLIENT PAUSE): writes are held anyway, and those
+     * that run (a transaction's) may use the memory. */
+    if (!o->maxmemory || db_removals_deferred()) return K_OK;
     if (!used_memory_fresh) {
         /* Large buffers an I/O thread is about to free, and values on the
          * lazy-free thread's queue, still count in the allocator's total:

@@ -50,6 +50,8 @@ static const struct {
     {"no-multi", CMD_NO_MULTI},
     {"allow-busy", CMD_ALLOW_BUSY},
     {"skip-slowlog", CMD_SKIP_SLOWLOG},
+    {"no-monitor", CMD_SKIP_MONITOR},
+    {"may-replicate", CMD_MAY_REPLICATE},
 };
 
 static int module_flag_lookup(const char *word, size_t len, uint32_t *flag) {

@@ -12,6 +12,7 @@
 #include "keyspace/db.h"
 #include "keyspace/lazyfree.h"
 #include "module/module.h"
+#include "session/latency.h"
 #include "session/reply.h"
 #include "server/server.h"
 
@@ -458,12 +459,12 @@ typedef struct info_section {
     int in_default;
 } info_section;
 
-/* Keel keeps no latency histograms (as Valkey with latency-tracking off:
- * the section is empty) and runs no cluster. */
 static void info_latencystats(sbuf *b) {
     sbuf_appendf(b, "# Latencystats\r\n");
+    latency_info(b);
 }
 
+/* Keel runs no cluster. */
 static void info_cluster(sbuf *b) {
     sbuf_appendf(b, "# Cluster\r\ncluster_enabled:0\r\n");
 }

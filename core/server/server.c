@@ -20,6 +20,9 @@
 #include "server/info.h"
 #include "module/module.h"
 #include "session/reply.h"
+#include "session/latency.h"
+#include "session/monitor.h"
+#include "session/pause.h"
 #include "session/slowlog.h"
 #include "types/types.h"
 
@@ -176,12 +179,18 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
-    if (srv.active_expire_enabled) {
+    if (srv.active_expire_enabled && !db_removals_deferred()) {
+        uint64_t start = event_now_us();
         db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
         types_active_expire(event_cached_ms());
+        latency_sample("expire-cycle", (event_now_us() - start) / 1000);
     }
     db_cron();
-    if (srv.db.maxmemory) evict_check_maxmemory();
+    if (srv.db.maxmemory) {
+        uint64_t start = event_now_us();
+        evict_check_maxmemory();
+        latency_sample("eviction-cycle", (event_now_us() - start) / 1000);
+    }
     module_cron();
     km_large_maintain(event_cached_ms(), SERVER_LARGE_PURGE_QUIET_MS);
     return 1000 / srv.hz; /* shutdown requests are handled in before-sleep */
@@ -211,6 +220,7 @@ static void server_before_sleep(event_loop *el) {
      * now rather than after the next wake-up. */
     do {
         io_threads_poll();
+        pause_before_sleep();
         blocking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
@@ -349,6 +359,7 @@ static void server_reset_stats(void) {
     io_stats = (io_threads_stats){0};
     lazyfree_reset_stats();
     command_reset_stats();
+    latency_reset_histograms();
     reply_errorstats_reset();
 }
 
@@ -408,6 +419,7 @@ int server_init_core(char **err) {
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
     pubsub_setup(&srv.pubsub_stats);
+    pause_setup(&srv.blocking_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -457,7 +469,9 @@ void server_teardown(void) {
         client_free(client_list_head());
         client_free_closed();
     }
+    pause_teardown();
     blocking_teardown();
+    monitor_teardown();
     notify_teardown(); /* nothing is published once pub/sub is gone */
     pubsub_teardown();
     module_teardown();
@@ -471,6 +485,7 @@ void server_teardown(void) {
     db_teardown();
     evict_teardown();
     slowlog_teardown();
+    latency_teardown();
     info_teardown();
     call_teardown();
     event_loop_release(srv.el);

@@ -13,8 +13,6 @@
 
 #include "common/common.h"
 
-#define SERVER_COMPAT_PERCENTILES_MAX 64
-
 typedef struct server_compat_options {
     int rdbchecksum;
     int always_show_logo;
@@ -50,7 +48,6 @@ typedef struct server_compat_options {
     int disable_thp;
     int cluster_allow_replica_migration;
     int replica_announced;
-    int latency_tracking;
     int aof_disable_auto_gc;
     int replica_ignore_disk_write_errors;
     int extended_redis_compatibility;
@@ -123,7 +120,6 @@ typedef struct server_compat_options {
     long long busy_reply_threshold;
     long long cluster_node_timeout;
     long long cluster_ping_interval;
-    long long latency_monitor_threshold;
     unsigned long long repl_backlog_size;
     unsigned long long cluster_link_sendbuf_limit;
     unsigned long long active_defrag_ignore_bytes;
@@ -150,8 +146,6 @@ typedef struct server_compat_options {
     char *tls_ciphersuites;
     /* Hand-parsed ones. */
     int oom_score_adj_values[3];
-    double latency_percentiles[SERVER_COMPAT_PERCENTILES_MAX];
-    int latency_percentiles_count;
     int shutdown_on_sigint; /* bits of save, nosave, now, force; 0 default */
     int shutdown_on_sigterm;
 } server_compat_options;

@@ -41,6 +41,51 @@ static const config_enum enum_debug_cmd[] = {{"no", 0}, {"yes", 1}, {"local", 2}
 
 /* ---- special directives ---- */
 
+/* ---- latency-tracking-info-percentiles: numbers in 0..100 ---- */
+
+static int set_percentiles(const config_def *d, int argc, char **argv, const char **err) {
+    double v[SESSION_PERCENTILES_MAX];
+    int n = 0;
+    if (!(argc == 1 && argv[0][0] == '\0')) { /* "" is the empty list */
+        if (argc > SESSION_PERCENTILES_MAX) {
+            *err = "Invalid latency-tracking-info-percentiles parameters";
+            return K_ERR;
+        }
+        for (; n < argc; n++) {
+            char *end;
+            errno = 0;
+            v[n] = strtod(argv[n], &end);
+            if (*end || end == argv[n] || errno || v[n] != v[n]) {
+                *err = "Invalid latency-tracking-info-percentiles parameters";
+                return K_ERR;
+            }
+            if (v[n] < 0.0 || v[n] > 100.0) {
+                *err =
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]";
+                return K_ERR;
+            }
+        }
+    }
+    memcpy(srv.session.latency_percentiles, v, sizeof(double) * (size_t)n);
+    srv.session.latency_percentiles_count = n;
+    return K_OK;
+}
+
+/* "%f" with the trailing zeros (and a bare point) taken off: 99.9, 50. */
+static void get_percentiles(const config_def *d, config_out *o) {
+    for (int i = 0; i < srv.session.latency_percentiles_count; i++) {
+        char buf[64];
+        int n = snprintf(buf, sizeof(buf), "%f", srv.session.latency_percentiles[i]);
+        if (strchr(buf, '.')) {
+            while (n > 0 && buf[n - 1] == '0')
+                n--;
+            if (n > 0 && buf[n - 1] == '.') n--;
+        }
+        if (i) config_out_put(o, " ", 1);
+        config_out_put(o, buf, (size_t)n);
+    }
+}
+
 static int set_bind(const config_def *d, int argc, char **argv, const char **err) {
     if (argc > CONN_MAX_BINDS) {
         *err = "Too many bind addresses specified.";
@@ -212,6 +257,8 @@ static int apply_bind(const char **err) {
     }
 #define L(n, f, field, d, lo, hi)                                                                  \
     { .name = n, .kind = CFG_LL, .flags = f, .value = &srv.field, .dflt = d, .min = lo, .max = hi }
+#define LA(n, a, field, d, lo, hi)                                                                 \
+    { .name = n, .alias = a, .kind = CFG_LL, .value = &srv.field, .dflt = d, .min = lo, .max = hi }
 #define M(n, f, field, d, lo, hi, ap)                                                              \
     {                                                                                              \
         .name = n, .kind = CFG_MEMORY, .flags = f, .value = &srv.field, .dflt = d, .min = lo,      \
@@ -265,8 +312,21 @@ static const config_def server_config_table[] = {
     I("maxmemory-samples", 0, db.maxmemory_samples, "5", 1, 64, NULL),
     I("lfu-log-factor", 0, db.lfu_log_factor, "10", 0, INT_MAX, NULL),
     I("lfu-decay-time", 0, db.lfu_decay_time, "1", 0, INT_MAX, NULL),
-    L("slowlog-log-slower-than", 0, session.slowlog_log_slower_than, "10000", -1, LLONG_MAX),
-    L("slowlog-max-len", 0, session.slowlog_max_len, "128", 0, LONG_MAX),
+    /* The command log (Valkey 8.1); the slow log's keep their slowlog-*
+     * names as aliases. */
+    LA("commandlog-execution-slower-than", "slowlog-log-slower-than",
+       session.commandlog[0].threshold, "10000", -1, LLONG_MAX),
+    LA("commandlog-slow-execution-max-len", "slowlog-max-len", session.commandlog[0].max_len, "128",
+       0, LONG_MAX),
+    LA("commandlog-request-larger-than", NULL, session.commandlog[1].threshold, "1048576", -1,
+       LLONG_MAX),
+    LA("commandlog-large-request-max-len", NULL, session.commandlog[1].max_len, "128", 0, LONG_MAX),
+    LA("commandlog-reply-larger-than", NULL, session.commandlog[2].threshold, "1048576", -1,
+       LLONG_MAX),
+    LA("commandlog-large-reply-max-len", NULL, session.commandlog[2].max_len, "128", 0, LONG_MAX),
+    L("latency-monitor-threshold", 0, session.latency_monitor_threshold, "0", 0, LLONG_MAX),
+    B("latency-tracking", 0, session.latency_tracking, "yes"),
+    X("latency-tracking-info-percentiles", 0, NULL, "50 99 99.9", set_percentiles, get_percentiles),
     E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
     S("logfile", CFG_IMMUTABLE, log.logfile, ""),
     S("pidfile", CFG_IMMUTABLE, pidfile, ""),

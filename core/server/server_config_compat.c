@@ -103,49 +103,6 @@ static void get_oom_values(const config_def *d, config_out *o) {
     config_out_printf(o, "%d %d %d", v[0], v[1], v[2]);
 }
 
-/* ---- latency-tracking-info-percentiles: numbers in 0..100 ---- */
-
-static int set_percentiles(const config_def *d, int argc, char **argv, const char **err) {
-    double v[SERVER_COMPAT_PERCENTILES_MAX];
-    int n = 0;
-    if (!(argc == 1 && argv[0][0] == '\0')) { /* "" is the empty list */
-        if (argc > SERVER_COMPAT_PERCENTILES_MAX) {
-            *err = "Invalid latency-tracking-info-percentiles parameters";
-            return K_ERR;
-        }
-        for (; n < argc; n++) {
-            char *end;
-            errno = 0;
-            v[n] = strtod(argv[n], &end);
-            if (*end || end == argv[n] || errno || v[n] != v[n]) {
-                *err = "Invalid latency-tracking-info-percentiles parameters";
-                return K_ERR;
-            }
-            if (v[n] < 0.0 || v[n] > 100.0) {
-                *err = "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]";
-                return K_ERR;
-            }
-        }
-    }
-    memcpy(srv.compat.latency_percentiles, v, sizeof(double) * (size_t)n);
-    srv.compat.latency_percentiles_count = n;
-    return K_OK;
-}
-
-/* "%f" with the trailing zeros (and a bare point) taken off: 99.9, 50. */
-static void get_percentiles(const config_def *d, config_out *o) {
-    for (int i = 0; i < srv.compat.latency_percentiles_count; i++) {
-        char buf[64];
-        int n = snprintf(buf, sizeof(buf), "%f", srv.compat.latency_percentiles[i]);
-        if (strchr(buf, '.')) {
-            while (n > 0 && buf[n - 1] == '0') n--;
-            if (n > 0 && buf[n - 1] == '.') n--;
-        }
-        if (i) config_out_put(o, " ", 1);
-        config_out_put(o, buf, (size_t)n);
-    }
-}
-
 /* ---- shutdown-on-sigint / sigterm: flags ---- */
 
 static const config_enum shutdown_flags[] = {
@@ -254,7 +211,6 @@ static const config_def compat_config_table[] = {
     CPB("disable-thp", NULL, IMM | NE, disable_thp, "yes"),
     CPB("cluster-allow-replica-migration", NULL, NE, cluster_allow_replica_migration, "yes"),
     CPB("replica-announced", NULL, NE, replica_announced, "yes"),
-    CPB("latency-tracking", NULL, NE, latency_tracking, "yes"),
     CPB("aof-disable-auto-gc", NULL, CFG_HIDDEN | NE, aof_disable_auto_gc, "no"),
     CPB("replica-ignore-disk-write-errors", NULL, NE, replica_ignore_disk_write_errors, "no"),
     CPB("extended-redis-compatibility", NULL, NE, extended_redis_compatibility, "no"),
@@ -330,7 +286,6 @@ static const config_def compat_config_table[] = {
     CPL("busy-reply-threshold", "lua-time-limit", NE, busy_reply_threshold, "5000", 0, LONG_MAX),
     CPL("cluster-node-timeout", NULL, NE, cluster_node_timeout, "15000", 0, LLONG_MAX),
     CPL("cluster-ping-interval", NULL, CFG_HIDDEN | NE, cluster_ping_interval, "0", 0, LLONG_MAX),
-    CPL("latency-monitor-threshold", NULL, NE, latency_monitor_threshold, "0", 0, LLONG_MAX),
     CPM("repl-backlog-size", NULL, NE, repl_backlog_size, "10485760", 1, LLONG_MAX),
     CPM("cluster-link-sendbuf-limit", NULL, NE, cluster_link_sendbuf_limit, "0", 0, LLONG_MAX),
     CPM("active-defrag-ignore-bytes", NULL, NE, active_defrag_ignore_bytes, "104857600", 1, LLONG_MAX),
@@ -357,8 +312,6 @@ static const config_def compat_config_table[] = {
     CPS("tls-ciphers", NULL, NE, tls_ciphers, ""),
     CPS("tls-ciphersuites", NULL, NE, tls_ciphersuites, ""),
     SP("oom-score-adj-values", NULL, NE, NULL, "0 200 800", set_oom_values, get_oom_values),
-    SP("latency-tracking-info-percentiles", NULL, NE, NULL, "50 99 99.9", set_percentiles,
-       get_percentiles),
     SP("shutdown-on-sigint", NULL, NE, &srv.compat.shutdown_on_sigint, "default", set_shutdown_flags,
        get_shutdown_flags),
     SP("shutdown-on-sigterm", NULL, NE, &srv.compat.shutdown_on_sigterm, "default", set_shutdown_flags,

@@ -16,6 +16,7 @@
 #include "keyspace/db.h"
 #include "keyspace/object.h"
 #include "session/command.h"
+#include "session/latency.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -385,6 +386,7 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
     cmd->calls++;
     cmd->usec += (long long)bs->us;
     if (failed) cmd->failed_calls++;
+    latency_record_command(cmd, bs->us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
     if (cmd->flags & CMD_SKIP_SLOWLOG) return;
@@ -393,7 +395,10 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
     c->argc = bs->argc;
     c->argv = bs->argv;
     c->redacted = 0;
-    slowlog_push(c, bs->us);
+    size_t request = 0;
+    for (int i = 0; i < c->argc; i++)
+        request += c->argv[i].len;
+    commandlog_push(c, bs->us, request, 0);
     c->argc = argc;
     c->argv = argv;
 }

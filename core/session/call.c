@@ -4,6 +4,8 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "session/blocking.h"
+#include "session/latency.h"
+#include "session/monitor.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 
@@ -130,6 +132,10 @@ void call(client *c) {
     if (touch_was >= 0) db_set_access_touch(touch_was);
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
+    /* Shown once: a blocked command's rerun is not shown again. */
+    if (K_UNLIKELY(monitor_active()) && !(cmd->flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) &&
+        !blocking_is_rerun(c))
+        monitor_feed(c);
     /* A command that blocked is counted once, when it is served or stops
      * waiting (blocking.c). */
     if (K_UNLIKELY(c->bstate != NULL) && blocking_left_blocked(c, &us)) return;
@@ -138,9 +144,12 @@ void call(client *c) {
     cmd->calls++;
     cmd->usec += (long long)us;
     if (c->cmd_errors > errors_before) cmd->failed_calls++;
+    latency_record_command(cmd, us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
-    if (!(cmd->flags & CMD_SKIP_SLOWLOG)) slowlog_push(c, us);
+    if (!(cmd->flags & CMD_SKIP_SLOWLOG))
+        commandlog_push(c, us, call_request_bytes(c),
+                        c->reply_bytes > reply_before ? c->reply_bytes - reply_before : 0);
     if (observers.count) call_notify_observers(c, us, reply_before, errors_before);
 }
 

@@ -14,6 +14,9 @@
 #include "session/blocking.h"
 #include "session/call.h"
 #include "session/pubsub.h"
+#include "session/latency.h"
+#include "session/monitor.h"
+#include "session/pause.h"
 #include "session/reply.h"
 #include "keyspace/evict.h"
 
@@ -159,6 +162,8 @@ static void client_release_parser_bigs(client *c) {
 static void client_free_now(client *c) {
     blocking_forget(c);
     pubsub_client_release(c);
+    pause_forget(c);
+    monitor_forget(c);
     client_unschedule_write(c);
     call_client_event(
         c, CALL_EVENT_CLOSE); /* the transaction code's hook drops MULTI and WATCH state */
@@ -314,7 +319,8 @@ static void client_set_parse_limits(client *c) {
  * client_resume_input. */
 static void client_process_input(client *c) {
     c->flags |= CLIENT_PROTECTED;
-    while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP)) && !c->big && !c->bstate) {
+    while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP | CLIENT_PAUSED)) &&
+           !c->big && !c->bstate) {
         resp_status st;
         if (c->io_parsed) { /* the read step parsed this one already */
             st = c->io_status;
@@ -392,7 +398,8 @@ void client_resume_input(client *c) {
         return;
     }
     c->flags &= ~CLIENT_RESUME_INPUT;
-    if (c->bstate || c->big) return; /* a big argument resumes as its bytes arrive */
+    /* A big argument resumes as its bytes arrive. */
+    if (c->bstate || c->big || (c->flags & CLIENT_PAUSED)) return;
     client_process_input(c);
     client_check_input_limit(c);
 }
@@ -594,6 +601,15 @@ static int client_multi_needs_memory(const client *c) {
     return 0;
 }
 
+/* The memory limit, timed for the latency monitor's eviction-cycle. */
+static int client_check_maxmemory(void) {
+    if (!session_opts()->latency_monitor_threshold) return evict_check_maxmemory();
+    uint64_t start = event_now_us();
+    int rc = evict_check_maxmemory();
+    latency_sample("eviction-cycle", (event_now_us() - start) / 1000);
+    return rc;
+}
+
 /* Checks that fail a command before it runs; replies and returns 0. */
 static int client_precheck(client *c) {
     command *cmd = c->cmd;
@@ -608,13 +624,19 @@ static int client_precheck(client *c) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
+    /* A monitor is a replica to Valkey, kept out of the keyspace. */
+    if ((c->flags & CLIENT_MONITOR) &&
+        (cmd->flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
+        client_reject(c, "ERR Replica can't interact with the keyspace");
+        return 0;
+    }
     if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI)) {
         client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
     int needs_memory =
         (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
-    if (needs_memory && db_opts()->maxmemory && evict_check_maxmemory() != K_OK) {
+    if (needs_memory && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
@@ -647,6 +669,8 @@ void client_execute(client *c) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {
             /* refused: client_reject replied */
+        } else if (K_UNLIKELY(pause_covers(c))) {
+            pause_hold(c); /* processed again when the pause ends */
         } else if ((c->flags & CLIENT_MULTI) && !(c->cmd->flags & CMD_TXN_CONTROL)) {
             txn_ops->queue(c);
         } else {
@@ -845,8 +869,10 @@ void client_cron(void) {
     for (client *c = clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        /* Blocked clients and subscribers wait by design: no idle timeout. */
-        if (session_opts()->maxidletime && c->conn && !c->bstate && !(c->flags & CLIENT_PUBSUB) &&
+        /* Blocked clients, subscribers and monitors wait by design: no idle
+         * timeout. */
+        if (session_opts()->maxidletime && c->conn && !c->bstate &&
+            !(c->flags & (CLIENT_PUBSUB | CLIENT_MONITOR | CLIENT_PAUSED)) &&
             now - c->last_interaction > (int64_t)session_opts()->maxidletime * 1000) {
             log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
@@ -910,9 +936,10 @@ size_t client_memory_total(void) {
 
 static void client_flags_str(client *c, char *buf) {
     char *p = buf;
+    if (c->flags & CLIENT_MONITOR) *p++ = 'O';
     if (c->flags & CLIENT_PUBSUB) *p++ = 'P';
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
-    if (c->bstate) *p++ = 'b';
+    if (c->bstate || (c->flags & CLIENT_PAUSED)) *p++ = 'b';
     if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
     if (c->flags & CLIENT_UNBLOCKED) *p++ = 'u';

@@ -39,8 +39,16 @@ typedef struct client_buffer_limit {
     long long soft_seconds;
 } client_buffer_limit;
 
-/* The session layer's options (clients, replies, the slow log): config
- * directives point into this struct, read live. */
+#define SESSION_PERCENTILES_MAX 64
+
+/* One command log's threshold (-1: off) and length (slowlog.h). */
+typedef struct commandlog_options {
+    long long threshold;
+    long long max_len;
+} commandlog_options;
+
+/* The session layer's options (clients, replies, the slow log, latency):
+ * config directives point into this struct, read live. */
 typedef struct session_options {
     int maxidletime; /* timeout, seconds; 0: none */
     int tcp_keepalive;
@@ -50,8 +58,11 @@ typedef struct session_options {
     client_buffer_limit obuf_limit_replica; /* kept for CONFIG GET: no replicas yet */
     client_buffer_limit obuf_limit_pubsub;  /* clients with a subscription */
     kbytes requirepass; /* binary-safe: any byte, NUL included */
-    long long slowlog_log_slower_than;
-    unsigned long slowlog_max_len;
+    commandlog_options commandlog[3];                    /* slow, large-request, large-reply */
+    long long latency_monitor_threshold;                 /* ms; 0: the latency monitor is off */
+    int latency_tracking;                                /* per-command latency histograms */
+    double latency_percentiles[SESSION_PERCENTILES_MAX]; /* INFO latencystats */
+    int latency_percentiles_count;
 } session_options;
 
 /* The session layer's counters, named as their INFO stats fields. */
@@ -219,6 +230,8 @@ typedef struct client {
 
     /* Subscriptions (pubsub.c), NULL until the first. */
     struct pubsub_state *pubsub;
+    /* The command a CLIENT PAUSE holds (pause.c), NULL if none. */
+    struct pause_hold *pause_hold;
 } client;
 
 /* Borrows opts and metrics until session_teardown (client.c). */

@@ -9,6 +9,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "ds/hashtable.h"
+#include "ds/histogram.h"
 #include "keyspace/object.h"
 #include "session/client.h"
 #include "session/reply.h"
@@ -63,10 +64,19 @@ void command_setup(void) {
     commands = hashtable_create(&command_type);
 }
 
+void command_free_latency(command *cmd) {
+    if (!cmd->latency_hist) return;
+    hist_release(cmd->latency_hist);
+    km_free(cmd->latency_hist);
+    cmd->latency_hist = NULL;
+}
+
 static void command_release_names(command *cmd, void *priv) {
+    command_free_latency(cmd);
     for (command *sub = cmd->subcommands; sub && sub->name; sub++) {
         km_free(sub->fullname);
         sub->fullname = NULL;
+        command_free_latency(sub);
     }
 }
 

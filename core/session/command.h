@@ -217,6 +217,8 @@ typedef struct command {
     long long usec;
     long long rejected_calls;
     long long failed_calls;
+    /* Its latencies (latency-tracking), allocated at its first call. */
+    struct histogram *latency_hist;
     char *fullname; /* "get" or "config|get": as INFO and errors show it */
     /* Metadata of a built-in (command_docs.c), attached at registration;
      * NULL for module commands, whose one key spec is their range. */
@@ -225,6 +227,8 @@ typedef struct command {
 
 void command_setup(void);
 void command_teardown(void);
+/* Frees cmd's latency histogram (CONFIG RESETSTAT, unregistering). */
+void command_free_latency(command *cmd);
 
 /* Looks a name up case-insensitively. */
 command *command_lookup(const char *name, size_t len);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # redis_cli.sh -- drives a real keel-server with the stock Valkey/Redis tools:
 # redis-cli commands (plain, -n, -3/RESP3, --scan, --bigkeys, errors),
-# redis-cli --pipe mass insertion, and redis-benchmark (set, get, incr,
+# redis-cli --pipe mass insertion, redis-cli monitor and the operator
+# commands (COMMANDLOG, LATENCY, CLIENT PAUSE), and redis-benchmark (set, get, incr,
 # mset, ping) with no errors; then checks the server exits 0 on SIGTERM.
 #
 # Usage: redis_cli.sh [path/to/keel-server]   (default: $KEEL_SERVER)
@@ -120,6 +121,35 @@ pipe_out=$(redis-cli -p "$port" --pipe <"$workdir/errors.txt" 2>&1)
 if ! grep -q "errors: 1, replies: 2" <<<"$pipe_out"; then
     fail "--pipe with an error: $pipe_out"
 fi
+
+# ---- operator controls: MONITOR, COMMANDLOG, LATENCY, CLIENT PAUSE ----
+redis-cli -p "$port" monitor >"$workdir/monitor.txt" 2>&1 &
+monpid=$!
+for i in $(seq 1 100); do
+    [ "$("${cli[@]}" client list | grep -c 'flags=O')" = "1" ] && break
+    sleep 0.05
+done
+"${cli[@]}" set mon:key "a b" >/dev/null
+for i in $(seq 1 100); do
+    grep -q '"set" "mon:key" "a b"' "$workdir/monitor.txt" && break
+    sleep 0.05
+done
+kill "$monpid" 2>/dev/null
+wait "$monpid" 2>/dev/null
+grep -Eq '^[0-9]+\.[0-9]{6} \[0 127\.0\.0\.1:[0-9]+\] "set" "mon:key" "a b"$' "$workdir/monitor.txt" ||
+    fail "redis-cli monitor: $(cat "$workdir/monitor.txt")"
+expect "COMMANDLOG RESET" "OK" "${cli[@]}" commandlog reset large-reply
+expect "CONFIG SET commandlog-reply-larger-than" "OK" "${cli[@]}" config set commandlog-reply-larger-than 0
+"${cli[@]}" get mon:key >/dev/null
+expect "COMMANDLOG LEN" "2" "${cli[@]}" commandlog len large-reply
+expect "CONFIG SET commandlog-reply-larger-than" "OK" "${cli[@]}" config set commandlog-reply-larger-than 1048576
+out=$("${cli[@]}" -3 latency histogram get)
+grep -q "histogram_usec" <<<"$out" || fail "LATENCY HISTOGRAM (RESP3): $out"
+expect "CLIENT PAUSE" "OK" "${cli[@]}" client pause 200 write
+start=$(date +%s%N)
+expect "SET during a pause" "OK" "${cli[@]}" set mon:key 1
+elapsed=$((($(date +%s%N) - start) / 1000000))
+[ "$elapsed" -ge 100 ] || fail "CLIENT PAUSE WRITE: a SET returned after $elapsed ms"
 
 # ---- redis-benchmark ----
 bench() {

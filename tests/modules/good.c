@@ -142,7 +142,8 @@ static int add_commands(keel_ctx *ctx) {
         {sizeof(keel_command_def), "good.get", cmd_get, 2, "readonly", 1, 1, 1, NULL},
         {sizeof(keel_command_def), "good.sset", cmd_sset, 4, "write", 1, 1, 1, NULL},
         {sizeof(keel_command_def), "good.stats", cmd_stats, 1, "", 0, 0, 0, NULL},
-        {sizeof(keel_command_def), "good.deny", cmd_deny, 1, NULL, 0, 0, 0, NULL},
+        {sizeof(keel_command_def), "good.deny", cmd_deny, 1, "no-monitor may-replicate", 0, 0, 0,
+         NULL},
     };
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         if (api->command->register_command(ctx, &defs[i]) != KEEL_OK) return KEEL_ERR;

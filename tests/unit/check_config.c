@@ -233,7 +233,10 @@ START_TEST(test_set_valid) {
     ck_assert_ptr_null(srv.session.requirepass.ptr);
 
     expect_set_ok("slowlog-log-slower-than", "-1");
-    ck_assert(srv.session.slowlog_log_slower_than == -1);
+    ck_assert(srv.session.commandlog[0].threshold == -1);
+    expect_get("commandlog-execution-slower-than", "-1");
+    expect_set_ok("commandlog-reply-larger-than", "1024");
+    ck_assert(srv.session.commandlog[2].threshold == 1024);
     expect_set_ok("maxmemory-samples", "64");
     expect_set_ok("maxmemory-samples", "1");
     expect_set_ok("hz", "500");

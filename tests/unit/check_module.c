@@ -128,6 +128,7 @@ START_TEST(test_module_command_metadata) {
                  "*1\r\n*2\r\n$1\r\nk\r\n*3\r\n+RW\r\n+access\r\n+update\r\n");
     expect_reply(RUN("command", "getkeys", "good.echo", "x"),
                  "-ERR The command has no key arguments\r\n");
+    expect_contains(RUN("command", "info", "good.deny"), "+module\r\n+skip_monitor\r\n");
     const char *docs = RUN("command", "docs", "good.echo");
     expect_contains(docs, "$5\r\ngroup\r\n$6\r\nmodule\r\n");
     expect_contains(docs, "$6\r\nmodule\r\n$4\r\ngood\r\n");

@@ -146,7 +146,8 @@ typedef struct keel_command_def {
     keel_command_fn fn;  /* runs on the main thread */
     int arity;           /* as Valkey: N exact, -N at least N (name counts) */
     const char *flags;   /* space-separated: "write readonly denyoom admin fast
-                            no-auth no-multi allow-busy skip-slowlog" */
+                            no-auth no-multi allow-busy skip-slowlog no-monitor
+                            may-replicate" */
     int first_key;       /* key positions as Valkey: 0 = no keys */
     int last_key;        /* negative counts from the end (-1 = last arg) */
     int key_step;
