@@ -15,6 +15,7 @@
 #include "session/call.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
+#include "session/tracking.h"
 
 #include <string.h>
 
@@ -161,6 +162,7 @@ static void cmd_quit(client *c) {
 static void cmd_reset(client *c) {
     multi_discard_state(c);
     multi_unwatch_all(c);
+    tracking_disable(c);
     client_set_db(c, 0);
     c->resp = 2;
     km_free(c->name);
@@ -345,6 +347,10 @@ static void client_kill(client *c) {
 static void client_help(client *c) {
     static const char *help[] = {
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "INFO", "    Return information about the current client connection.",
@@ -357,6 +363,11 @@ static void client_help(client *c) {
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
         "HELP", "    Print this help.",
@@ -572,6 +583,14 @@ static command client_subcommands[] = {
     SUB("no-evict", client_no_evict, 3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE, "Sets the client eviction mode of the connection."),
     SUB("unblock", client_unblock, -3, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
         "Unblocks a client blocked by a blocking command from a different connection."),
+    SUB("tracking", tracking_client_tracking, -3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Controls server-assisted client-side caching for the connection."),
+    SUB("caching", tracking_client_caching, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Instructs the server whether to track the keys in the next request."),
+    SUB("getredir", tracking_client_getredir, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Returns the client ID to which the connection's tracking notifications are redirected."),
+    SUB("trackinginfo", tracking_client_trackinginfo, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Returns information about server-assisted client-side caching for the connection."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
     SUB_END,
 };

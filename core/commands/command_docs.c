@@ -213,9 +213,22 @@ static const command_arg bzpopmin_args_15[] = {
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
 
+static const command_arg client_caching_args_16[] = {
+    {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
+    {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
+};
+
+static const command_arg client_caching_args_17[] = {
+    {.name = "mode",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = client_caching_args_16,
+     .num_args = 2},
+};
+
 static const char *const client_info_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_kill_args_16[] = {
+static const command_arg client_kill_args_18[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master",
      .type = ARG_PURE_TOKEN,
@@ -236,12 +249,12 @@ static const command_arg client_kill_args_16[] = {
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_kill_args_17[] = {
+static const command_arg client_kill_args_19[] = {
     {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
     {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
 };
 
-static const command_arg client_kill_args_18[] = {
+static const command_arg client_kill_args_20[] = {
     {.name = "client-id",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -254,7 +267,7 @@ static const command_arg client_kill_args_18[] = {
      .token = "TYPE",
      .since = "2.8.12",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_16,
+     .subargs = client_kill_args_18,
      .num_args = 6},
     {.name = "username",
      .type = ARG_STRING,
@@ -279,7 +292,7 @@ static const command_arg client_kill_args_18[] = {
      .key_spec_index = -1,
      .token = "SKIPME",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_17,
+     .subargs = client_kill_args_19,
      .num_args = 2},
     {.name = "maxage",
      .type = ARG_INTEGER,
@@ -289,7 +302,7 @@ static const command_arg client_kill_args_18[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg client_kill_args_19[] = {
+static const command_arg client_kill_args_21[] = {
     {.name = "old-format",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -299,35 +312,35 @@ static const command_arg client_kill_args_19[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = client_kill_args_18,
+     .subargs = client_kill_args_20,
      .num_args = 7},
 };
 
-static const command_arg client_kill_args_20[] = {
+static const command_arg client_kill_args_22[] = {
     {.name = "filter",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_kill_args_19,
+     .subargs = client_kill_args_21,
      .num_args = 2},
 };
 
 static const char *const client_list_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_list_args_21[] = {
+static const command_arg client_list_args_23[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MASTER"},
     {.name = "replica", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "REPLICA"},
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_list_args_22[] = {
+static const command_arg client_list_args_24[] = {
     {.name = "client-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "TYPE",
      .since = "5.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_list_args_21,
+     .subargs = client_list_args_23,
      .num_args = 4},
     {.name = "client-id",
      .type = ARG_INTEGER,
@@ -337,108 +350,136 @@ static const command_arg client_list_args_22[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg client_no_evict_args_23[] = {
+static const command_arg client_no_evict_args_25[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_evict_args_24[] = {
+static const command_arg client_no_evict_args_26[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_evict_args_23,
+     .subargs = client_no_evict_args_25,
      .num_args = 2},
 };
 
-static const command_arg client_no_touch_args_25[] = {
+static const command_arg client_no_touch_args_27[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_touch_args_26[] = {
+static const command_arg client_no_touch_args_28[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_touch_args_25,
+     .subargs = client_no_touch_args_27,
      .num_args = 2},
 };
 
-static const command_arg client_reply_args_27[] = {
+static const command_arg client_reply_args_29[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
     {.name = "skip", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SKIP"},
 };
 
-static const command_arg client_reply_args_28[] = {
+static const command_arg client_reply_args_30[] = {
     {.name = "action",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_reply_args_27,
+     .subargs = client_reply_args_29,
      .num_args = 3},
 };
 
 static const char *const client_setinfo_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setinfo_args_29[] = {
+static const command_arg client_setinfo_args_31[] = {
     {.name = "libname", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-NAME"},
     {.name = "libver", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-VER"},
 };
 
-static const command_arg client_setinfo_args_30[] = {
+static const command_arg client_setinfo_args_32[] = {
     {.name = "attr",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_setinfo_args_29,
+     .subargs = client_setinfo_args_31,
      .num_args = 2},
 };
 
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_unblock_type_args[] = {
-    {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
-    {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
+static const command_arg client_setname_args_33[] = {
+    {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg client_unblock_args[] = {
-    {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
-    {.name = "unblock-type",
+static const command_arg client_tracking_args_34[] = {
+    {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
+    {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
+};
+
+static const command_arg client_tracking_args_35[] = {
+    {.name = "status",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .flags = ARG_OPTIONAL,
-     .subargs = client_unblock_type_args,
+     .subargs = client_tracking_args_34,
      .num_args = 2},
-};
-
-static const command_arg client_setname_args_31[] = {
-    {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "client-id",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "REDIRECT",
+     .flags = ARG_OPTIONAL},
+    {.name = "prefix",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "PREFIX",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN},
+    {.name = "BCAST",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "BCAST",
+     .flags = ARG_OPTIONAL},
+    {.name = "OPTIN",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "OPTIN",
+     .flags = ARG_OPTIONAL},
+    {.name = "OPTOUT",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "OPTOUT",
+     .flags = ARG_OPTIONAL},
+    {.name = "NOLOOP",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOLOOP",
+     .flags = ARG_OPTIONAL},
 };
 
 static const char *const command_tips[] = {"nondeterministic_output_order"};
 
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_32[] = {
+static const command_arg command_docs_args_36[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_33[] = {
+static const command_arg command_getkeys_args_37[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_34[] = {
+static const command_arg command_getkeysandflags_args_38[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_35[] = {
+static const command_arg command_info_args_39[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -447,23 +488,23 @@ static const command_arg command_info_args_35[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_36[] = {
+static const command_arg command_list_args_40[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_37[] = {
+static const command_arg command_list_args_41[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_36,
+     .subargs = command_list_args_40,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_38[] = {
+static const command_arg config_get_args_42[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -476,17 +517,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_39[] = {
+static const command_arg config_set_args_43[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_40[] = {
+static const command_arg config_set_args_44[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_39,
+     .subargs = config_set_args_43,
      .num_args = 2},
 };
 
@@ -503,7 +544,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_41[] = {
+static const command_arg copy_args_45[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -528,7 +569,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_42[] = {
+static const command_arg decr_args_46[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -540,7 +581,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_43[] = {
+static const command_arg decrby_args_47[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -555,11 +596,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_44[] = {
+static const command_arg del_args_48[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_45[] = {
+static const command_arg echo_args_49[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -573,7 +614,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_46[] = {
+static const command_arg exists_args_50[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -585,14 +626,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_47[] = {
+static const command_arg expire_args_51[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_48[] = {
+static const command_arg expire_args_52[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -600,7 +641,7 @@ static const command_arg expire_args_48[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_47,
+     .subargs = expire_args_51,
      .num_args = 4},
 };
 
@@ -612,14 +653,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_49[] = {
+static const command_arg expireat_args_53[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_50[] = {
+static const command_arg expireat_args_54[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -627,7 +668,7 @@ static const command_arg expireat_args_50[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_49,
+     .subargs = expireat_args_53,
      .num_args = 4},
 };
 
@@ -639,14 +680,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_51[] = {
+static const command_arg expiretime_args_55[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_52[] = {
+static const command_arg flushall_args_56[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -659,19 +700,19 @@ static const command_arg flushall_args_52[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_53[] = {
+static const command_arg flushall_args_57[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_52,
+     .subargs = flushall_args_56,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_54[] = {
+static const command_arg flushdb_args_58[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -684,12 +725,12 @@ static const command_arg flushdb_args_54[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_55[] = {
+static const command_arg flushdb_args_59[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_54,
+     .subargs = flushdb_args_58,
      .num_args = 2},
 };
 
@@ -701,7 +742,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_56[] = {
+static const command_arg get_args_60[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -713,7 +754,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_57[] = {
+static const command_arg getdel_args_61[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -725,7 +766,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_58[] = {
+static const command_arg getex_args_62[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -736,13 +777,13 @@ static const command_arg getex_args_58[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_59[] = {
+static const command_arg getex_args_63[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_58,
+     .subargs = getex_args_62,
      .num_args = 5},
 };
 
@@ -754,7 +795,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_60[] = {
+static const command_arg getrange_args_64[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -768,7 +809,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_61[] = {
+static const command_arg getset_args_65[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -781,24 +822,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_62[] = {
+static const command_arg hdel_args_66[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_63[] = {
+static const command_arg hello_args_67[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_64[] = {
+static const command_arg hello_args_68[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_63,
+     .subargs = hello_args_67,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -807,12 +848,12 @@ static const command_arg hello_args_64[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_65[] = {
+static const command_arg hello_args_69[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_64,
+     .subargs = hello_args_68,
      .num_args = 3},
 };
 
@@ -824,7 +865,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_66[] = {
+static const command_arg hexists_args_70[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -837,32 +878,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_67[] = {
+static const command_arg hexpire_args_71[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_68[] = {
+static const command_arg hexpire_args_72[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_69[] = {
+static const command_arg hexpire_args_73[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_67,
+     .subargs = hexpire_args_71,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_68,
+     .subargs = hexpire_args_72,
      .num_args = 2},
 };
 
@@ -874,32 +915,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_70[] = {
+static const command_arg hexpireat_args_74[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_71[] = {
+static const command_arg hexpireat_args_75[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_72[] = {
+static const command_arg hexpireat_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_70,
+     .subargs = hexpireat_args_74,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_71,
+     .subargs = hexpireat_args_75,
      .num_args = 2},
 };
 
@@ -911,18 +952,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_73[] = {
+static const command_arg hexpiretime_args_77[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_74[] = {
+static const command_arg hexpiretime_args_78[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_73,
+     .subargs = hexpiretime_args_77,
      .num_args = 2},
 };
 
@@ -934,7 +975,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_75[] = {
+static const command_arg hget_args_79[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -949,7 +990,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_76[] = {
+static const command_arg hgetall_args_80[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -961,18 +1002,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_77[] = {
+static const command_arg hgetdel_args_81[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_78[] = {
+static const command_arg hgetdel_args_82[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_77,
+     .subargs = hgetdel_args_81,
      .num_args = 2},
 };
 
@@ -984,7 +1025,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_79[] = {
+static const command_arg hgetex_args_83[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -995,24 +1036,24 @@ static const command_arg hgetex_args_79[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_80[] = {
+static const command_arg hgetex_args_84[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_81[] = {
+static const command_arg hgetex_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_79,
+     .subargs = hgetex_args_83,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_80,
+     .subargs = hgetex_args_84,
      .num_args = 2},
 };
 
@@ -1024,7 +1065,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_82[] = {
+static const command_arg hincrby_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1038,7 +1079,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_83[] = {
+static const command_arg hincrbyfloat_args_87[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1054,7 +1095,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_84[] = {
+static const command_arg hkeys_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1066,7 +1107,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_85[] = {
+static const command_arg hlen_args_89[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1078,7 +1119,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_86[] = {
+static const command_arg hmget_args_90[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1091,18 +1132,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_87[] = {
+static const command_arg hmset_args_91[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_88[] = {
+static const command_arg hmset_args_92[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_87,
+     .subargs = hmset_args_91,
      .num_args = 2},
 };
 
@@ -1114,18 +1155,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_89[] = {
+static const command_arg hpersist_args_93[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_90[] = {
+static const command_arg hpersist_args_94[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_89,
+     .subargs = hpersist_args_93,
      .num_args = 2},
 };
 
@@ -1137,32 +1178,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_91[] = {
+static const command_arg hpexpire_args_95[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_92[] = {
+static const command_arg hpexpire_args_96[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_93[] = {
+static const command_arg hpexpire_args_97[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_91,
+     .subargs = hpexpire_args_95,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_92,
+     .subargs = hpexpire_args_96,
      .num_args = 2},
 };
 
@@ -1174,32 +1215,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_94[] = {
+static const command_arg hpexpireat_args_98[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_95[] = {
+static const command_arg hpexpireat_args_99[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_96[] = {
+static const command_arg hpexpireat_args_100[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_94,
+     .subargs = hpexpireat_args_98,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_95,
+     .subargs = hpexpireat_args_99,
      .num_args = 2},
 };
 
@@ -1211,18 +1252,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_97[] = {
+static const command_arg hpexpiretime_args_101[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_98[] = {
+static const command_arg hpexpiretime_args_102[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_97,
+     .subargs = hpexpiretime_args_101,
      .num_args = 2},
 };
 
@@ -1234,18 +1275,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_99[] = {
+static const command_arg hpttl_args_103[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_100[] = {
+static const command_arg hpttl_args_104[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_99,
+     .subargs = hpttl_args_103,
      .num_args = 2},
 };
 
@@ -1259,7 +1300,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_101[] = {
+static const command_arg hrandfield_args_105[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1268,13 +1309,13 @@ static const command_arg hrandfield_args_101[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_102[] = {
+static const command_arg hrandfield_args_106[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_101,
+     .subargs = hrandfield_args_105,
      .num_args = 2},
 };
 
@@ -1288,7 +1329,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_103[] = {
+static const command_arg hscan_args_107[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1316,18 +1357,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_104[] = {
+static const command_arg hset_args_108[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_105[] = {
+static const command_arg hset_args_109[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_104,
+     .subargs = hset_args_108,
      .num_args = 2},
 };
 
@@ -1339,17 +1380,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_106[] = {
+static const command_arg hsetex_args_110[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_107[] = {
+static const command_arg hsetex_args_111[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_108[] = {
+static const command_arg hsetex_args_112[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1360,46 +1401,46 @@ static const command_arg hsetex_args_108[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_109[] = {
+static const command_arg hsetex_args_113[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_110[] = {
+static const command_arg hsetex_args_114[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_109,
+     .subargs = hsetex_args_113,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_111[] = {
+static const command_arg hsetex_args_115[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_106,
+     .subargs = hsetex_args_110,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_107,
+     .subargs = hsetex_args_111,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_108,
+     .subargs = hsetex_args_112,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_110,
+     .subargs = hsetex_args_114,
      .num_args = 2},
 };
 
@@ -1411,7 +1452,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_112[] = {
+static const command_arg hsetnx_args_116[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1425,7 +1466,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_113[] = {
+static const command_arg hstrlen_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1438,18 +1479,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_114[] = {
+static const command_arg httl_args_118[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_115[] = {
+static const command_arg httl_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_114,
+     .subargs = httl_args_118,
      .num_args = 2},
 };
 
@@ -1463,7 +1504,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_116[] = {
+static const command_arg hvals_args_120[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1475,7 +1516,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_117[] = {
+static const command_arg incr_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1487,7 +1528,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_118[] = {
+static const command_arg incrby_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1500,7 +1541,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_119[] = {
+static const command_arg incrbyfloat_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1508,7 +1549,7 @@ static const command_arg incrbyfloat_args_119[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_120[] = {
+static const command_arg info_args_124[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1518,7 +1559,7 @@ static const command_arg info_args_120[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_121[] = {
+static const command_arg keys_args_125[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1532,7 +1573,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_122[] = {
+static const command_arg lindex_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1545,17 +1586,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_123[] = {
+static const command_arg linsert_args_127[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_124[] = {
+static const command_arg linsert_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_123,
+     .subargs = linsert_args_127,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1569,7 +1610,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_125[] = {
+static const command_arg llen_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1586,28 +1627,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_126[] = {
+static const command_arg lmove_args_130[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_127[] = {
+static const command_arg lmove_args_131[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_128[] = {
+static const command_arg lmove_args_132[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_126,
+     .subargs = lmove_args_130,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_127,
+     .subargs = lmove_args_131,
      .num_args = 2},
 };
 
@@ -1619,18 +1660,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_129[] = {
+static const command_arg lmpop_args_133[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_130[] = {
+static const command_arg lmpop_args_134[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_129,
+     .subargs = lmpop_args_133,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1647,7 +1688,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_131[] = {
+static const command_arg lpop_args_135[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1664,7 +1705,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_132[] = {
+static const command_arg lpos_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1692,7 +1733,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_133[] = {
+static const command_arg lpush_args_137[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1705,7 +1746,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_134[] = {
+static const command_arg lpushx_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1718,7 +1759,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_135[] = {
+static const command_arg lrange_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1732,7 +1773,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_136[] = {
+static const command_arg lrem_args_140[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1746,7 +1787,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_137[] = {
+static const command_arg lset_args_141[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1760,7 +1801,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_138[] = {
+static const command_arg ltrim_args_142[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1786,7 +1827,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_139[] = {
+static const command_arg memory_usage_args_143[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1805,30 +1846,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_140[] = {
+static const command_arg mget_args_144[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_141[] = {
+static const command_arg module_load_args_145[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_142[] = {
+static const command_arg module_loadex_args_146[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_143[] = {
+static const command_arg module_loadex_args_147[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_142,
+     .subargs = module_loadex_args_146,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1837,7 +1878,7 @@ static const command_arg module_loadex_args_143[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_144[] = {
+static const command_arg module_unload_args_148[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1849,7 +1890,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_145[] = {
+static const command_arg move_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1865,17 +1906,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_146[] = {
+static const command_arg mset_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_147[] = {
+static const command_arg mset_args_151[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_146,
+     .subargs = mset_args_150,
      .num_args = 2},
 };
 
@@ -1887,17 +1928,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_148[] = {
+static const command_arg msetnx_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_149[] = {
+static const command_arg msetnx_args_153[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_148,
+     .subargs = msetnx_args_152,
      .num_args = 2},
 };
 
@@ -1911,7 +1952,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_150[] = {
+static const command_arg object_encoding_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1925,7 +1966,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_151[] = {
+static const command_arg object_freq_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1939,7 +1980,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_152[] = {
+static const command_arg object_idletime_args_156[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1953,7 +1994,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_153[] = {
+static const command_arg object_refcount_args_157[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1965,7 +2006,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_154[] = {
+static const command_arg persist_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1977,14 +2018,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_155[] = {
+static const command_arg pexpire_args_159[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_156[] = {
+static const command_arg pexpire_args_160[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -1992,7 +2033,7 @@ static const command_arg pexpire_args_156[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_155,
+     .subargs = pexpire_args_159,
      .num_args = 4},
 };
 
@@ -2004,14 +2045,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_157[] = {
+static const command_arg pexpireat_args_161[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_158[] = {
+static const command_arg pexpireat_args_162[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2019,7 +2060,7 @@ static const command_arg pexpireat_args_158[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_157,
+     .subargs = pexpireat_args_161,
      .num_args = 4},
 };
 
@@ -2031,14 +2072,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_159[] = {
+static const command_arg pexpiretime_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_160[] = {
+static const command_arg ping_args_164[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2050,7 +2091,7 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_161[] = {
+static const command_arg psetex_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2066,7 +2107,7 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_162[] = {
+static const command_arg pttl_args_166[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2086,7 +2127,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_163[] = {
+static const command_arg rename_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2104,7 +2145,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_164[] = {
+static const command_arg renamenx_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2117,7 +2158,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_165[] = {
+static const command_arg rpop_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2139,7 +2180,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_166[] = {
+static const command_arg rpoplpush_args_170[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2152,7 +2193,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_167[] = {
+static const command_arg rpush_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2165,7 +2206,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_168[] = {
+static const command_arg rpushx_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2178,7 +2219,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_169[] = {
+static const command_arg sadd_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2186,7 +2227,7 @@ static const command_arg sadd_args_169[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_170[] = {
+static const command_arg scan_args_174[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2214,7 +2255,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_171[] = {
+static const command_arg scard_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2228,7 +2269,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_172[] = {
+static const command_arg sdiff_args_176[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2245,12 +2286,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_173[] = {
+static const command_arg sdiffstore_args_177[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_174[] = {
+static const command_arg select_args_178[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2262,12 +2303,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_175[] = {
+static const command_arg set_args_179[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_176[] = {
+static const command_arg set_args_180[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2295,7 +2336,7 @@ static const command_arg set_args_176[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_177[] = {
+static const command_arg set_args_181[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2303,7 +2344,7 @@ static const command_arg set_args_177[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_175,
+     .subargs = set_args_179,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2315,7 +2356,7 @@ static const command_arg set_args_177[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_176,
+     .subargs = set_args_180,
      .num_args = 5},
 };
 
@@ -2327,7 +2368,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_178[] = {
+static const command_arg setex_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2341,7 +2382,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_179[] = {
+static const command_arg setnx_args_183[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2354,23 +2395,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_180[] = {
+static const command_arg setrange_args_184[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_181[] = {
+static const command_arg shutdown_args_185[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_182[] = {
+static const command_arg shutdown_args_186[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_181,
+     .subargs = shutdown_args_185,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2386,11 +2427,11 @@ static const command_arg shutdown_args_182[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_183[] = {
+static const command_arg shutdown_args_187[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_182,
+     .subargs = shutdown_args_186,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2399,12 +2440,12 @@ static const command_arg shutdown_args_183[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_184[] = {
+static const command_arg shutdown_args_188[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_183,
+     .subargs = shutdown_args_187,
      .num_args = 2},
 };
 
@@ -2418,7 +2459,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_185[] = {
+static const command_arg sinter_args_189[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2430,7 +2471,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_186[] = {
+static const command_arg sintercard_args_190[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2453,7 +2494,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_187[] = {
+static const command_arg sinterstore_args_191[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2466,7 +2507,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_188[] = {
+static const command_arg sismember_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2474,7 +2515,7 @@ static const command_arg sismember_args_188[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_189[] = {
+static const command_arg slowlog_get_args_193[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2494,7 +2535,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_190[] = {
+static const command_arg smembers_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2506,7 +2547,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_191[] = {
+static const command_arg smismember_args_195[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2524,7 +2565,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_192[] = {
+static const command_arg smove_args_196[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2540,17 +2581,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_193[] = {
+static const command_arg sort_args_197[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_194[] = {
+static const command_arg sort_args_198[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_195[] = {
+static const command_arg sort_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2563,7 +2604,7 @@ static const command_arg sort_args_195[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_193,
+     .subargs = sort_args_197,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2575,7 +2616,7 @@ static const command_arg sort_args_195[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_194,
+     .subargs = sort_args_198,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2598,17 +2639,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_196[] = {
+static const command_arg sort_ro_args_200[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_197[] = {
+static const command_arg sort_ro_args_201[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_198[] = {
+static const command_arg sort_ro_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2621,7 +2662,7 @@ static const command_arg sort_ro_args_198[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_196,
+     .subargs = sort_ro_args_200,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2633,7 +2674,7 @@ static const command_arg sort_ro_args_198[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_197,
+     .subargs = sort_ro_args_201,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2652,7 +2693,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_199[] = {
+static const command_arg spop_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2671,7 +2712,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_200[] = {
+static const command_arg srandmember_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2688,7 +2729,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_201[] = {
+static const command_arg srem_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2703,7 +2744,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_202[] = {
+static const command_arg sscan_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2726,7 +2767,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_203[] = {
+static const command_arg strlen_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2738,7 +2779,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_204[] = {
+static const command_arg substr_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2754,7 +2795,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_205[] = {
+static const command_arg sunion_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2771,12 +2812,12 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_206[] = {
+static const command_arg sunionstore_args_210[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_207[] = {
+static const command_arg swapdb_args_211[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2793,7 +2834,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_208[] = {
+static const command_arg touch_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2807,7 +2848,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_209[] = {
+static const command_arg ttl_args_213[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2819,7 +2860,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_210[] = {
+static const command_arg type_args_214[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2833,7 +2874,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_211[] = {
+static const command_arg unlink_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2845,7 +2886,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_212[] = {
+static const command_arg watch_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2857,36 +2898,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_213[] = {
+static const command_arg zadd_args_217[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_214[] = {
+static const command_arg zadd_args_218[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_215[] = {
+static const command_arg zadd_args_219[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_216[] = {
+static const command_arg zadd_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_213,
+     .subargs = zadd_args_217,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_214,
+     .subargs = zadd_args_218,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2904,7 +2945,7 @@ static const command_arg zadd_args_216[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_215,
+     .subargs = zadd_args_219,
      .num_args = 2},
 };
 
@@ -2916,7 +2957,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_217[] = {
+static const command_arg zcard_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2928,7 +2969,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_218[] = {
+static const command_arg zcount_args_222[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2942,7 +2983,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_219[] = {
+static const command_arg zdiff_args_223[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -2965,7 +3006,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_220[] = {
+static const command_arg zdiffstore_args_224[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -2979,7 +3020,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_221[] = {
+static const command_arg zincrby_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2993,13 +3034,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_222[] = {
+static const command_arg zinter_args_226[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_223[] = {
+static const command_arg zinter_args_227[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3012,7 +3053,7 @@ static const command_arg zinter_args_223[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_222,
+     .subargs = zinter_args_226,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3029,7 +3070,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_224[] = {
+static const command_arg zintercard_args_228[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3052,13 +3093,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_225[] = {
+static const command_arg zinterstore_args_229[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_226[] = {
+static const command_arg zinterstore_args_230[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3072,7 +3113,7 @@ static const command_arg zinterstore_args_226[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_225,
+     .subargs = zinterstore_args_229,
      .num_args = 3},
 };
 
@@ -3084,7 +3125,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_227[] = {
+static const command_arg zlexcount_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3098,18 +3139,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_228[] = {
+static const command_arg zmpop_args_232[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_229[] = {
+static const command_arg zmpop_args_233[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_228,
+     .subargs = zmpop_args_232,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3126,7 +3167,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_230[] = {
+static const command_arg zmscore_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3139,7 +3180,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_231[] = {
+static const command_arg zpopmax_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3152,7 +3193,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_232[] = {
+static const command_arg zpopmin_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3167,7 +3208,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_233[] = {
+static const command_arg zrandmember_args_237[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3176,13 +3217,13 @@ static const command_arg zrandmember_args_233[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_234[] = {
+static const command_arg zrandmember_args_238[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_233,
+     .subargs = zrandmember_args_237,
      .num_args = 2},
 };
 
@@ -3194,17 +3235,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_235[] = {
+static const command_arg zrange_args_239[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_236[] = {
+static const command_arg zrange_args_240[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_237[] = {
+static const command_arg zrange_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3213,7 +3254,7 @@ static const command_arg zrange_args_237[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_235,
+     .subargs = zrange_args_239,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3227,7 +3268,7 @@ static const command_arg zrange_args_237[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_236,
+     .subargs = zrange_args_240,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3244,12 +3285,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_238[] = {
+static const command_arg zrangebylex_args_242[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_239[] = {
+static const command_arg zrangebylex_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3258,7 +3299,7 @@ static const command_arg zrangebylex_args_239[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_238,
+     .subargs = zrangebylex_args_242,
      .num_args = 2},
 };
 
@@ -3270,12 +3311,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_240[] = {
+static const command_arg zrangebyscore_args_244[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_241[] = {
+static const command_arg zrangebyscore_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3290,7 +3331,7 @@ static const command_arg zrangebyscore_args_241[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_240,
+     .subargs = zrangebyscore_args_244,
      .num_args = 2},
 };
 
@@ -3307,17 +3348,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_242[] = {
+static const command_arg zrangestore_args_246[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_243[] = {
+static const command_arg zrangestore_args_247[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_244[] = {
+static const command_arg zrangestore_args_248[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3326,7 +3367,7 @@ static const command_arg zrangestore_args_244[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_242,
+     .subargs = zrangestore_args_246,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3338,7 +3379,7 @@ static const command_arg zrangestore_args_244[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_243,
+     .subargs = zrangestore_args_247,
      .num_args = 2},
 };
 
@@ -3350,7 +3391,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_245[] = {
+static const command_arg zrank_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3368,7 +3409,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_246[] = {
+static const command_arg zrem_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3381,7 +3422,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_247[] = {
+static const command_arg zremrangebylex_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3395,7 +3436,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_248[] = {
+static const command_arg zremrangebyrank_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3409,7 +3450,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_249[] = {
+static const command_arg zremrangebyscore_args_253[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3423,7 +3464,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_250[] = {
+static const command_arg zrevrange_args_254[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3442,12 +3483,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_251[] = {
+static const command_arg zrevrangebylex_args_255[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_252[] = {
+static const command_arg zrevrangebylex_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3456,7 +3497,7 @@ static const command_arg zrevrangebylex_args_252[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_251,
+     .subargs = zrevrangebylex_args_255,
      .num_args = 2},
 };
 
@@ -3468,12 +3509,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_253[] = {
+static const command_arg zrevrangebyscore_args_257[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_254[] = {
+static const command_arg zrevrangebyscore_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3487,7 +3528,7 @@ static const command_arg zrevrangebyscore_args_254[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_253,
+     .subargs = zrevrangebyscore_args_257,
      .num_args = 2},
 };
 
@@ -3499,7 +3540,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_255[] = {
+static const command_arg zrevrank_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3519,7 +3560,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_256[] = {
+static const command_arg zscan_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3547,7 +3588,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_257[] = {
+static const command_arg zscore_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3560,13 +3601,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_258[] = {
+static const command_arg zunion_args_262[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_259[] = {
+static const command_arg zunion_args_263[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3579,7 +3620,7 @@ static const command_arg zunion_args_259[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_258,
+     .subargs = zunion_args_262,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3601,13 +3642,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_260[] = {
+static const command_arg zunionstore_args_264[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_261[] = {
+static const command_arg zunionstore_args_265[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3621,7 +3662,7 @@ static const command_arg zunionstore_args_261[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_260,
+     .subargs = zunionstore_args_264,
      .num_args = 3},
 };
 
@@ -3734,9 +3775,21 @@ static const command_docs docs_table[] = {
      .group = "connection",
      .since = "2.4.0",
      .complexity = "Depends on subcommand."},
+    {.fullname = "client|caching",
+     .group = "connection",
+     .since = "6.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_caching_args_17,
+     .num_args = 1},
     {.fullname = "client|getname",
      .group = "connection",
      .since = "2.6.9",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION},
+    {.fullname = "client|getredir",
+     .group = "connection",
+     .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION},
     {.fullname = "client|help",
@@ -3761,7 +3814,7 @@ static const command_docs docs_table[] = {
      .since = "2.4.0",
      .complexity = "O(N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_kill_args_20,
+     .args = client_kill_args_22,
      .num_args = 1},
     {.fullname = "client|list",
      .group = "connection",
@@ -3770,28 +3823,28 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_list_tips,
      .num_tips = 1,
-     .args = client_list_args_22,
+     .args = client_list_args_24,
      .num_args = 2},
     {.fullname = "client|no-evict",
      .group = "connection",
      .since = "7.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_evict_args_24,
+     .args = client_no_evict_args_26,
      .num_args = 1},
     {.fullname = "client|no-touch",
      .group = "connection",
      .since = "7.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_touch_args_26,
+     .args = client_no_touch_args_28,
      .num_args = 1},
     {.fullname = "client|reply",
      .group = "connection",
      .since = "3.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_reply_args_28,
+     .args = client_reply_args_30,
      .num_args = 1},
     {.fullname = "client|setinfo",
      .group = "connection",
@@ -3800,7 +3853,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setinfo_tips,
      .num_tips = 2,
-     .args = client_setinfo_args_30,
+     .args = client_setinfo_args_32,
      .num_args = 1},
     {.fullname = "client|setname",
      .group = "connection",
@@ -3809,15 +3862,20 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setname_tips,
      .num_tips = 2,
-     .args = client_setname_args_31,
+     .args = client_setname_args_33,
      .num_args = 1},
-    {.fullname = "client|unblock",
+    {.fullname = "client|tracking",
      .group = "connection",
-     .since = "5.0.0",
-     .complexity = "O(log N) where N is the number of client connections",
+     .since = "6.0.0",
+     .complexity = "O(1). Some options may introduce additional complexity.",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_unblock_args,
-     .num_args = 2},
+     .args = client_tracking_args_35,
+     .num_args = 7},
+    {.fullname = "client|trackinginfo",
+     .group = "connection",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION},
     {.fullname = "command",
      .group = "server",
      .since = "2.8.13",
@@ -3837,21 +3895,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_32,
+     .args = command_docs_args_36,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_33,
+     .args = command_getkeys_args_37,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_34,
+     .args = command_getkeysandflags_args_38,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -3865,7 +3923,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_35,
+     .args = command_info_args_39,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -3874,7 +3932,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_37,
+     .args = command_list_args_41,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -3884,7 +3942,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_38,
+     .args = config_get_args_42,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -3905,7 +3963,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_40,
+     .args = config_set_args_44,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -3915,7 +3973,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_41,
+     .args = copy_args_45,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -3936,7 +3994,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_42,
+     .args = decr_args_46,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -3945,7 +4003,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_43,
+     .args = decrby_args_47,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -3959,7 +4017,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_44,
+     .args = del_args_48,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -3971,7 +4029,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_45,
+     .args = echo_args_49,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -3987,7 +4045,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_46,
+     .args = exists_args_50,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -3996,7 +4054,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_48,
+     .args = expire_args_52,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4005,7 +4063,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_50,
+     .args = expireat_args_54,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4014,7 +4072,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_51,
+     .args = expiretime_args_55,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4023,7 +4081,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_53,
+     .args = flushall_args_57,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4032,7 +4090,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_55,
+     .args = flushdb_args_59,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4041,7 +4099,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_56,
+     .args = get_args_60,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4050,7 +4108,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_57,
+     .args = getdel_args_61,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4059,7 +4117,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_59,
+     .args = getex_args_63,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4071,7 +4129,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_60,
+     .args = getrange_args_64,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4083,7 +4141,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_61,
+     .args = getset_args_65,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4092,14 +4150,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_62,
+     .args = hdel_args_66,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_65,
+     .args = hello_args_69,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4108,7 +4166,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_66,
+     .args = hexists_args_70,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4117,7 +4175,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_69,
+     .args = hexpire_args_73,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4126,7 +4184,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_72,
+     .args = hexpireat_args_76,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4135,7 +4193,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_74,
+     .args = hexpiretime_args_78,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4144,7 +4202,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_75,
+     .args = hget_args_79,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4155,7 +4213,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_76,
+     .args = hgetall_args_80,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4164,7 +4222,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_78,
+     .args = hgetdel_args_82,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4173,7 +4231,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_81,
+     .args = hgetex_args_85,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4182,7 +4240,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_82,
+     .args = hincrby_args_86,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4191,7 +4249,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_83,
+     .args = hincrbyfloat_args_87,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4202,7 +4260,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_84,
+     .args = hkeys_args_88,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4211,7 +4269,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_85,
+     .args = hlen_args_89,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4220,7 +4278,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_86,
+     .args = hmget_args_90,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4232,7 +4290,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_88,
+     .args = hmset_args_92,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4241,7 +4299,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_90,
+     .args = hpersist_args_94,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4250,7 +4308,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_93,
+     .args = hpexpire_args_97,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4259,7 +4317,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_96,
+     .args = hpexpireat_args_100,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4268,7 +4326,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_98,
+     .args = hpexpiretime_args_102,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4277,7 +4335,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_100,
+     .args = hpttl_args_104,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4288,7 +4346,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_102,
+     .args = hrandfield_args_106,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4301,7 +4359,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_103,
+     .args = hscan_args_107,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4311,7 +4369,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_105,
+     .args = hset_args_109,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4320,7 +4378,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_111,
+     .args = hsetex_args_115,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4329,7 +4387,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_112,
+     .args = hsetnx_args_116,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4338,7 +4396,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_113,
+     .args = hstrlen_args_117,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4347,7 +4405,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_115,
+     .args = httl_args_119,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4358,7 +4416,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_116,
+     .args = hvals_args_120,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4367,7 +4425,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_117,
+     .args = incr_args_121,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4376,7 +4434,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_118,
+     .args = incrby_args_122,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4385,7 +4443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_119,
+     .args = incrbyfloat_args_123,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4394,7 +4452,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_120,
+     .args = info_args_124,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4404,7 +4462,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_121,
+     .args = keys_args_125,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4421,7 +4479,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_122,
+     .args = lindex_args_126,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4433,7 +4491,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_124,
+     .args = linsert_args_128,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4442,7 +4500,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_125,
+     .args = llen_args_129,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4451,7 +4509,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_128,
+     .args = lmove_args_132,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4461,7 +4519,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_130,
+     .args = lmpop_args_134,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4470,7 +4528,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_131,
+     .args = lpop_args_135,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4481,7 +4539,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_132,
+     .args = lpos_args_136,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4491,7 +4549,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_133,
+     .args = lpush_args_137,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4501,7 +4559,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_134,
+     .args = lpushx_args_138,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4512,7 +4570,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_135,
+     .args = lrange_args_139,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4522,7 +4580,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_136,
+     .args = lrem_args_140,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4532,7 +4590,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_137,
+     .args = lset_args_141,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4541,7 +4599,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_138,
+     .args = ltrim_args_142,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4578,7 +4636,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_139,
+     .args = memory_usage_args_143,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4589,7 +4647,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_140,
+     .args = mget_args_144,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4607,21 +4665,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_141,
+     .args = module_load_args_145,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_143,
+     .args = module_loadex_args_147,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_144,
+     .args = module_unload_args_148,
      .num_args = 1},
     {.fullname = "move",
      .group = "generic",
@@ -4630,7 +4688,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_145,
+     .args = move_args_149,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4641,7 +4699,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_147,
+     .args = mset_args_151,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4650,7 +4708,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_149,
+     .args = msetnx_args_153,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4670,7 +4728,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_150,
+     .args = object_encoding_args_154,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4681,7 +4739,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_151,
+     .args = object_freq_args_155,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4697,7 +4755,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_152,
+     .args = object_idletime_args_156,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -4708,7 +4766,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_153,
+     .args = object_refcount_args_157,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -4717,7 +4775,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_154,
+     .args = persist_args_158,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -4726,7 +4784,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_156,
+     .args = pexpire_args_160,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -4735,7 +4793,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_158,
+     .args = pexpireat_args_162,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -4744,7 +4802,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_159,
+     .args = pexpiretime_args_163,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -4753,7 +4811,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_160,
+     .args = ping_args_164,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -4765,7 +4823,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_161,
+     .args = psetex_args_165,
      .num_args = 3},
     {.fullname = "pttl",
      .group = "generic",
@@ -4776,7 +4834,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_162,
+     .args = pttl_args_166,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4810,7 +4868,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_163,
+     .args = rename_args_167,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4819,7 +4877,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_164,
+     .args = renamenx_args_168,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4833,7 +4891,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_165,
+     .args = rpop_args_169,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4845,7 +4903,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_166,
+     .args = rpoplpush_args_170,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4855,7 +4913,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_167,
+     .args = rpush_args_171,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -4865,7 +4923,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_168,
+     .args = rpushx_args_172,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -4875,7 +4933,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_169,
+     .args = sadd_args_173,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -4891,7 +4949,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_170,
+     .args = scan_args_174,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -4900,7 +4958,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_171,
+     .args = scard_args_175,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -4911,7 +4969,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_172,
+     .args = sdiff_args_176,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -4920,14 +4978,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_173,
+     .args = sdiffstore_args_177,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_174,
+     .args = select_args_178,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -4936,7 +4994,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_177,
+     .args = set_args_181,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -4949,7 +5007,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_178,
+     .args = setex_args_182,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -4961,7 +5019,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_179,
+     .args = setnx_args_183,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -4972,14 +5030,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_180,
+     .args = setrange_args_184,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_184,
+     .args = shutdown_args_188,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -4991,7 +5049,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_185,
+     .args = sinter_args_189,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5001,7 +5059,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_186,
+     .args = sintercard_args_190,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5011,7 +5069,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_187,
+     .args = sinterstore_args_191,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5020,7 +5078,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_188,
+     .args = sismember_args_192,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5032,7 +5090,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_189,
+     .args = slowlog_get_args_193,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5056,7 +5114,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_190,
+     .args = smembers_args_194,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5065,7 +5123,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_191,
+     .args = smismember_args_195,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5074,7 +5132,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_192,
+     .args = smove_args_196,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5085,7 +5143,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_195,
+     .args = sort_args_199,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5097,7 +5155,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_198,
+     .args = sort_ro_args_202,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5110,7 +5168,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_199,
+     .args = spop_args_203,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5122,7 +5180,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_200,
+     .args = srandmember_args_204,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5131,7 +5189,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_201,
+     .args = srem_args_205,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5144,7 +5202,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_202,
+     .args = sscan_args_206,
      .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
@@ -5153,7 +5211,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_203,
+     .args = strlen_args_207,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5168,7 +5226,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_204,
+     .args = substr_args_208,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5179,7 +5237,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_205,
+     .args = sunion_args_209,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5188,7 +5246,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_206,
+     .args = sunionstore_args_210,
      .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
@@ -5196,7 +5254,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_207,
+     .args = swapdb_args_211,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5213,7 +5271,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_208,
+     .args = touch_args_212,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5224,7 +5282,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_209,
+     .args = ttl_args_213,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5233,7 +5291,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_210,
+     .args = type_args_214,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5246,7 +5304,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_211,
+     .args = unlink_args_215,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5260,7 +5318,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_212,
+     .args = watch_args_216,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5270,7 +5328,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_216,
+     .args = zadd_args_220,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5279,7 +5337,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_217,
+     .args = zcard_args_221,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5288,7 +5346,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_218,
+     .args = zcount_args_222,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5298,7 +5356,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_219,
+     .args = zdiff_args_223,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5308,7 +5366,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_220,
+     .args = zdiffstore_args_224,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5317,7 +5375,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_221,
+     .args = zincrby_args_225,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5328,7 +5386,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_223,
+     .args = zinter_args_227,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5338,7 +5396,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_224,
+     .args = zintercard_args_228,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5349,7 +5407,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_226,
+     .args = zinterstore_args_230,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5358,7 +5416,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_227,
+     .args = zlexcount_args_231,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5368,7 +5426,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_229,
+     .args = zmpop_args_233,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5377,7 +5435,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_230,
+     .args = zmscore_args_234,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5387,7 +5445,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_231,
+     .args = zpopmax_args_235,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5397,7 +5455,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_232,
+     .args = zpopmin_args_236,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5408,7 +5466,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_234,
+     .args = zrandmember_args_238,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5418,7 +5476,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_237,
+     .args = zrange_args_241,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5432,7 +5490,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_239,
+     .args = zrangebylex_args_243,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5446,7 +5504,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_241,
+     .args = zrangebyscore_args_245,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5456,7 +5514,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_244,
+     .args = zrangestore_args_248,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5465,7 +5523,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_245,
+     .args = zrank_args_249,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5475,7 +5533,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_246,
+     .args = zrem_args_250,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5485,7 +5543,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_247,
+     .args = zremrangebylex_args_251,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5495,7 +5553,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_248,
+     .args = zremrangebyrank_args_252,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5505,7 +5563,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_249,
+     .args = zremrangebyscore_args_253,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5518,7 +5576,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_250,
+     .args = zrevrange_args_254,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5532,7 +5590,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_252,
+     .args = zrevrangebylex_args_256,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5546,7 +5604,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_254,
+     .args = zrevrangebyscore_args_258,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5555,7 +5613,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_255,
+     .args = zrevrank_args_259,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5568,7 +5626,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_256,
+     .args = zscan_args_260,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5577,7 +5635,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_257,
+     .args = zscore_args_261,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5587,7 +5645,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_259,
+     .args = zunion_args_263,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5597,7 +5655,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_261,
+     .args = zunionstore_args_265,
      .num_args = 5},
 };
 

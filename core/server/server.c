@@ -174,6 +174,7 @@ static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
+    tracking_enforce_limit();
     if (srv.active_expire_enabled) {
         db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
         types_active_expire(event_cached_ms());
@@ -210,6 +211,7 @@ static void server_before_sleep(event_loop *el) {
     do {
         io_threads_poll();
         blocking_before_sleep();
+        tracking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());
@@ -404,6 +406,7 @@ int server_init_core(char **err) {
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
+    tracking_setup(&srv.tracking, &srv.tracking_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -454,6 +457,7 @@ void server_teardown(void) {
         client_free_closed();
     }
     blocking_teardown();
+    tracking_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);

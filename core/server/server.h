@@ -17,6 +17,7 @@
 #include "server/server_compat.h"
 #include "session/blocking.h"
 #include "session/client.h"
+#include "session/tracking.h"
 #include "types/types.h"
 
 /* The event loop's own counters, named as their INFO stats fields:
@@ -42,6 +43,8 @@ typedef struct server {
     session_options session;
     session_metrics session_stats;
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
+    tracking_options tracking;
+    tracking_metrics tracking_stats; /* gauges too */
     server_compat_options compat; /* Valkey directives without a feature yet */
     server_metrics stats; /* the event loop's */
 

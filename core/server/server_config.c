@@ -234,6 +234,7 @@ static const config_def server_config_table[] = {
     I("lfu-decay-time", 0, db.lfu_decay_time, "1", 0, INT_MAX, NULL),
     L("slowlog-log-slower-than", 0, session.slowlog_log_slower_than, "10000", -1, LLONG_MAX),
     L("slowlog-max-len", 0, session.slowlog_max_len, "128", 0, LONG_MAX),
+    L("tracking-table-max-keys", 0, tracking.table_max_keys, "1000000", 0, LONG_MAX),
     E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
     S("logfile", CFG_IMMUTABLE, log.logfile, ""),
     S("pidfile", CFG_IMMUTABLE, pidfile, ""),

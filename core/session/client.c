@@ -14,6 +14,7 @@
 #include "session/blocking.h"
 #include "session/call.h"
 #include "session/reply.h"
+#include "session/tracking.h"
 #include "keyspace/evict.h"
 
 #include <ctype.h>
@@ -157,6 +158,7 @@ static void client_release_parser_bigs(client *c) {
 
 static void client_free_now(client *c) {
     blocking_forget(c);
+    if (c->tracking || (c->flags & CLIENT_TRACKING)) tracking_disable(c);
     client_unschedule_write(c);
     call_client_event(
         c, CALL_EVENT_CLOSE); /* the transaction code's hook drops MULTI and WATCH state */
@@ -630,6 +632,7 @@ void client_execute(client *c) {
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;
     current_client = c;
+    tracking_enforce_limit();
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {
@@ -641,6 +644,7 @@ void client_execute(client *c) {
         }
     }
     current_client = outer;
+    if (K_UNLIKELY(c->flags & CLIENT_TRACKING_CACHING)) tracking_command_done(c);
     /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
     c->flags &= ~CLIENT_REPLY_SKIP;
     if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
@@ -892,6 +896,7 @@ static void client_flags_str(client *c, char *buf) {
     char *p = buf;
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
     if (c->bstate) *p++ = 'b';
+    p = tracking_flags_str(c, p);
     if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
     if (c->flags & CLIENT_UNBLOCKED) *p++ = 'u';
@@ -928,16 +933,15 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
         "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
         "multi-mem=%zu rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
-        "cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
+        "cmd=%s user=default redir=%lld resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
         "tot-net-out=%lld tot-cmds=%lld\n",
         (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
         c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, client_watch_count(c),
         client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
-        c->reply_bytes, client_memory(c),
-        (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
-        last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp,
-        c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in, c->net_out,
-        c->commands_processed);
+        c->reply_bytes, client_memory(c), (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
+        last ? (last->fullname ? last->fullname : last->name) : "NULL", tracking_redirect_id(c),
+        c->resp, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in,
+        c->net_out, c->commands_processed);
     return n < 0 ? 0 : (size_t)n;
 }
