@@ -10,6 +10,7 @@
 #include "common/common.h"
 #include "common/log.h"
 #include "common/kmem.h"
+#include "ds/hashtable.h"
 #include "io/io_threads.h"
 #include "session/blocking.h"
 #include "session/call.h"
@@ -32,6 +33,7 @@ static client *clients_head;
 static unsigned long connected_clients;
 static uint64_t next_client_id;
 static client *current_client;
+static hashtable *clients_by_id; /* the same clients, by id */
 
 void session_setup(const session_options *o, session_metrics *m) {
     session_opts_in_use = o;
@@ -39,6 +41,10 @@ void session_setup(const session_options *o, session_metrics *m) {
 }
 
 void session_teardown(void) {
+    if (clients_by_id && !hashtable_size(clients_by_id)) {
+        hashtable_release(clients_by_id);
+        clients_by_id = NULL;
+    }
     session_opts_in_use = NULL;
     session_stats_in_use = NULL;
     next_client_id = 0;
@@ -76,7 +82,18 @@ static client *pending_head;
 static client **close_list;
 static size_t close_count, close_cap;
 
+/* Clients by id: invalidation messages and redirects look them up for
+ * every key that changes (CLIENT TRACKING), so not by walking the list. */
+static const void *client_id_key(const void *entry, size_t *len) {
+    *len = sizeof(uint64_t);
+    return &((const client *)entry)->id;
+}
+
+static const hashtable_type client_id_type = {.entry_key = client_id_key};
+
 static void client_link(client *c) {
+    if (!clients_by_id) clients_by_id = hashtable_create(&client_id_type);
+    hashtable_add(clients_by_id, c, NULL);
     c->next = clients_head;
     if (clients_head) clients_head->prev = c;
     clients_head = c;
@@ -84,6 +101,7 @@ static void client_link(client *c) {
 }
 
 static void client_unlink(client *c) {
+    hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL);
     if (c->prev) c->prev->next = c->next;
     else
         clients_head = c->next;
@@ -865,9 +883,7 @@ void client_check_obuf_now(client *c) {
 /* ---- introspection ---- */
 
 client *client_by_id(uint64_t id) {
-    for (client *c = clients_head; c; c = c->next)
-        if (c->id == id) return c;
-    return NULL;
+    return clients_by_id ? hashtable_find(clients_by_id, &id, sizeof(id)) : NULL;
 }
 
 void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {

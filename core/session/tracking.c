@@ -177,7 +177,7 @@ static void tracking_send(client *c, const char *proto, size_t len) {
     const char *head;
     if (to->resp >= 3)
         head = push;
-    else if (to != c && (to->flags & CLIENT_PUBSUB))
+    else if (redirect && (to->flags & CLIENT_PUBSUB))
         head = message;
     else
         return; /* a RESP2 connection has no way to carry it */
