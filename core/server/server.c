@@ -170,6 +170,7 @@ int server_rebind(void) {
 
 static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     event_update_cached_time();
+    if (srv.cron_paused) return 1000 / srv.hz;
     srv.cronloops++;
     info_track_instantaneous();
     km_peak_memory();
@@ -374,6 +375,7 @@ static const commands_env server_commands_env = {
     .enable_module_cmd = &srv.enable_module_cmd,
     .enable_protected_configs = &srv.compat.enable_protected_configs,
     .active_expire_enabled = &srv.active_expire_enabled,
+    .cron_paused = &srv.cron_paused,
     .lastsave = &srv.lastsave,
     .configfile = &srv.configfile,
     .shutdown = server_request_shutdown,

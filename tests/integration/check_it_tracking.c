@@ -12,11 +12,15 @@
 #include <string.h>
 
 /* A raw RESP3 connection (HELLO 3 read). */
-static it_raw *resp3(void) {
-    it_raw *r = it_raw_connect(S);
+static it_raw *resp3_on(it_server *srv) {
+    it_raw *r = it_raw_connect(srv);
     it_raw_cmd(r, "HELLO", "3", NULL);
     ck_assert_ptr_nonnull(it_raw_read(r));
     return r;
+}
+
+static it_raw *resp3(void) {
+    return resp3_on(S);
 }
 
 static long long raw_id(it_raw *r) {
@@ -413,6 +417,32 @@ START_TEST(test_info_and_list) {
 }
 END_TEST
 
+/* With the cron paused, the bound is applied before the next command, even
+ * one MULTI queues (Valkey's regression test for #11715). */
+START_TEST(test_bound_before_command) {
+    it_server *srv = it_start("--enable-debug-command", "yes", NULL);
+    redisContext *c = it_connect(srv);
+    it_raw *r = resp3_on(srv);
+    raw_expect(r, "+OK", "CLIENT", "TRACKING", "ON");
+    raw_expect(r, "[_,_]", "MGET", "1{tag}", "2{tag}");
+    raw_expect(r, "+OK", "MULTI");
+    expect_ok(c, "DEBUG PAUSE-CRON 1");
+    expect_ok(c, "CONFIG SET tracking-table-max-keys 1");
+    it_raw_cmd(r, "PING", NULL);
+    it_value *v = it_raw_read(r);
+    ck_assert_ptr_nonnull(v);
+    char buf[128];
+    it_vrender(v, buf, sizeof(buf));
+    ck_assert_msg(!strcmp(buf, ">[\"invalidate\",[\"1{tag}\"]]") ||
+                      !strcmp(buf, ">[\"invalidate\",[\"2{tag}\"]]"),
+                  "%s", buf);
+    expect_raw(r, "+QUEUED");
+    raw_expect(r, "[+PONG]", "EXEC");
+    ck_assert_int_eq(it_info_int(c, "stats", "tracking_total_keys"), 1);
+    expect_ok(c, "DEBUG PAUSE-CRON 0");
+}
+END_TEST
+
 static Suite *tracking_suite(void) {
     Suite *s = suite_create("tracking");
     TCase *tc = it_tcase(s, "tracking");
@@ -429,6 +459,8 @@ static Suite *tracking_suite(void) {
     tcase_add_test(tc, test_reply_off_and_reset);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_info_and_list);
+    tc = it_tcase_bare(s, "own-server");
+    tcase_add_test(tc, test_bound_before_command);
     return s;
 }
 
