@@ -650,7 +650,7 @@ void client_execute(client *c) {
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;
     current_client = c;
-    tracking_enforce_limit();
+    if (K_UNLIKELY(tracking_active())) tracking_enforce_limit();
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {

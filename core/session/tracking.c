@@ -15,8 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-METRICS_DESCS(tracking_metric_descs, tracking_metrics, TRACKING_METRICS);
-
 /* Per client, allocated by CLIENT TRACKING ON. */
 typedef struct tracking_state {
     uint64_t redirect; /* 0: the client itself */
@@ -62,7 +60,7 @@ typedef struct pending_msg {
 } pending_msg;
 
 static const tracking_options *opts;
-static tracking_metrics *stats;
+tracking_metrics *tracking_stats_in_use;
 static hashtable *table; /* track_key */
 static track_prefix **prefixes;
 static size_t nprefixes;
@@ -101,8 +99,8 @@ static const hashtable_type bcast_key_type = {.entry_key = bcast_key_key,
                                               .entry_free = bcast_key_free};
 
 static void tracking_update_sizes(void) {
-    stats->tracking_total_keys = (long long)hashtable_size(table);
-    stats->tracking_total_prefixes = (long long)nprefixes;
+    tracking_stats_in_use->tracking_total_keys = (long long)hashtable_size(table);
+    tracking_stats_in_use->tracking_total_prefixes = (long long)nprefixes;
 }
 
 static void tracking_table_add(const char *key, size_t len, uint64_t id) {
@@ -114,7 +112,7 @@ static void tracking_table_add(const char *key, size_t len, uint64_t id) {
         k->len = len;
         memcpy(k->key, key, len);
         hashtable_add(table, k, NULL);
-        stats->tracking_total_keys++;
+        tracking_stats_in_use->tracking_total_keys++;
     }
     for (uint32_t i = 0; i < k->nids; i++)
         if (k->ids[i] == id) return;
@@ -123,7 +121,7 @@ static void tracking_table_add(const char *key, size_t len, uint64_t id) {
         k->ids = km_realloc(k->ids, sizeof(uint64_t) * k->cap);
     }
     k->ids[k->nids++] = id;
-    stats->tracking_total_items++;
+    tracking_stats_in_use->tracking_total_items++;
 }
 
 /* ---- delivery ---- */
@@ -222,9 +220,9 @@ static void tracking_invalidate_entry(track_key *k) {
         tracking_send(target, proto, plen);
     }
     if (proto != buf) km_free(proto);
-    stats->tracking_total_items -= k->nids;
+    tracking_stats_in_use->tracking_total_items -= k->nids;
     hashtable_delete(table, k->key, k->len, NULL);
-    stats->tracking_total_keys = (long long)hashtable_size(table);
+    tracking_stats_in_use->tracking_total_keys = (long long)hashtable_size(table);
 }
 
 static void tracking_collect_bcast(const char *key, size_t len, uint64_t writer) {
@@ -248,12 +246,12 @@ static void tracking_collect_bcast(const char *key, size_t len, uint64_t writer)
  * now; the null goes to every tracking client once the command is over
  * (FLUSHALL announces each database: one message, not sixteen). */
 static void tracking_on_flush(void) {
-    if (stats->tracking_clients &&
+    if (tracking_stats_in_use->tracking_clients &&
         !(npending && !pending[npending - 1].c && !pending[npending - 1].proto))
         tracking_queue(NULL, NULL, 0);
     hashtable_empty(table);
-    stats->tracking_total_keys = 0;
-    stats->tracking_total_items = 0;
+    tracking_stats_in_use->tracking_total_keys = 0;
+    tracking_stats_in_use->tracking_total_items = 0;
 }
 
 static void tracking_on_change(const db_change *ch, void *priv) {
@@ -322,7 +320,8 @@ void tracking_command_done(client *c) {
  * converges in a few crons without stalling one). */
 void tracking_enforce_limit(void) {
     static unsigned rounds_over;
-    if (!stats || !stats->tracking_clients || !opts->table_max_keys) return;
+    if (!tracking_stats_in_use || !tracking_stats_in_use->tracking_clients || !opts->table_max_keys)
+        return;
     size_t max = (size_t)opts->table_max_keys;
     if (hashtable_size(table) <= max) {
         rounds_over = 0;
@@ -392,7 +391,7 @@ static void tracking_bcast_prefix(track_prefix *p) {
 }
 
 void tracking_before_sleep(void) {
-    if (!stats) return;
+    if (!tracking_stats_in_use) return;
     if (tracking_pending_in_use) tracking_flush_pending();
     for (size_t i = 0; i < nprefixes; i++)
         if (hashtable_size(prefixes[i]->keys)) tracking_bcast_prefix(prefixes[i]);
@@ -468,7 +467,7 @@ static void tracking_drop_pending(client *c) {
 void tracking_disable(client *c) {
     tracking_state *st = c->tracking;
     if (npending) tracking_drop_pending(c);
-    if (c->flags & CLIENT_TRACKING) stats->tracking_clients--;
+    if (c->flags & CLIENT_TRACKING) tracking_stats_in_use->tracking_clients--;
     c->flags &= ~CLIENT_TRACKING_ALL;
     if (!st) return;
     for (size_t i = 0; i < st->nprefixes; i++)
@@ -599,7 +598,7 @@ static int tracking_check_on(client *c, const tracking_args *a) {
 /* ON again keeps the BCAST prefixes (new ones are added) and CACHING, and
  * replaces the rest of the mode, the redirect included. */
 static void tracking_enable(client *c, const tracking_args *a) {
-    if (!(c->flags & CLIENT_TRACKING)) stats->tracking_clients++;
+    if (!(c->flags & CLIENT_TRACKING)) tracking_stats_in_use->tracking_clients++;
     if (!c->tracking) c->tracking = km_calloc(1, sizeof(tracking_state));
     tracking_state *st = c->tracking;
     c->flags &= ~(CLIENT_TRACKING_BROKEN_REDIR | CLIENT_TRACKING_OPTIN | CLIENT_TRACKING_OPTOUT);
@@ -723,13 +722,13 @@ char *tracking_flags_str(const client *c, char *p) {
 
 void tracking_setup(const tracking_options *o, tracking_metrics *m) {
     opts = o;
-    stats = m;
+    tracking_stats_in_use = m;
     table = hashtable_create(&track_key_type);
     db_add_hook(tracking_on_change, NULL);
 }
 
 void tracking_teardown(void) {
-    if (!stats) return;
+    if (!tracking_stats_in_use) return;
     db_remove_hook(tracking_on_change, NULL);
     for (size_t i = 0; i < npending; i++)
         km_free(pending[i].proto);
@@ -744,6 +743,6 @@ void tracking_teardown(void) {
     nprefixes = 0;
     hashtable_release(table);
     table = NULL;
-    stats = NULL;
+    tracking_stats_in_use = NULL;
     opts = NULL;
 }

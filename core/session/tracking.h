@@ -48,9 +48,8 @@ typedef struct tracking_options {
     X(T, tracking_total_keys)                                                                      \
     X(T, tracking_total_items)                                                                     \
     X(T, tracking_total_prefixes)
+/* Gauges, as blocking's: INFO reads them by name, RESETSTAT leaves them. */
 METRICS_STRUCT(tracking_metrics, TRACKING_METRICS);
-extern const metric_desc tracking_metric_descs[];
-extern const size_t tracking_metric_descs_count;
 
 /* Borrows opts and metrics until tracking_teardown; adds the keyspace hook. */
 void tracking_setup(const tracking_options *opts, tracking_metrics *metrics);
@@ -82,8 +81,14 @@ static inline int tracking_has_pending(void) {
     return tracking_pending_in_use;
 }
 /* Forgets keys over tracking-table-max-keys (before each command and in
- * the cron, as Valkey does); cheap when there are no tracking clients. */
+ * the cron, as Valkey does, while some client tracks). */
 void tracking_enforce_limit(void);
+/* The gauges tracking_setup was handed, exposed so that the request path's
+ * check inlines: whether any client tracks. */
+extern tracking_metrics *tracking_stats_in_use;
+static inline int tracking_active(void) {
+    return tracking_stats_in_use && tracking_stats_in_use->tracking_clients;
+}
 /* The BCAST messages collected during this event loop iteration
  * (before-sleep). */
 void tracking_before_sleep(void);
