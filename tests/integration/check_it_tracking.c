@@ -106,6 +106,21 @@ START_TEST(test_own_write_after_reply) {
 }
 END_TEST
 
+/* A blocked command served later: its own invalidation follows its reply. */
+START_TEST(test_unblocked_after_reply) {
+    it_raw *r = resp3();
+    expect_int(C, 1, "RPUSH dst a");
+    raw_expect(r, "+OK", "CLIENT", "TRACKING", "ON");
+    raw_expect(r, "[\"a\"]", "LRANGE", "dst", "0", "-1");
+    it_raw_cmd(r, "BLMOVE", "src", "dst", "LEFT", "LEFT", "0", NULL);
+    it_wait_until(info("clients", "blocked_clients") == 1, 5000);
+    expect_int(C, 1, "RPUSH src foo");
+    expect_raw(r, "\"foo\"");
+    expect_raw(r, ">[\"invalidate\",[\"dst\"]]");
+    expect_quiet(r);
+}
+END_TEST
+
 START_TEST(test_noloop) {
     it_raw *r = resp3();
     raw_expect(r, "+OK", "CLIENT", "TRACKING", "ON", "NOLOOP");
@@ -448,6 +463,7 @@ static Suite *tracking_suite(void) {
     TCase *tc = it_tcase(s, "tracking");
     tcase_add_test(tc, test_default_mode);
     tcase_add_test(tc, test_own_write_after_reply);
+    tcase_add_test(tc, test_unblocked_after_reply);
     tcase_add_test(tc, test_noloop);
     tcase_add_test(tc, test_bcast);
     tcase_add_test(tc, test_bcast_noloop_and_all);
