@@ -456,30 +456,45 @@ static const command_arg client_tracking_args_35[] = {
      .flags = ARG_OPTIONAL},
 };
 
+static const command_arg client_unblock_args_36[] = {
+    {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
+    {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
+};
+
+static const command_arg client_unblock_args_37[] = {
+    {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "unblock-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = client_unblock_args_36,
+     .num_args = 2},
+};
+
 static const char *const command_tips[] = {"nondeterministic_output_order"};
 
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_36[] = {
+static const command_arg command_docs_args_38[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_37[] = {
+static const command_arg command_getkeys_args_39[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_38[] = {
+static const command_arg command_getkeysandflags_args_40[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_39[] = {
+static const command_arg command_info_args_41[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -488,23 +503,23 @@ static const command_arg command_info_args_39[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_40[] = {
+static const command_arg command_list_args_42[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_41[] = {
+static const command_arg command_list_args_43[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_40,
+     .subargs = command_list_args_42,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_42[] = {
+static const command_arg config_get_args_44[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -517,17 +532,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_43[] = {
+static const command_arg config_set_args_45[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_44[] = {
+static const command_arg config_set_args_46[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_43,
+     .subargs = config_set_args_45,
      .num_args = 2},
 };
 
@@ -544,7 +559,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_45[] = {
+static const command_arg copy_args_47[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -569,7 +584,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_46[] = {
+static const command_arg decr_args_48[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -581,7 +596,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_47[] = {
+static const command_arg decrby_args_49[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -596,11 +611,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_48[] = {
+static const command_arg del_args_50[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_49[] = {
+static const command_arg echo_args_51[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -614,7 +629,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_50[] = {
+static const command_arg exists_args_52[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -626,14 +641,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_51[] = {
+static const command_arg expire_args_53[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_52[] = {
+static const command_arg expire_args_54[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -641,7 +656,7 @@ static const command_arg expire_args_52[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_51,
+     .subargs = expire_args_53,
      .num_args = 4},
 };
 
@@ -653,14 +668,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_53[] = {
+static const command_arg expireat_args_55[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_54[] = {
+static const command_arg expireat_args_56[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -668,7 +683,7 @@ static const command_arg expireat_args_54[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_53,
+     .subargs = expireat_args_55,
      .num_args = 4},
 };
 
@@ -680,14 +695,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_55[] = {
+static const command_arg expiretime_args_57[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_56[] = {
+static const command_arg flushall_args_58[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -700,19 +715,19 @@ static const command_arg flushall_args_56[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_57[] = {
+static const command_arg flushall_args_59[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_56,
+     .subargs = flushall_args_58,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_58[] = {
+static const command_arg flushdb_args_60[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -725,12 +740,12 @@ static const command_arg flushdb_args_58[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_59[] = {
+static const command_arg flushdb_args_61[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_58,
+     .subargs = flushdb_args_60,
      .num_args = 2},
 };
 
@@ -742,7 +757,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_60[] = {
+static const command_arg get_args_62[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -754,7 +769,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_61[] = {
+static const command_arg getdel_args_63[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -766,7 +781,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_62[] = {
+static const command_arg getex_args_64[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -777,13 +792,13 @@ static const command_arg getex_args_62[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_63[] = {
+static const command_arg getex_args_65[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_62,
+     .subargs = getex_args_64,
      .num_args = 5},
 };
 
@@ -795,7 +810,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_64[] = {
+static const command_arg getrange_args_66[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -809,7 +824,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_65[] = {
+static const command_arg getset_args_67[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -822,24 +837,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_66[] = {
+static const command_arg hdel_args_68[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_67[] = {
+static const command_arg hello_args_69[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_68[] = {
+static const command_arg hello_args_70[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_67,
+     .subargs = hello_args_69,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -848,12 +863,12 @@ static const command_arg hello_args_68[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_69[] = {
+static const command_arg hello_args_71[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_68,
+     .subargs = hello_args_70,
      .num_args = 3},
 };
 
@@ -865,7 +880,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_70[] = {
+static const command_arg hexists_args_72[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -878,32 +893,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_71[] = {
+static const command_arg hexpire_args_73[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_72[] = {
+static const command_arg hexpire_args_74[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_73[] = {
+static const command_arg hexpire_args_75[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_71,
+     .subargs = hexpire_args_73,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_72,
+     .subargs = hexpire_args_74,
      .num_args = 2},
 };
 
@@ -915,32 +930,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_74[] = {
+static const command_arg hexpireat_args_76[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_75[] = {
+static const command_arg hexpireat_args_77[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_76[] = {
+static const command_arg hexpireat_args_78[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_74,
+     .subargs = hexpireat_args_76,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_75,
+     .subargs = hexpireat_args_77,
      .num_args = 2},
 };
 
@@ -952,18 +967,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_77[] = {
+static const command_arg hexpiretime_args_79[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_78[] = {
+static const command_arg hexpiretime_args_80[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_77,
+     .subargs = hexpiretime_args_79,
      .num_args = 2},
 };
 
@@ -975,7 +990,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_79[] = {
+static const command_arg hget_args_81[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -990,7 +1005,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_80[] = {
+static const command_arg hgetall_args_82[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1002,18 +1017,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_81[] = {
+static const command_arg hgetdel_args_83[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_82[] = {
+static const command_arg hgetdel_args_84[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_81,
+     .subargs = hgetdel_args_83,
      .num_args = 2},
 };
 
@@ -1025,7 +1040,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_83[] = {
+static const command_arg hgetex_args_85[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1036,24 +1051,24 @@ static const command_arg hgetex_args_83[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_84[] = {
+static const command_arg hgetex_args_86[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_85[] = {
+static const command_arg hgetex_args_87[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_83,
+     .subargs = hgetex_args_85,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_84,
+     .subargs = hgetex_args_86,
      .num_args = 2},
 };
 
@@ -1065,7 +1080,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_86[] = {
+static const command_arg hincrby_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1079,7 +1094,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_87[] = {
+static const command_arg hincrbyfloat_args_89[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1095,7 +1110,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_88[] = {
+static const command_arg hkeys_args_90[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1107,7 +1122,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_89[] = {
+static const command_arg hlen_args_91[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1119,7 +1134,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_90[] = {
+static const command_arg hmget_args_92[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1132,18 +1147,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_91[] = {
+static const command_arg hmset_args_93[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_92[] = {
+static const command_arg hmset_args_94[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_91,
+     .subargs = hmset_args_93,
      .num_args = 2},
 };
 
@@ -1155,18 +1170,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_93[] = {
+static const command_arg hpersist_args_95[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_94[] = {
+static const command_arg hpersist_args_96[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_93,
+     .subargs = hpersist_args_95,
      .num_args = 2},
 };
 
@@ -1178,32 +1193,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_95[] = {
+static const command_arg hpexpire_args_97[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_96[] = {
+static const command_arg hpexpire_args_98[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_97[] = {
+static const command_arg hpexpire_args_99[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_95,
+     .subargs = hpexpire_args_97,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_96,
+     .subargs = hpexpire_args_98,
      .num_args = 2},
 };
 
@@ -1215,32 +1230,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_98[] = {
+static const command_arg hpexpireat_args_100[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_99[] = {
+static const command_arg hpexpireat_args_101[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_100[] = {
+static const command_arg hpexpireat_args_102[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_98,
+     .subargs = hpexpireat_args_100,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_99,
+     .subargs = hpexpireat_args_101,
      .num_args = 2},
 };
 
@@ -1252,18 +1267,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_101[] = {
+static const command_arg hpexpiretime_args_103[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_102[] = {
+static const command_arg hpexpiretime_args_104[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_101,
+     .subargs = hpexpiretime_args_103,
      .num_args = 2},
 };
 
@@ -1275,18 +1290,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_103[] = {
+static const command_arg hpttl_args_105[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_104[] = {
+static const command_arg hpttl_args_106[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_103,
+     .subargs = hpttl_args_105,
      .num_args = 2},
 };
 
@@ -1300,7 +1315,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_105[] = {
+static const command_arg hrandfield_args_107[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1309,13 +1324,13 @@ static const command_arg hrandfield_args_105[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_106[] = {
+static const command_arg hrandfield_args_108[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_105,
+     .subargs = hrandfield_args_107,
      .num_args = 2},
 };
 
@@ -1329,7 +1344,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_107[] = {
+static const command_arg hscan_args_109[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1357,18 +1372,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_108[] = {
+static const command_arg hset_args_110[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_109[] = {
+static const command_arg hset_args_111[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_108,
+     .subargs = hset_args_110,
      .num_args = 2},
 };
 
@@ -1380,17 +1395,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_110[] = {
+static const command_arg hsetex_args_112[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_111[] = {
+static const command_arg hsetex_args_113[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_112[] = {
+static const command_arg hsetex_args_114[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1401,46 +1416,46 @@ static const command_arg hsetex_args_112[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_113[] = {
+static const command_arg hsetex_args_115[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_114[] = {
+static const command_arg hsetex_args_116[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_113,
+     .subargs = hsetex_args_115,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_115[] = {
+static const command_arg hsetex_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_110,
+     .subargs = hsetex_args_112,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_111,
+     .subargs = hsetex_args_113,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_112,
+     .subargs = hsetex_args_114,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_114,
+     .subargs = hsetex_args_116,
      .num_args = 2},
 };
 
@@ -1452,7 +1467,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_116[] = {
+static const command_arg hsetnx_args_118[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1466,7 +1481,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_117[] = {
+static const command_arg hstrlen_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1479,18 +1494,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_118[] = {
+static const command_arg httl_args_120[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_119[] = {
+static const command_arg httl_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_118,
+     .subargs = httl_args_120,
      .num_args = 2},
 };
 
@@ -1504,7 +1519,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_120[] = {
+static const command_arg hvals_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1516,7 +1531,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_121[] = {
+static const command_arg incr_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1528,7 +1543,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_122[] = {
+static const command_arg incrby_args_124[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1541,7 +1556,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_123[] = {
+static const command_arg incrbyfloat_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1549,7 +1564,7 @@ static const command_arg incrbyfloat_args_123[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_124[] = {
+static const command_arg info_args_126[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1559,7 +1574,7 @@ static const command_arg info_args_124[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_125[] = {
+static const command_arg keys_args_127[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1573,7 +1588,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_126[] = {
+static const command_arg lindex_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1586,17 +1601,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_127[] = {
+static const command_arg linsert_args_129[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_128[] = {
+static const command_arg linsert_args_130[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_127,
+     .subargs = linsert_args_129,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1610,7 +1625,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_129[] = {
+static const command_arg llen_args_131[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1627,28 +1642,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_130[] = {
-    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
-    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
-};
-
-static const command_arg lmove_args_131[] = {
-    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
-    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
-};
-
 static const command_arg lmove_args_132[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg lmove_args_133[] = {
+    {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
+    {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
+};
+
+static const command_arg lmove_args_134[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_130,
+     .subargs = lmove_args_132,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_131,
+     .subargs = lmove_args_133,
      .num_args = 2},
 };
 
@@ -1660,18 +1675,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_133[] = {
+static const command_arg lmpop_args_135[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_134[] = {
+static const command_arg lmpop_args_136[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_133,
+     .subargs = lmpop_args_135,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1688,7 +1703,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_135[] = {
+static const command_arg lpop_args_137[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1705,7 +1720,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_136[] = {
+static const command_arg lpos_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1733,7 +1748,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_137[] = {
+static const command_arg lpush_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1746,7 +1761,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_138[] = {
+static const command_arg lpushx_args_140[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1759,7 +1774,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_139[] = {
+static const command_arg lrange_args_141[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1773,7 +1788,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_140[] = {
+static const command_arg lrem_args_142[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1787,7 +1802,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_141[] = {
+static const command_arg lset_args_143[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1801,7 +1816,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_142[] = {
+static const command_arg ltrim_args_144[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1827,7 +1842,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_143[] = {
+static const command_arg memory_usage_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1846,30 +1861,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_144[] = {
+static const command_arg mget_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_145[] = {
+static const command_arg module_load_args_147[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_146[] = {
+static const command_arg module_loadex_args_148[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_147[] = {
+static const command_arg module_loadex_args_149[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_146,
+     .subargs = module_loadex_args_148,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1878,7 +1893,7 @@ static const command_arg module_loadex_args_147[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_148[] = {
+static const command_arg module_unload_args_150[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1890,7 +1905,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_149[] = {
+static const command_arg move_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1906,17 +1921,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_150[] = {
+static const command_arg mset_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_151[] = {
+static const command_arg mset_args_153[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_150,
+     .subargs = mset_args_152,
      .num_args = 2},
 };
 
@@ -1928,17 +1943,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_152[] = {
+static const command_arg msetnx_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_153[] = {
+static const command_arg msetnx_args_155[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_152,
+     .subargs = msetnx_args_154,
      .num_args = 2},
 };
 
@@ -1952,7 +1967,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_154[] = {
+static const command_arg object_encoding_args_156[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1966,7 +1981,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_155[] = {
+static const command_arg object_freq_args_157[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1980,7 +1995,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_156[] = {
+static const command_arg object_idletime_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1994,7 +2009,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_157[] = {
+static const command_arg object_refcount_args_159[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2006,7 +2021,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_158[] = {
+static const command_arg persist_args_160[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2018,14 +2033,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_159[] = {
+static const command_arg pexpire_args_161[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_160[] = {
+static const command_arg pexpire_args_162[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2033,7 +2048,7 @@ static const command_arg pexpire_args_160[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_159,
+     .subargs = pexpire_args_161,
      .num_args = 4},
 };
 
@@ -2045,14 +2060,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_161[] = {
+static const command_arg pexpireat_args_163[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_162[] = {
+static const command_arg pexpireat_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2060,7 +2075,7 @@ static const command_arg pexpireat_args_162[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_161,
+     .subargs = pexpireat_args_163,
      .num_args = 4},
 };
 
@@ -2072,14 +2087,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_163[] = {
+static const command_arg pexpiretime_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_164[] = {
+static const command_arg ping_args_166[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2091,7 +2106,7 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_165[] = {
+static const command_arg psetex_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2107,7 +2122,7 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_166[] = {
+static const command_arg pttl_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2127,7 +2142,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_167[] = {
+static const command_arg rename_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2145,7 +2160,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_168[] = {
+static const command_arg renamenx_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2158,7 +2173,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_169[] = {
+static const command_arg rpop_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2180,7 +2195,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_170[] = {
+static const command_arg rpoplpush_args_172[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2193,7 +2208,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_171[] = {
+static const command_arg rpush_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2206,7 +2221,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_172[] = {
+static const command_arg rpushx_args_174[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2219,7 +2234,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_173[] = {
+static const command_arg sadd_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2227,7 +2242,7 @@ static const command_arg sadd_args_173[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_174[] = {
+static const command_arg scan_args_176[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2255,7 +2270,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_175[] = {
+static const command_arg scard_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2269,7 +2284,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_176[] = {
+static const command_arg sdiff_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2286,12 +2301,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_177[] = {
+static const command_arg sdiffstore_args_179[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_178[] = {
+static const command_arg select_args_180[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2303,12 +2318,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_179[] = {
+static const command_arg set_args_181[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_180[] = {
+static const command_arg set_args_182[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2336,7 +2351,7 @@ static const command_arg set_args_180[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_181[] = {
+static const command_arg set_args_183[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2344,7 +2359,7 @@ static const command_arg set_args_181[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_179,
+     .subargs = set_args_181,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2356,7 +2371,7 @@ static const command_arg set_args_181[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_180,
+     .subargs = set_args_182,
      .num_args = 5},
 };
 
@@ -2368,7 +2383,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_182[] = {
+static const command_arg setex_args_184[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2382,7 +2397,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_183[] = {
+static const command_arg setnx_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2395,23 +2410,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_184[] = {
+static const command_arg setrange_args_186[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_185[] = {
+static const command_arg shutdown_args_187[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_186[] = {
+static const command_arg shutdown_args_188[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_185,
+     .subargs = shutdown_args_187,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2427,11 +2442,11 @@ static const command_arg shutdown_args_186[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_187[] = {
+static const command_arg shutdown_args_189[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_186,
+     .subargs = shutdown_args_188,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2440,12 +2455,12 @@ static const command_arg shutdown_args_187[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_188[] = {
+static const command_arg shutdown_args_190[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_187,
+     .subargs = shutdown_args_189,
      .num_args = 2},
 };
 
@@ -2459,7 +2474,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_189[] = {
+static const command_arg sinter_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2471,7 +2486,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_190[] = {
+static const command_arg sintercard_args_192[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2494,7 +2509,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_191[] = {
+static const command_arg sinterstore_args_193[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2507,7 +2522,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_192[] = {
+static const command_arg sismember_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2515,7 +2530,7 @@ static const command_arg sismember_args_192[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_193[] = {
+static const command_arg slowlog_get_args_195[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2535,7 +2550,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_194[] = {
+static const command_arg smembers_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2547,7 +2562,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_195[] = {
+static const command_arg smismember_args_197[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2565,7 +2580,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_196[] = {
+static const command_arg smove_args_198[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2581,17 +2596,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_197[] = {
+static const command_arg sort_args_199[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_198[] = {
+static const command_arg sort_args_200[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_199[] = {
+static const command_arg sort_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2604,7 +2619,7 @@ static const command_arg sort_args_199[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_197,
+     .subargs = sort_args_199,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2616,7 +2631,7 @@ static const command_arg sort_args_199[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_198,
+     .subargs = sort_args_200,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2639,17 +2654,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_200[] = {
+static const command_arg sort_ro_args_202[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_201[] = {
+static const command_arg sort_ro_args_203[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_202[] = {
+static const command_arg sort_ro_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2662,7 +2677,7 @@ static const command_arg sort_ro_args_202[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_200,
+     .subargs = sort_ro_args_202,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2674,7 +2689,7 @@ static const command_arg sort_ro_args_202[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_201,
+     .subargs = sort_ro_args_203,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2693,7 +2708,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_203[] = {
+static const command_arg spop_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2712,7 +2727,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_204[] = {
+static const command_arg srandmember_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2729,7 +2744,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_205[] = {
+static const command_arg srem_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2744,7 +2759,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_206[] = {
+static const command_arg sscan_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2767,7 +2782,7 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_207[] = {
+static const command_arg strlen_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2779,7 +2794,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_208[] = {
+static const command_arg substr_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2795,7 +2810,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_209[] = {
+static const command_arg sunion_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2812,12 +2827,12 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_210[] = {
+static const command_arg sunionstore_args_212[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_211[] = {
+static const command_arg swapdb_args_213[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2834,7 +2849,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_212[] = {
+static const command_arg touch_args_214[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2848,7 +2863,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_213[] = {
+static const command_arg ttl_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2860,7 +2875,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_214[] = {
+static const command_arg type_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2874,7 +2889,7 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_215[] = {
+static const command_arg unlink_args_217[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2886,7 +2901,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_216[] = {
+static const command_arg watch_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2898,36 +2913,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_217[] = {
+static const command_arg zadd_args_219[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_218[] = {
+static const command_arg zadd_args_220[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_219[] = {
+static const command_arg zadd_args_221[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_220[] = {
+static const command_arg zadd_args_222[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_217,
+     .subargs = zadd_args_219,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_218,
+     .subargs = zadd_args_220,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2945,7 +2960,7 @@ static const command_arg zadd_args_220[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_219,
+     .subargs = zadd_args_221,
      .num_args = 2},
 };
 
@@ -2957,7 +2972,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_221[] = {
+static const command_arg zcard_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2969,7 +2984,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_222[] = {
+static const command_arg zcount_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2983,7 +2998,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_223[] = {
+static const command_arg zdiff_args_225[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3006,7 +3021,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_224[] = {
+static const command_arg zdiffstore_args_226[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3020,7 +3035,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_225[] = {
+static const command_arg zincrby_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3034,13 +3049,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_226[] = {
+static const command_arg zinter_args_228[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_227[] = {
+static const command_arg zinter_args_229[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3053,7 +3068,7 @@ static const command_arg zinter_args_227[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_226,
+     .subargs = zinter_args_228,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3070,7 +3085,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_228[] = {
+static const command_arg zintercard_args_230[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3093,13 +3108,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_229[] = {
+static const command_arg zinterstore_args_231[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_230[] = {
+static const command_arg zinterstore_args_232[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3113,7 +3128,7 @@ static const command_arg zinterstore_args_230[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_229,
+     .subargs = zinterstore_args_231,
      .num_args = 3},
 };
 
@@ -3125,7 +3140,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_231[] = {
+static const command_arg zlexcount_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3139,18 +3154,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_232[] = {
+static const command_arg zmpop_args_234[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_233[] = {
+static const command_arg zmpop_args_235[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_232,
+     .subargs = zmpop_args_234,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3167,7 +3182,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_234[] = {
+static const command_arg zmscore_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3180,7 +3195,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_235[] = {
+static const command_arg zpopmax_args_237[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3193,7 +3208,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_236[] = {
+static const command_arg zpopmin_args_238[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3208,7 +3223,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_237[] = {
+static const command_arg zrandmember_args_239[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3217,13 +3232,13 @@ static const command_arg zrandmember_args_237[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_238[] = {
+static const command_arg zrandmember_args_240[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_237,
+     .subargs = zrandmember_args_239,
      .num_args = 2},
 };
 
@@ -3235,17 +3250,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_239[] = {
+static const command_arg zrange_args_241[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_240[] = {
+static const command_arg zrange_args_242[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_241[] = {
+static const command_arg zrange_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3254,7 +3269,7 @@ static const command_arg zrange_args_241[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_239,
+     .subargs = zrange_args_241,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3268,7 +3283,7 @@ static const command_arg zrange_args_241[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_240,
+     .subargs = zrange_args_242,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3285,12 +3300,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_242[] = {
+static const command_arg zrangebylex_args_244[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_243[] = {
+static const command_arg zrangebylex_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3299,7 +3314,7 @@ static const command_arg zrangebylex_args_243[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_242,
+     .subargs = zrangebylex_args_244,
      .num_args = 2},
 };
 
@@ -3311,12 +3326,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_244[] = {
+static const command_arg zrangebyscore_args_246[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_245[] = {
+static const command_arg zrangebyscore_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3331,7 +3346,7 @@ static const command_arg zrangebyscore_args_245[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_244,
+     .subargs = zrangebyscore_args_246,
      .num_args = 2},
 };
 
@@ -3348,17 +3363,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_246[] = {
+static const command_arg zrangestore_args_248[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_247[] = {
+static const command_arg zrangestore_args_249[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_248[] = {
+static const command_arg zrangestore_args_250[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3367,7 +3382,7 @@ static const command_arg zrangestore_args_248[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_246,
+     .subargs = zrangestore_args_248,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3379,7 +3394,7 @@ static const command_arg zrangestore_args_248[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_247,
+     .subargs = zrangestore_args_249,
      .num_args = 2},
 };
 
@@ -3391,7 +3406,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_249[] = {
+static const command_arg zrank_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3409,7 +3424,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_250[] = {
+static const command_arg zrem_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3422,7 +3437,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_251[] = {
+static const command_arg zremrangebylex_args_253[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3436,7 +3451,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_252[] = {
+static const command_arg zremrangebyrank_args_254[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3450,7 +3465,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_253[] = {
+static const command_arg zremrangebyscore_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3464,7 +3479,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_254[] = {
+static const command_arg zrevrange_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3483,12 +3498,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_255[] = {
+static const command_arg zrevrangebylex_args_257[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_256[] = {
+static const command_arg zrevrangebylex_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3497,7 +3512,7 @@ static const command_arg zrevrangebylex_args_256[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_255,
+     .subargs = zrevrangebylex_args_257,
      .num_args = 2},
 };
 
@@ -3509,12 +3524,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_257[] = {
+static const command_arg zrevrangebyscore_args_259[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_258[] = {
+static const command_arg zrevrangebyscore_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3528,7 +3543,7 @@ static const command_arg zrevrangebyscore_args_258[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_257,
+     .subargs = zrevrangebyscore_args_259,
      .num_args = 2},
 };
 
@@ -3540,7 +3555,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_259[] = {
+static const command_arg zrevrank_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3560,7 +3575,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_260[] = {
+static const command_arg zscan_args_262[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3588,7 +3603,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_261[] = {
+static const command_arg zscore_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3601,13 +3616,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_262[] = {
+static const command_arg zunion_args_264[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_263[] = {
+static const command_arg zunion_args_265[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3620,7 +3635,7 @@ static const command_arg zunion_args_263[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_262,
+     .subargs = zunion_args_264,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3642,13 +3657,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_264[] = {
+static const command_arg zunionstore_args_266[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_265[] = {
+static const command_arg zunionstore_args_267[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3662,7 +3677,7 @@ static const command_arg zunionstore_args_265[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_264,
+     .subargs = zunionstore_args_266,
      .num_args = 3},
 };
 
@@ -3876,6 +3891,13 @@ static const command_docs docs_table[] = {
      .since = "6.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION},
+    {.fullname = "client|unblock",
+     .group = "connection",
+     .since = "5.0.0",
+     .complexity = "O(log N) where N is the number of client connections",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_unblock_args_37,
+     .num_args = 2},
     {.fullname = "command",
      .group = "server",
      .since = "2.8.13",
@@ -3895,21 +3917,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_36,
+     .args = command_docs_args_38,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_37,
+     .args = command_getkeys_args_39,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_38,
+     .args = command_getkeysandflags_args_40,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -3923,7 +3945,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_39,
+     .args = command_info_args_41,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -3932,7 +3954,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_41,
+     .args = command_list_args_43,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -3942,7 +3964,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_42,
+     .args = config_get_args_44,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -3963,7 +3985,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_44,
+     .args = config_set_args_46,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -3973,7 +3995,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_45,
+     .args = copy_args_47,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -3994,7 +4016,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_46,
+     .args = decr_args_48,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -4003,7 +4025,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_47,
+     .args = decrby_args_49,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -4017,7 +4039,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_48,
+     .args = del_args_50,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -4029,7 +4051,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_49,
+     .args = echo_args_51,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -4045,7 +4067,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_50,
+     .args = exists_args_52,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -4054,7 +4076,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_52,
+     .args = expire_args_54,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4063,7 +4085,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_54,
+     .args = expireat_args_56,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4072,7 +4094,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_55,
+     .args = expiretime_args_57,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4081,7 +4103,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_57,
+     .args = flushall_args_59,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4090,7 +4112,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_59,
+     .args = flushdb_args_61,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4099,7 +4121,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_60,
+     .args = get_args_62,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4108,7 +4130,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_61,
+     .args = getdel_args_63,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4117,7 +4139,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_63,
+     .args = getex_args_65,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4129,7 +4151,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_64,
+     .args = getrange_args_66,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4141,7 +4163,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_65,
+     .args = getset_args_67,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4150,14 +4172,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_66,
+     .args = hdel_args_68,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_69,
+     .args = hello_args_71,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4166,7 +4188,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_70,
+     .args = hexists_args_72,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4175,7 +4197,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_73,
+     .args = hexpire_args_75,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4184,7 +4206,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_76,
+     .args = hexpireat_args_78,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4193,7 +4215,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_78,
+     .args = hexpiretime_args_80,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4202,7 +4224,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_79,
+     .args = hget_args_81,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4213,7 +4235,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_80,
+     .args = hgetall_args_82,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4222,7 +4244,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_82,
+     .args = hgetdel_args_84,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4231,7 +4253,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_85,
+     .args = hgetex_args_87,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4240,7 +4262,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_86,
+     .args = hincrby_args_88,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4249,7 +4271,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_87,
+     .args = hincrbyfloat_args_89,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4260,7 +4282,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_88,
+     .args = hkeys_args_90,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4269,7 +4291,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_89,
+     .args = hlen_args_91,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4278,7 +4300,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_90,
+     .args = hmget_args_92,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4290,7 +4312,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_92,
+     .args = hmset_args_94,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4299,7 +4321,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_94,
+     .args = hpersist_args_96,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4308,7 +4330,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_97,
+     .args = hpexpire_args_99,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4317,7 +4339,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_100,
+     .args = hpexpireat_args_102,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4326,7 +4348,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_102,
+     .args = hpexpiretime_args_104,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4335,7 +4357,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_104,
+     .args = hpttl_args_106,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4346,7 +4368,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_106,
+     .args = hrandfield_args_108,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4359,7 +4381,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_107,
+     .args = hscan_args_109,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4369,7 +4391,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_109,
+     .args = hset_args_111,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4378,7 +4400,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_115,
+     .args = hsetex_args_117,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4387,7 +4409,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_116,
+     .args = hsetnx_args_118,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4396,7 +4418,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_117,
+     .args = hstrlen_args_119,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4405,7 +4427,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_119,
+     .args = httl_args_121,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4416,7 +4438,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_120,
+     .args = hvals_args_122,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4425,7 +4447,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_121,
+     .args = incr_args_123,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4434,7 +4456,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_122,
+     .args = incrby_args_124,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4443,7 +4465,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_123,
+     .args = incrbyfloat_args_125,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4452,7 +4474,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_124,
+     .args = info_args_126,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4462,7 +4484,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_125,
+     .args = keys_args_127,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4479,7 +4501,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_126,
+     .args = lindex_args_128,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4491,7 +4513,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_128,
+     .args = linsert_args_130,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4500,7 +4522,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_129,
+     .args = llen_args_131,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4509,7 +4531,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_132,
+     .args = lmove_args_134,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4519,7 +4541,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_134,
+     .args = lmpop_args_136,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4528,7 +4550,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_135,
+     .args = lpop_args_137,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4539,7 +4561,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_136,
+     .args = lpos_args_138,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4549,7 +4571,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_137,
+     .args = lpush_args_139,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4559,7 +4581,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_138,
+     .args = lpushx_args_140,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4570,7 +4592,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_139,
+     .args = lrange_args_141,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4580,7 +4602,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_140,
+     .args = lrem_args_142,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4590,7 +4612,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_141,
+     .args = lset_args_143,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4599,7 +4621,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_142,
+     .args = ltrim_args_144,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4636,7 +4658,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_143,
+     .args = memory_usage_args_145,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4647,7 +4669,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_144,
+     .args = mget_args_146,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4665,21 +4687,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_145,
+     .args = module_load_args_147,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_147,
+     .args = module_loadex_args_149,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_148,
+     .args = module_unload_args_150,
      .num_args = 1},
     {.fullname = "move",
      .group = "generic",
@@ -4688,7 +4710,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_149,
+     .args = move_args_151,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4699,7 +4721,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_151,
+     .args = mset_args_153,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4708,7 +4730,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_153,
+     .args = msetnx_args_155,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4728,7 +4750,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_154,
+     .args = object_encoding_args_156,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4739,7 +4761,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_155,
+     .args = object_freq_args_157,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4755,7 +4777,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_156,
+     .args = object_idletime_args_158,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -4766,7 +4788,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_157,
+     .args = object_refcount_args_159,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -4775,7 +4797,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_158,
+     .args = persist_args_160,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -4784,7 +4806,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_160,
+     .args = pexpire_args_162,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -4793,7 +4815,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_162,
+     .args = pexpireat_args_164,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -4802,7 +4824,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_163,
+     .args = pexpiretime_args_165,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -4811,7 +4833,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_164,
+     .args = ping_args_166,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -4823,7 +4845,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_165,
+     .args = psetex_args_167,
      .num_args = 3},
     {.fullname = "pttl",
      .group = "generic",
@@ -4834,7 +4856,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_166,
+     .args = pttl_args_168,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4868,7 +4890,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_167,
+     .args = rename_args_169,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4877,7 +4899,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_168,
+     .args = renamenx_args_170,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4891,7 +4913,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_169,
+     .args = rpop_args_171,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4903,7 +4925,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_170,
+     .args = rpoplpush_args_172,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4913,7 +4935,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_171,
+     .args = rpush_args_173,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -4923,7 +4945,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_172,
+     .args = rpushx_args_174,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -4933,7 +4955,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_173,
+     .args = sadd_args_175,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -4949,7 +4971,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_174,
+     .args = scan_args_176,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -4958,7 +4980,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_175,
+     .args = scard_args_177,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -4969,7 +4991,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_176,
+     .args = sdiff_args_178,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -4978,14 +5000,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_177,
+     .args = sdiffstore_args_179,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_178,
+     .args = select_args_180,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -4994,7 +5016,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_181,
+     .args = set_args_183,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5007,7 +5029,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_182,
+     .args = setex_args_184,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5019,7 +5041,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_183,
+     .args = setnx_args_185,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5030,14 +5052,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_184,
+     .args = setrange_args_186,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_188,
+     .args = shutdown_args_190,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5049,7 +5071,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_189,
+     .args = sinter_args_191,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5059,7 +5081,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_190,
+     .args = sintercard_args_192,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5069,7 +5091,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_191,
+     .args = sinterstore_args_193,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5078,7 +5100,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_192,
+     .args = sismember_args_194,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5090,7 +5112,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_193,
+     .args = slowlog_get_args_195,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5114,7 +5136,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_194,
+     .args = smembers_args_196,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5123,7 +5145,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_195,
+     .args = smismember_args_197,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5132,7 +5154,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_196,
+     .args = smove_args_198,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5143,7 +5165,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_199,
+     .args = sort_args_201,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5155,7 +5177,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_202,
+     .args = sort_ro_args_204,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5168,7 +5190,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_203,
+     .args = spop_args_205,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5180,7 +5202,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_204,
+     .args = srandmember_args_206,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5189,7 +5211,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_205,
+     .args = srem_args_207,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5202,7 +5224,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_206,
+     .args = sscan_args_208,
      .num_args = 4},
     {.fullname = "strlen",
      .group = "string",
@@ -5211,7 +5233,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_207,
+     .args = strlen_args_209,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5226,7 +5248,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_208,
+     .args = substr_args_210,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5237,7 +5259,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_209,
+     .args = sunion_args_211,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5246,7 +5268,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_210,
+     .args = sunionstore_args_212,
      .num_args = 2},
     {.fullname = "swapdb",
      .group = "server",
@@ -5254,7 +5276,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_211,
+     .args = swapdb_args_213,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5271,7 +5293,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_212,
+     .args = touch_args_214,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5282,7 +5304,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_213,
+     .args = ttl_args_215,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5291,7 +5313,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_214,
+     .args = type_args_216,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5304,7 +5326,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_215,
+     .args = unlink_args_217,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5318,7 +5340,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_216,
+     .args = watch_args_218,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5328,7 +5350,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_220,
+     .args = zadd_args_222,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5337,7 +5359,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_221,
+     .args = zcard_args_223,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5346,7 +5368,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_222,
+     .args = zcount_args_224,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5356,7 +5378,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_223,
+     .args = zdiff_args_225,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5366,7 +5388,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_224,
+     .args = zdiffstore_args_226,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5375,7 +5397,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_225,
+     .args = zincrby_args_227,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5386,7 +5408,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_227,
+     .args = zinter_args_229,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5396,7 +5418,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_228,
+     .args = zintercard_args_230,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5407,7 +5429,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_230,
+     .args = zinterstore_args_232,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5416,7 +5438,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_231,
+     .args = zlexcount_args_233,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5426,7 +5448,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_233,
+     .args = zmpop_args_235,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5435,7 +5457,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_234,
+     .args = zmscore_args_236,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5445,7 +5467,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_235,
+     .args = zpopmax_args_237,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5455,7 +5477,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_236,
+     .args = zpopmin_args_238,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5466,7 +5488,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_238,
+     .args = zrandmember_args_240,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5476,7 +5498,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_241,
+     .args = zrange_args_243,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5490,7 +5512,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_243,
+     .args = zrangebylex_args_245,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5504,7 +5526,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_245,
+     .args = zrangebyscore_args_247,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5514,7 +5536,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_248,
+     .args = zrangestore_args_250,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5523,7 +5545,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_249,
+     .args = zrank_args_251,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5533,7 +5555,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_250,
+     .args = zrem_args_252,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5543,7 +5565,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_251,
+     .args = zremrangebylex_args_253,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5553,7 +5575,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_252,
+     .args = zremrangebyrank_args_254,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5563,7 +5585,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_253,
+     .args = zremrangebyscore_args_255,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5576,7 +5598,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_254,
+     .args = zrevrange_args_256,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5590,7 +5612,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_256,
+     .args = zrevrangebylex_args_258,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5604,7 +5626,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_258,
+     .args = zrevrangebyscore_args_260,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5613,7 +5635,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_259,
+     .args = zrevrank_args_261,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5626,7 +5648,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_260,
+     .args = zscan_args_262,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5635,7 +5657,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_261,
+     .args = zscore_args_263,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5645,7 +5667,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_263,
+     .args = zunion_args_265,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5655,7 +5677,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_265,
+     .args = zunionstore_args_267,
      .num_args = 5},
 };
 

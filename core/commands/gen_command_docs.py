@@ -33,7 +33,7 @@ memory memory|usage memory|stats memory|doctor memory|malloc-stats memory|purge 
 ping echo hello auth quit reset
 client client|id client|getname client|setname client|list client|info
 client|kill client|setinfo client|no-touch client|reply client|no-evict
-client|help client|tracking client|caching client|getredir client|trackinginfo
+client|unblock client|help client|tracking client|caching client|getredir client|trackinginfo
 command command|count command|info command|docs command|list command|getkeys
 command|getkeysandflags command|help
 info config config|get config|set config|resetstat config|rewrite config|help
