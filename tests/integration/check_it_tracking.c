@@ -458,6 +458,31 @@ START_TEST(test_bound_before_command) {
 }
 END_TEST
 
+/* With I/O threads taking every read and write, invalidations reach
+ * clients whose jobs may be in flight: each one arrives once, in order. */
+START_TEST(test_io_threads) {
+    it_server *srv = it_start("--io-threads", "4", "--events-per-io-thread", "0", NULL);
+    redisContext *c = it_connect(srv);
+    enum { N = 8, ROUNDS = 25 };
+    it_raw *r[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = resp3_on(srv);
+        raw_expect(r[i], "+OK", "CLIENT", "TRACKING", "ON");
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < N; i++)
+            it_raw_cmd(r[i], "GET", "k", NULL);
+        for (int i = 0; i < N; i++)
+            ck_assert_ptr_nonnull(it_raw_read(r[i]));
+        expect_ok(c, "SET k %d", round);
+        for (int i = 0; i < N; i++)
+            expect_raw(r[i], ">[\"invalidate\",[\"k\"]]");
+    }
+    for (int i = 0; i < N; i++)
+        expect_quiet(r[i]);
+}
+END_TEST
+
 static Suite *tracking_suite(void) {
     Suite *s = suite_create("tracking");
     TCase *tc = it_tcase(s, "tracking");
@@ -477,6 +502,7 @@ static Suite *tracking_suite(void) {
     tcase_add_test(tc, test_info_and_list);
     tc = it_tcase_bare(s, "own-server");
     tcase_add_test(tc, test_bound_before_command);
+    tcase_add_test(tc, test_io_threads);
     return s;
 }
 
