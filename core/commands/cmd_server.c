@@ -13,6 +13,7 @@
 #include "commands/multi.h"
 #include "session/blocking.h"
 #include "session/call.h"
+#include "session/pubsub.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
 #include "session/tracking.h"
@@ -24,8 +25,20 @@ static void cmd_ping(client *c) {
         reply_wrong_arity(c);
         return;
     }
-    if (c->argc == 2) reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
-    else reply_simple(c, "PONG");
+    /* A subscribed RESP2 connection reads arrays: PING answers one there,
+     * ["pong", argument or ""], as Valkey does. */
+    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2) {
+        reply_array(c, 2);
+        reply_bulk(c, "pong", 4);
+        if (c->argc == 2)
+            reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+        else
+            reply_bulk(c, "", 0);
+    } else if (c->argc == 2) {
+        reply_bulk(c, c->argv[1].ptr, c->argv[1].len);
+    } else {
+        reply_simple(c, "PONG");
+    }
 }
 
 static void cmd_echo(client *c) {
@@ -163,6 +176,7 @@ static void cmd_reset(client *c) {
     multi_discard_state(c);
     multi_unwatch_all(c);
     tracking_disable(c);
+    pubsub_client_release(c);
     client_set_db(c, 0);
     c->resp = 2;
     km_free(c->name);
@@ -604,31 +618,54 @@ static command slowlog_subcommands[] = {
 };
 
 static command server_table[] = {
-    CONN_CMD("ping", cmd_ping, -1, CMD_FAST, "Returns the server's liveliness response.", "1.0.0"),
-    CONN_CMD("echo", cmd_echo, 2, CMD_FAST | CMD_LOADING | CMD_STALE, "Returns the given string.", "1.0.0"),
-    CONN_CMD("hello", cmd_hello, -1, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("ping", cmd_ping, -1, CMD_FAST | CMD_PUBSUB_CONTEXT,
+             "Returns the server's liveliness response.", "1.0.0"),
+    CONN_CMD("echo", cmd_echo, 2, CMD_FAST | CMD_LOADING | CMD_STALE, "Returns the given string.",
+             "1.0.0"),
+    CONN_CMD("hello", cmd_hello, -1,
+             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Handshakes with the server.", "6.0.0"),
-    CONN_CMD("auth", cmd_auth, -2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("auth", cmd_auth, -2,
+             CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Authenticates the connection.", "1.0.0"),
-    CONN_CMD("quit", cmd_quit, -1, CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("quit", cmd_quit, -1,
+             CMD_TXN_CONTROL | CMD_PUBSUB_CONTEXT | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE |
+                 CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Closes the connection.", "1.0.0"),
-    CONN_CMD("reset", cmd_reset, 1, CMD_TXN_CONTROL | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
+    CONN_CMD("reset", cmd_reset, 1,
+             CMD_TXN_CONTROL | CMD_PUBSUB_CONTEXT | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE |
+                 CMD_FAST | CMD_NO_AUTH | CMD_ALLOW_BUSY,
              "Resets the connection.", "6.2.0"),
-    {.name = "client", .arity = -2, .group = "connection", .since = "2.4.0",
-     .summary = "A container for client connection commands.", .subcommands = client_subcommands},
-    {.name = "slowlog", .arity = -2, .group = "server", .since = "2.2.12",
-     .summary = "A container for slow log commands.", .subcommands = slowlog_subcommands},
-    CLUSTER_CMD("readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-                "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).", "3.0.0"),
-    CLUSTER_CMD("readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
-                "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).", "3.0.0"),
-    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.", "2.6.0"),
-    SRV_CMD("shutdown", cmd_shutdown, -1, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
+    {.name = "client",
+     .arity = -2,
+     .group = "connection",
+     .since = "2.4.0",
+     .summary = "A container for client connection commands.",
+     .subcommands = client_subcommands},
+    {.name = "slowlog",
+     .arity = -2,
+     .group = "server",
+     .since = "2.2.12",
+     .summary = "A container for slow log commands.",
+     .subcommands = slowlog_subcommands},
+    CLUSTER_CMD(
+        "readonly", cmd_readonly, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+        "Lets a connection read from a replica node (no cluster mode yet: only sets the flag).",
+        "3.0.0"),
+    CLUSTER_CMD(
+        "readwrite", cmd_readwrite, 1, CMD_FAST | CMD_LOADING | CMD_STALE,
+        "Ends the read-only mode of a connection (no cluster mode yet: only clears the flag).",
+        "3.0.0"),
+    SRV_CMD("time", cmd_time, 1, CMD_LOADING | CMD_STALE | CMD_FAST, "Returns the server time.",
+            "2.6.0"),
+    SRV_CMD("shutdown", cmd_shutdown, -1,
+            CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NO_MULTI | CMD_ALLOW_BUSY,
             "Synchronously saves the database(s) to disk and shuts down the server.", "1.0.0"),
     SRV_CMD("save", cmd_save, 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI,
             "Saves the dataset to disk and waits (refused: Keel has no persistence).", "1.0.0"),
     SRV_CMD("bgsave", cmd_bgsave, -1, CMD_ADMIN | CMD_NOSCRIPT,
-            "Saves the dataset to disk in the background (refused: Keel has no persistence).", "1.0.0"),
+            "Saves the dataset to disk in the background (refused: Keel has no persistence).",
+            "1.0.0"),
     SRV_CMD("lastsave", cmd_lastsave, 1, CMD_LOADING | CMD_STALE | CMD_FAST,
             "The Unix time of the last save (Keel never saves: its start time).", "1.0.0"),
 };

@@ -2112,6 +2112,10 @@ static const command_arg psetex_args_167[] = {
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
+static const command_arg psubscribe_args_168[] = {
+    {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
 static const char *const pttl_tips[] = {"nondeterministic_output"};
 
 static const key_spec pttl_key_specs[] = {
@@ -2122,8 +2126,42 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_168[] = {
+static const command_arg pttl_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const command_arg publish_args_170[] = {
+    {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg pubsub_channels_args_171[] = {
+    {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const command_arg pubsub_numsub_args_172[] = {
+    {.name = "channel",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const command_arg pubsub_shardchannels_args_173[] = {
+    {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const command_arg pubsub_shardnumsub_args_174[] = {
+    {.name = "shardchannel",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const command_arg punsubscribe_args_175[] = {
+    {.name = "pattern",
+     .type = ARG_PATTERN,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const randomkey_tips[] = {"request_policy:all_shards", "response_policy:special",
@@ -2142,7 +2180,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_169[] = {
+static const command_arg rename_args_176[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2160,7 +2198,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_170[] = {
+static const command_arg renamenx_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2173,7 +2211,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_171[] = {
+static const command_arg rpop_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2195,7 +2233,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_172[] = {
+static const command_arg rpoplpush_args_179[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2208,7 +2246,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_173[] = {
+static const command_arg rpush_args_180[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2221,7 +2259,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_174[] = {
+static const command_arg rpushx_args_181[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2234,7 +2272,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_175[] = {
+static const command_arg sadd_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2242,7 +2280,7 @@ static const command_arg sadd_args_175[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_176[] = {
+static const command_arg scan_args_183[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2270,7 +2308,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_177[] = {
+static const command_arg scard_args_184[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2284,7 +2322,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_178[] = {
+static const command_arg sdiff_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2301,12 +2339,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_179[] = {
+static const command_arg sdiffstore_args_186[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_180[] = {
+static const command_arg select_args_187[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2318,12 +2356,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_181[] = {
+static const command_arg set_args_188[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_182[] = {
+static const command_arg set_args_189[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2351,7 +2389,7 @@ static const command_arg set_args_182[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_183[] = {
+static const command_arg set_args_190[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2359,7 +2397,7 @@ static const command_arg set_args_183[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_181,
+     .subargs = set_args_188,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2371,7 +2409,7 @@ static const command_arg set_args_183[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_182,
+     .subargs = set_args_189,
      .num_args = 5},
 };
 
@@ -2383,7 +2421,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_184[] = {
+static const command_arg setex_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2397,7 +2435,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_185[] = {
+static const command_arg setnx_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2410,23 +2448,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_186[] = {
+static const command_arg setrange_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_187[] = {
+static const command_arg shutdown_args_194[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_188[] = {
+static const command_arg shutdown_args_195[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_187,
+     .subargs = shutdown_args_194,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2442,11 +2480,11 @@ static const command_arg shutdown_args_188[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_189[] = {
+static const command_arg shutdown_args_196[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_188,
+     .subargs = shutdown_args_195,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2455,12 +2493,12 @@ static const command_arg shutdown_args_189[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_190[] = {
+static const command_arg shutdown_args_197[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_189,
+     .subargs = shutdown_args_196,
      .num_args = 2},
 };
 
@@ -2474,7 +2512,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_191[] = {
+static const command_arg sinter_args_198[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2486,7 +2524,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_192[] = {
+static const command_arg sintercard_args_199[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2509,7 +2547,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_193[] = {
+static const command_arg sinterstore_args_200[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2522,7 +2560,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_194[] = {
+static const command_arg sismember_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2530,7 +2568,7 @@ static const command_arg sismember_args_194[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_195[] = {
+static const command_arg slowlog_get_args_202[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2550,7 +2588,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_196[] = {
+static const command_arg smembers_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2562,7 +2600,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_197[] = {
+static const command_arg smismember_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2580,7 +2618,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_198[] = {
+static const command_arg smove_args_205[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2596,17 +2634,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_199[] = {
+static const command_arg sort_args_206[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_200[] = {
+static const command_arg sort_args_207[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_201[] = {
+static const command_arg sort_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2619,7 +2657,7 @@ static const command_arg sort_args_201[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_199,
+     .subargs = sort_args_206,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2631,7 +2669,7 @@ static const command_arg sort_args_201[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_200,
+     .subargs = sort_args_207,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2654,17 +2692,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_202[] = {
+static const command_arg sort_ro_args_209[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_203[] = {
+static const command_arg sort_ro_args_210[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_204[] = {
+static const command_arg sort_ro_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2677,7 +2715,7 @@ static const command_arg sort_ro_args_204[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_202,
+     .subargs = sort_ro_args_209,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2689,7 +2727,7 @@ static const command_arg sort_ro_args_204[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_203,
+     .subargs = sort_ro_args_210,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2708,13 +2746,26 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_205[] = {
+static const command_arg spop_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
      .since = "3.2.0",
      .flags = ARG_OPTIONAL},
+};
+
+static const key_spec spublish_key_specs[] = {
+    {.flags = KEY_SPEC_NOT_KEY,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg spublish_args_213[] = {
+    {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const srandmember_tips[] = {"nondeterministic_output"};
@@ -2727,7 +2778,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_206[] = {
+static const command_arg srandmember_args_214[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2744,7 +2795,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_207[] = {
+static const command_arg srem_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2759,7 +2810,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_208[] = {
+static const command_arg sscan_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2774,6 +2825,18 @@ static const command_arg sscan_args_208[] = {
      .flags = ARG_OPTIONAL},
 };
 
+static const key_spec ssubscribe_key_specs[] = {
+    {.flags = KEY_SPEC_NOT_KEY,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg ssubscribe_args_217[] = {
+    {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
 static const key_spec strlen_key_specs[] = {
     {.flags = KEY_SPEC_RO,
      .begin = KEY_BEGIN_INDEX,
@@ -2782,8 +2845,12 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_209[] = {
+static const command_arg strlen_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const command_arg subscribe_args_219[] = {
+    {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
 static const key_spec substr_key_specs[] = {
@@ -2794,7 +2861,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_210[] = {
+static const command_arg substr_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2810,7 +2877,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_211[] = {
+static const command_arg sunion_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2827,12 +2894,27 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_212[] = {
+static const command_arg sunionstore_args_222[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_213[] = {
+static const key_spec sunsubscribe_key_specs[] = {
+    {.flags = KEY_SPEC_NOT_KEY,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg sunsubscribe_args_223[] = {
+    {.name = "shardchannel",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const command_arg swapdb_args_224[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2849,7 +2931,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_214[] = {
+static const command_arg touch_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2863,7 +2945,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_215[] = {
+static const command_arg ttl_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2875,7 +2957,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_216[] = {
+static const command_arg type_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2889,8 +2971,15 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_217[] = {
+static const command_arg unlink_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg unsubscribe_args_229[] = {
+    {.name = "channel",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const key_spec watch_key_specs[] = {
@@ -2901,7 +2990,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_218[] = {
+static const command_arg watch_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2913,36 +3002,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_219[] = {
+static const command_arg zadd_args_231[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_220[] = {
+static const command_arg zadd_args_232[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_221[] = {
+static const command_arg zadd_args_233[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_222[] = {
+static const command_arg zadd_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_219,
+     .subargs = zadd_args_231,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_220,
+     .subargs = zadd_args_232,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -2960,7 +3049,7 @@ static const command_arg zadd_args_222[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_221,
+     .subargs = zadd_args_233,
      .num_args = 2},
 };
 
@@ -2972,7 +3061,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_223[] = {
+static const command_arg zcard_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2984,7 +3073,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_224[] = {
+static const command_arg zcount_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -2998,7 +3087,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_225[] = {
+static const command_arg zdiff_args_237[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3021,7 +3110,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_226[] = {
+static const command_arg zdiffstore_args_238[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3035,7 +3124,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_227[] = {
+static const command_arg zincrby_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3049,13 +3138,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_228[] = {
+static const command_arg zinter_args_240[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_229[] = {
+static const command_arg zinter_args_241[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3068,7 +3157,7 @@ static const command_arg zinter_args_229[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_228,
+     .subargs = zinter_args_240,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3085,7 +3174,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_230[] = {
+static const command_arg zintercard_args_242[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3108,13 +3197,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_231[] = {
+static const command_arg zinterstore_args_243[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_232[] = {
+static const command_arg zinterstore_args_244[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3128,7 +3217,7 @@ static const command_arg zinterstore_args_232[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_231,
+     .subargs = zinterstore_args_243,
      .num_args = 3},
 };
 
@@ -3140,7 +3229,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_233[] = {
+static const command_arg zlexcount_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3154,18 +3243,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_234[] = {
+static const command_arg zmpop_args_246[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_235[] = {
+static const command_arg zmpop_args_247[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_234,
+     .subargs = zmpop_args_246,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3182,7 +3271,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_236[] = {
+static const command_arg zmscore_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3195,7 +3284,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_237[] = {
+static const command_arg zpopmax_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3208,7 +3297,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_238[] = {
+static const command_arg zpopmin_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3223,7 +3312,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_239[] = {
+static const command_arg zrandmember_args_251[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3232,13 +3321,13 @@ static const command_arg zrandmember_args_239[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_240[] = {
+static const command_arg zrandmember_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_239,
+     .subargs = zrandmember_args_251,
      .num_args = 2},
 };
 
@@ -3250,17 +3339,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_241[] = {
+static const command_arg zrange_args_253[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_242[] = {
+static const command_arg zrange_args_254[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_243[] = {
+static const command_arg zrange_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3269,7 +3358,7 @@ static const command_arg zrange_args_243[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_241,
+     .subargs = zrange_args_253,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3283,7 +3372,7 @@ static const command_arg zrange_args_243[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_242,
+     .subargs = zrange_args_254,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3300,12 +3389,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_244[] = {
+static const command_arg zrangebylex_args_256[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_245[] = {
+static const command_arg zrangebylex_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3314,7 +3403,7 @@ static const command_arg zrangebylex_args_245[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_244,
+     .subargs = zrangebylex_args_256,
      .num_args = 2},
 };
 
@@ -3326,12 +3415,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_246[] = {
+static const command_arg zrangebyscore_args_258[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_247[] = {
+static const command_arg zrangebyscore_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3346,7 +3435,7 @@ static const command_arg zrangebyscore_args_247[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_246,
+     .subargs = zrangebyscore_args_258,
      .num_args = 2},
 };
 
@@ -3363,17 +3452,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_248[] = {
+static const command_arg zrangestore_args_260[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_249[] = {
+static const command_arg zrangestore_args_261[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_250[] = {
+static const command_arg zrangestore_args_262[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3382,7 +3471,7 @@ static const command_arg zrangestore_args_250[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_248,
+     .subargs = zrangestore_args_260,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3394,7 +3483,7 @@ static const command_arg zrangestore_args_250[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_249,
+     .subargs = zrangestore_args_261,
      .num_args = 2},
 };
 
@@ -3406,7 +3495,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_251[] = {
+static const command_arg zrank_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3424,7 +3513,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_252[] = {
+static const command_arg zrem_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3437,7 +3526,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_253[] = {
+static const command_arg zremrangebylex_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3451,7 +3540,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_254[] = {
+static const command_arg zremrangebyrank_args_266[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3465,7 +3554,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_255[] = {
+static const command_arg zremrangebyscore_args_267[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3479,7 +3568,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_256[] = {
+static const command_arg zrevrange_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3498,12 +3587,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_257[] = {
+static const command_arg zrevrangebylex_args_269[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_258[] = {
+static const command_arg zrevrangebylex_args_270[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3512,7 +3601,7 @@ static const command_arg zrevrangebylex_args_258[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_257,
+     .subargs = zrevrangebylex_args_269,
      .num_args = 2},
 };
 
@@ -3524,12 +3613,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_259[] = {
+static const command_arg zrevrangebyscore_args_271[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_260[] = {
+static const command_arg zrevrangebyscore_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3543,7 +3632,7 @@ static const command_arg zrevrangebyscore_args_260[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_259,
+     .subargs = zrevrangebyscore_args_271,
      .num_args = 2},
 };
 
@@ -3555,7 +3644,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_261[] = {
+static const command_arg zrevrank_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3575,7 +3664,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_262[] = {
+static const command_arg zscan_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3603,7 +3692,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_263[] = {
+static const command_arg zscore_args_275[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3616,13 +3705,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_264[] = {
+static const command_arg zunion_args_276[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_265[] = {
+static const command_arg zunion_args_277[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3635,7 +3724,7 @@ static const command_arg zunion_args_265[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_264,
+     .subargs = zunion_args_276,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3657,13 +3746,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_266[] = {
+static const command_arg zunionstore_args_278[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_267[] = {
+static const command_arg zunionstore_args_279[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3677,7 +3766,7 @@ static const command_arg zunionstore_args_267[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_266,
+     .subargs = zunionstore_args_278,
      .num_args = 3},
 };
 
@@ -4847,6 +4936,12 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = psetex_args_167,
      .num_args = 3},
+    {.fullname = "psubscribe",
+     .group = "pubsub",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of patterns to subscribe to.",
+     .args = psubscribe_args_168,
+     .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
      .since = "2.6.0",
@@ -4856,7 +4951,53 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_168,
+     .args = pttl_args_169,
+     .num_args = 1},
+    {.fullname = "publish",
+     .group = "pubsub",
+     .since = "2.0.0",
+     .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
+                   "and M is the total number of subscribed patterns (by any client).",
+     .args = publish_args_170,
+     .num_args = 2},
+    {.fullname = "pubsub",
+     .group = "pubsub",
+     .since = "2.8.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "pubsub|channels",
+     .group = "pubsub",
+     .since = "2.8.0",
+     .complexity = "O(N) where N is the number of active channels, and assuming constant time "
+                   "pattern matching (relatively short channels and patterns)",
+     .args = pubsub_channels_args_171,
+     .num_args = 1},
+    {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
+    {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
+    {.fullname = "pubsub|numsub",
+     .group = "pubsub",
+     .since = "2.8.0",
+     .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+     .args = pubsub_numsub_args_172,
+     .num_args = 1},
+    {.fullname = "pubsub|shardchannels",
+     .group = "pubsub",
+     .since = "7.0.0",
+     .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
+                   "time pattern matching (relatively short shard channels).",
+     .args = pubsub_shardchannels_args_173,
+     .num_args = 1},
+    {.fullname = "pubsub|shardnumsub",
+     .group = "pubsub",
+     .since = "7.0.0",
+     .complexity =
+         "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+     .args = pubsub_shardnumsub_args_174,
+     .num_args = 1},
+    {.fullname = "punsubscribe",
+     .group = "pubsub",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of patterns to unsubscribe.",
+     .args = punsubscribe_args_175,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -4890,7 +5031,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_169,
+     .args = rename_args_176,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -4899,7 +5040,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_170,
+     .args = renamenx_args_177,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -4913,7 +5054,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_171,
+     .args = rpop_args_178,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -4925,7 +5066,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_172,
+     .args = rpoplpush_args_179,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -4935,7 +5076,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_173,
+     .args = rpush_args_180,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -4945,7 +5086,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_174,
+     .args = rpushx_args_181,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -4955,7 +5096,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_175,
+     .args = sadd_args_182,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -4971,7 +5112,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_176,
+     .args = scan_args_183,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -4980,7 +5121,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_177,
+     .args = scard_args_184,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -4991,7 +5132,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_178,
+     .args = sdiff_args_185,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5000,14 +5141,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_179,
+     .args = sdiffstore_args_186,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_180,
+     .args = select_args_187,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5016,7 +5157,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_183,
+     .args = set_args_190,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5029,7 +5170,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_184,
+     .args = setex_args_191,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5041,7 +5182,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_185,
+     .args = setnx_args_192,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5052,14 +5193,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_186,
+     .args = setrange_args_193,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_190,
+     .args = shutdown_args_197,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5071,7 +5212,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_191,
+     .args = sinter_args_198,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5081,7 +5222,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_192,
+     .args = sintercard_args_199,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5091,7 +5232,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_193,
+     .args = sinterstore_args_200,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5100,7 +5241,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_194,
+     .args = sismember_args_201,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5112,7 +5253,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_195,
+     .args = slowlog_get_args_202,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5136,7 +5277,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_196,
+     .args = smembers_args_203,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5145,7 +5286,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_197,
+     .args = smismember_args_204,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5154,7 +5295,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_198,
+     .args = smove_args_205,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5165,7 +5306,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_201,
+     .args = sort_args_208,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5177,7 +5318,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_204,
+     .args = sort_ro_args_211,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5190,7 +5331,16 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_205,
+     .args = spop_args_212,
+     .num_args = 2},
+    {.fullname = "spublish",
+     .group = "pubsub",
+     .since = "7.0.0",
+     .complexity =
+         "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+     .key_specs = spublish_key_specs,
+     .num_key_specs = 1,
+     .args = spublish_args_213,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5202,7 +5352,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_206,
+     .args = srandmember_args_214,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5211,7 +5361,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_207,
+     .args = srem_args_215,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5224,8 +5374,16 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_208,
+     .args = sscan_args_216,
      .num_args = 4},
+    {.fullname = "ssubscribe",
+     .group = "pubsub",
+     .since = "7.0.0",
+     .complexity = "O(N) where N is the number of shard channels to subscribe to.",
+     .key_specs = ssubscribe_key_specs,
+     .num_key_specs = 1,
+     .args = ssubscribe_args_217,
+     .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
      .since = "2.2.0",
@@ -5233,7 +5391,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_209,
+     .args = strlen_args_218,
+     .num_args = 1},
+    {.fullname = "subscribe",
+     .group = "pubsub",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of channels to subscribe to.",
+     .args = subscribe_args_219,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5248,7 +5412,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_210,
+     .args = substr_args_220,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5259,7 +5423,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_211,
+     .args = sunion_args_221,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5268,15 +5432,23 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_212,
+     .args = sunionstore_args_222,
      .num_args = 2},
+    {.fullname = "sunsubscribe",
+     .group = "pubsub",
+     .since = "7.0.0",
+     .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
+     .key_specs = sunsubscribe_key_specs,
+     .num_key_specs = 1,
+     .args = sunsubscribe_args_223,
+     .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
      .since = "4.0.0",
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_213,
+     .args = swapdb_args_224,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5293,7 +5465,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_214,
+     .args = touch_args_225,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5304,7 +5476,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_215,
+     .args = ttl_args_226,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5313,7 +5485,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_216,
+     .args = type_args_227,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5326,7 +5498,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_217,
+     .args = unlink_args_228,
+     .num_args = 1},
+    {.fullname = "unsubscribe",
+     .group = "pubsub",
+     .since = "2.0.0",
+     .complexity = "O(N) where N is the number of channels to unsubscribe.",
+     .args = unsubscribe_args_229,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5340,7 +5518,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_218,
+     .args = watch_args_230,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5350,7 +5528,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_222,
+     .args = zadd_args_234,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5359,7 +5537,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_223,
+     .args = zcard_args_235,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5368,7 +5546,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_224,
+     .args = zcount_args_236,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5378,7 +5556,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_225,
+     .args = zdiff_args_237,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5388,7 +5566,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_226,
+     .args = zdiffstore_args_238,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5397,7 +5575,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_227,
+     .args = zincrby_args_239,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5408,7 +5586,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_229,
+     .args = zinter_args_241,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5418,7 +5596,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_230,
+     .args = zintercard_args_242,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5429,7 +5607,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_232,
+     .args = zinterstore_args_244,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5438,7 +5616,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_233,
+     .args = zlexcount_args_245,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5448,7 +5626,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_235,
+     .args = zmpop_args_247,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5457,7 +5635,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_236,
+     .args = zmscore_args_248,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5467,7 +5645,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_237,
+     .args = zpopmax_args_249,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5477,7 +5655,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_238,
+     .args = zpopmin_args_250,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5488,7 +5666,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_240,
+     .args = zrandmember_args_252,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5498,7 +5676,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_243,
+     .args = zrange_args_255,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5512,7 +5690,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_245,
+     .args = zrangebylex_args_257,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5526,7 +5704,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_247,
+     .args = zrangebyscore_args_259,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5536,7 +5714,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_250,
+     .args = zrangestore_args_262,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5545,7 +5723,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_251,
+     .args = zrank_args_263,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5555,7 +5733,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_252,
+     .args = zrem_args_264,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5565,7 +5743,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_253,
+     .args = zremrangebylex_args_265,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5575,7 +5753,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_254,
+     .args = zremrangebyrank_args_266,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5585,7 +5763,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_255,
+     .args = zremrangebyscore_args_267,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5598,7 +5776,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_256,
+     .args = zrevrange_args_268,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5612,7 +5790,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_258,
+     .args = zrevrangebylex_args_270,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5626,7 +5804,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_260,
+     .args = zrevrangebyscore_args_272,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5635,7 +5813,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_261,
+     .args = zrevrank_args_273,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5648,7 +5826,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_262,
+     .args = zscan_args_274,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5657,7 +5835,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_263,
+     .args = zscore_args_275,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5667,7 +5845,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_265,
+     .args = zunion_args_277,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5677,7 +5855,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_267,
+     .args = zunionstore_args_279,
      .num_args = 5},
 };
 

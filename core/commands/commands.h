@@ -32,6 +32,7 @@ extern const command_family commands_list;
 extern const command_family commands_set;
 extern const command_family commands_zset;
 extern const command_family commands_sort;
+extern const command_family commands_pubsub;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

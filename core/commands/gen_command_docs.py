@@ -33,7 +33,7 @@ memory memory|usage memory|stats memory|doctor memory|malloc-stats memory|purge 
 ping echo hello auth quit reset
 client client|id client|getname client|setname client|list client|info
 client|kill client|setinfo client|no-touch client|reply client|no-evict
-client|unblock client|help client|tracking client|caching client|getredir client|trackinginfo
+client|help client|unblock client|tracking client|caching client|getredir client|trackinginfo
 command command|count command|info command|docs command|list command|getkeys
 command|getkeysandflags command|help
 info config config|get config|set config|resetstat config|rewrite config|help
@@ -55,6 +55,9 @@ zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
 sort sort_ro
+subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
+spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
+pubsub|shardnumsub pubsub|help
 """.split()
 
 # Valkey flags Keel's family tables do not carry (they have no effect in

@@ -142,6 +142,10 @@ static const info_stat info_fields[] = {
     {"tracking_total_keys", &srv.tracking_stats.tracking_total_keys, NULL},
     {"tracking_total_items", &srv.tracking_stats.tracking_total_items, NULL},
     {"tracking_total_prefixes", &srv.tracking_stats.tracking_total_prefixes, NULL},
+    {"pubsub_clients", &srv.pubsub_stats.pubsub_clients, NULL},
+    {"pubsub_channels", &srv.pubsub_stats.pubsub_channels, NULL},
+    {"pubsub_patterns", &srv.pubsub_stats.pubsub_patterns, NULL},
+    {"pubsubshard_channels", &srv.pubsub_stats.pubsubshard_channels, NULL},
     {"used_memory", NULL, stat_used_memory},
     {"maxmemory", NULL, stat_maxmemory},
     {"uptime_in_seconds", NULL, stat_uptime},
@@ -217,10 +221,12 @@ static void info_clients(sbuf *b) {
         b,
         "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-        "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:0\r\nwatching_clients:%lld\r\n"
+        "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:%lld\r\nwatching_clients:%"
+        "lld\r\n"
         "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
         "total_blocking_keys_on_nokey:%lld\r\n",
-        client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients, srv.tracking_stats.tracking_clients, watching,
+        client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients,
+        srv.tracking_stats.tracking_clients, srv.pubsub_stats.pubsub_clients, watching,
         bs->clients_in_timeout_table, watched_keys, bs->total_blocking_keys,
         bs->total_blocking_keys_on_nokey);
 }
@@ -325,11 +331,15 @@ static void info_stats(sbuf *b) {
                  ds->evicted_keys, ss->evicted_clients);
     sbuf_appendf(b, "evicted_scripts:0\r\ntotal_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\n");
     sbuf_appendf(b, "keyspace_hits:%lld\r\nkeyspace_misses:%lld\r\n", ds->keyspace_hits, ds->keyspace_misses);
-    sbuf_appendf(b, "pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0\r\n"
-                    "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
-                    "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
-                    "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
-                    "current_active_defrag_time:0\r\n");
+    sbuf_appendf(b, "pubsub_channels:%lld\r\npubsub_patterns:%lld\r\npubsubshard_channels:%lld\r\n",
+                 srv.pubsub_stats.pubsub_channels, srv.pubsub_stats.pubsub_patterns,
+                 srv.pubsub_stats.pubsubshard_channels);
+    sbuf_appendf(
+        b,
+        "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
+        "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+        "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+        "current_active_defrag_time:0\r\n");
     sbuf_appendf(b, "tracking_total_keys:%lld\r\ntracking_total_items:%lld\r\ntracking_total_prefixes:%lld\r\n",
                  srv.tracking_stats.tracking_total_keys, srv.tracking_stats.tracking_total_items,
                  srv.tracking_stats.tracking_total_prefixes);

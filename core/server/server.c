@@ -12,6 +12,7 @@
 #include "keyspace/evict.h"
 #include "keyspace/lazyfree.h"
 #include "session/blocking.h"
+#include "session/pubsub.h"
 #include "session/call.h"
 #include "session/client.h"
 #include "commands/commands.h"
@@ -409,6 +410,7 @@ int server_init_core(char **err) {
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
     tracking_setup(&srv.tracking, &srv.tracking_stats);
+    pubsub_setup(&srv.pubsub_stats);
     command_setup();
     commands_setup(&server_commands_env);
     info_setup();
@@ -460,6 +462,7 @@ void server_teardown(void) {
     }
     blocking_teardown();
     tracking_teardown();
+    pubsub_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);
     if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);

@@ -18,6 +18,7 @@
 #include "session/blocking.h"
 #include "session/client.h"
 #include "session/tracking.h"
+#include "session/pubsub.h"
 #include "types/types.h"
 
 /* The event loop's own counters, named as their INFO stats fields:
@@ -45,6 +46,7 @@ typedef struct server {
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
     tracking_options tracking;
     tracking_metrics tracking_stats; /* gauges too */
+    pubsub_metrics pubsub_stats;     /* gauges too */
     server_compat_options compat; /* Valkey directives without a feature yet */
     server_metrics stats; /* the event loop's */
 

@@ -83,9 +83,13 @@ static void get_octal(const config_def *d, config_out *o) {
     config_out_printf(o, "%o", *(unsigned int *)d->value);
 }
 
-/* "class hard soft seconds" groups; all are validated before any applies. */
+/* "class hard soft seconds" groups, classes normal, replica (or slave)
+ * and pubsub as Valkey's parser takes them; all are validated before any
+ * applies. */
 static int set_obuf_limit(const config_def *d, int argc, char **argv, const char **err) {
     client_buffer_limit normal = srv.session.obuf_limit_normal;
+    client_buffer_limit replica = srv.session.obuf_limit_replica;
+    client_buffer_limit pubsub = srv.session.obuf_limit_pubsub;
     if (argc % 4 != 0) {
         *err = "Wrong number of arguments in buffer limit configuration.";
         return K_ERR;
@@ -95,6 +99,15 @@ static int set_obuf_limit(const config_def *d, int argc, char **argv, const char
         char *end;
         errno = 0;
         long long secs = strtoll(argv[i + 3], &end, 10);
+        client_buffer_limit *cls = !strcasecmp(argv[i], "normal")    ? &normal
+                                   : !strcasecmp(argv[i], "replica") ? &replica
+                                   : !strcasecmp(argv[i], "slave")   ? &replica
+                                   : !strcasecmp(argv[i], "pubsub")  ? &pubsub
+                                                                     : NULL;
+        if (!cls) {
+            *err = "Invalid client class specified in buffer limit configuration.";
+            return K_ERR;
+        }
         /* Valkey keeps soft seconds in an int; a bigger value would overflow
          * the millisecond arithmetic of the limit check. */
         if (config_parse_memory(argv[i + 1], &hard) != K_OK ||
@@ -103,23 +116,21 @@ static int set_obuf_limit(const config_def *d, int argc, char **argv, const char
             *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
             return K_ERR;
         }
-        if (strcasecmp(argv[i], "normal") == 0)
-            normal = (client_buffer_limit){hard, soft, secs};
-        else if (strcasecmp(argv[i], "replica") && strcasecmp(argv[i], "slave") &&
-                 strcasecmp(argv[i], "pubsub")) {
-            *err = "Invalid client class specified in buffer limit configuration.";
-            return K_ERR;
-        }
+        *cls = (client_buffer_limit){hard, soft, secs};
     }
     srv.session.obuf_limit_normal = normal;
+    srv.session.obuf_limit_replica = replica;
+    srv.session.obuf_limit_pubsub = pubsub;
     return K_OK;
 }
 
 static void get_obuf_limit(const config_def *d, config_out *o) {
-    const client_buffer_limit *l = &srv.session.obuf_limit_normal;
-    config_out_printf(
-        o, "normal %llu %llu %lld replica 268435456 67108864 60 pubsub 33554432 8388608 60",
-        l->hard, l->soft, l->soft_seconds);
+    const client_buffer_limit *n = &srv.session.obuf_limit_normal;
+    const client_buffer_limit *r = &srv.session.obuf_limit_replica;
+    const client_buffer_limit *p = &srv.session.obuf_limit_pubsub;
+    config_out_printf(o, "normal %llu %llu %lld slave %llu %llu %lld pubsub %llu %llu %lld",
+                      n->hard, n->soft, n->soft_seconds, r->hard, r->soft, r->soft_seconds, p->hard,
+                      p->soft, p->soft_seconds);
 }
 
 /* Keel keeps no persistence: `save ""` and `appendonly no` are the only
@@ -225,7 +236,7 @@ static const config_def server_config_table[] = {
     M("proto-max-bulk-len", 0, session.proto_max_bulk_len, "512mb", MB, LONG_MAX, NULL),
     M("client-query-buffer-limit", 0, session.client_max_querybuf_len, "1gb", MB, LONG_MAX, NULL),
     X("client-output-buffer-limit", 0, NULL,
-      "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60", set_obuf_limit,
+      "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", set_obuf_limit,
       get_obuf_limit),
     M("maxmemory", 0, db.maxmemory, "0", 0, LLONG_MAX, apply_maxmemory),
     E("maxmemory-policy", 0, db.maxmemory_policy, "noeviction", enum_policy),

@@ -14,6 +14,7 @@
 #include "io/io_threads.h"
 #include "session/blocking.h"
 #include "session/call.h"
+#include "session/pubsub.h"
 #include "session/reply.h"
 #include "session/tracking.h"
 #include "keyspace/evict.h"
@@ -177,6 +178,7 @@ static void client_release_parser_bigs(client *c) {
 static void client_free_now(client *c) {
     blocking_forget(c);
     if (c->tracking || (c->flags & CLIENT_TRACKING)) tracking_disable(c);
+    pubsub_client_release(c);
     client_unschedule_write(c);
     call_client_event(
         c, CALL_EVENT_CLOSE); /* the transaction code's hook drops MULTI and WATCH state */
@@ -636,6 +638,17 @@ static int client_precheck(client *c) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
+    /* A RESP2 connection with subscriptions reads messages, not replies:
+     * only commands marked for that context run (a RESP3 one may run any). */
+    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2 && !(cmd->flags & CMD_PUBSUB_CONTEXT)) {
+        char err[192];
+        snprintf(err, sizeof(err),
+                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+                 "RESET are allowed in this context",
+                 cmd->fullname);
+        client_reject(c, err);
+        return 0;
+    }
     const char *err = call_filters(c);
     if (err) {
         client_reject(c, err);
@@ -669,6 +682,8 @@ void client_execute(client *c) {
     /* Keys the command made ready are served once it is over as a whole
      * (a push inside EXEC wakes clients after EXEC). */
     if (!outer) blocking_serve_ready();
+    /* Messages it published to itself follow the command's reply. */
+    if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 
 void client_rerun(client *c) {
@@ -836,7 +851,7 @@ void client_setup(void) {
 /* ---- cron ---- */
 
 static int client_obuf_over_limit(client *c) {
-    const client_buffer_limit *l = &session_opts()->obuf_limit_normal;
+    const client_buffer_limit *l = client_obuf_limit(c);
     unsigned long long used = c->reply_bytes;
     if (l->hard && used >= l->hard) return 1;
     if (!l->soft || used < l->soft) {
@@ -852,13 +867,14 @@ void client_cron(void) {
     for (client *c = clients_head, *next; c; c = next) {
         next = c->next;
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
-        if (session_opts()->maxidletime && c->conn && !c->bstate &&
+        /* Blocked clients and subscribers wait by design: no idle timeout. */
+        if (session_opts()->maxidletime && c->conn && !c->bstate && !(c->flags & CLIENT_PUBSUB) &&
             now - c->last_interaction > (int64_t)session_opts()->maxidletime * 1000) {
             log_write(LL_VERBOSE, "Closing idle client id=%llu", (unsigned long long)c->id);
             client_free(c);
             continue;
         }
-        if ((session_opts()->obuf_limit_normal.hard || session_opts()->obuf_limit_normal.soft) &&
+        if ((client_obuf_limit(c)->hard || client_obuf_limit(c)->soft) &&
             client_obuf_over_limit(c)) {
             log_write(
                 LL_WARNING,
@@ -873,8 +889,12 @@ void client_cron(void) {
 /* Checks the hard output limit as replies grow, so a client that reads
  * nothing cannot make the server buffer without bound between crons. */
 void client_check_obuf_now(client *c) {
-    if (session_opts()->obuf_limit_normal.hard && c->reply_bytes >= session_opts()->obuf_limit_normal.hard &&
-        !(c->flags & CLIENT_CLOSE_ASAP)) {
+    const client_buffer_limit *l = client_obuf_limit(c);
+    if (l->hard && c->reply_bytes >= l->hard && !(c->flags & CLIENT_CLOSE_ASAP)) {
+        log_write(
+            LL_WARNING,
+            "Client id=%llu scheduled to be closed ASAP for overcoming of output buffer limits.",
+            (unsigned long long)c->id);
         session_stats()->client_output_buffer_limit_disconnections++;
         client_free_async(c);
     }
@@ -910,6 +930,7 @@ size_t client_memory_total(void) {
 
 static void client_flags_str(client *c, char *buf) {
     char *p = buf;
+    if (c->flags & CLIENT_PUBSUB) *p++ = 'P';
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
     if (c->bstate) *p++ = 'b';
     p = tracking_flags_str(c, p);
@@ -947,15 +968,17 @@ size_t client_info_line(client *c, char *buf, size_t len) {
     int n = snprintf(
         buf, len,
         "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
-        "sub=0 psub=0 ssub=0 multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
+        "sub=%lld psub=%lld ssub=%lld multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
         "multi-mem=%zu rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
         "cmd=%s user=default redir=%lld resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
         "tot-net-out=%lld tot-cmds=%lld\n",
         (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
-        c->db->id, (c->flags & CLIENT_MULTI) ? c->mcount : -1, client_watch_count(c),
-        client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes, CLIENT_REPLY_CHUNK,
-        c->reply_bytes, client_memory(c), (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
+        c->db->id, pubsub_client_count(c, PUBSUB_CHANNEL), pubsub_client_count(c, PUBSUB_PATTERN),
+        pubsub_client_count(c, PUBSUB_SHARD), (c->flags & CLIENT_MULTI) ? c->mcount : -1,
+        client_watch_count(c), client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes,
+        CLIENT_REPLY_CHUNK, c->reply_bytes, client_memory(c),
+        (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
         last ? (last->fullname ? last->fullname : last->name) : "NULL", tracking_redirect_id(c),
         c->resp, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in,
         c->net_out, c->commands_processed);

@@ -47,6 +47,8 @@ typedef struct session_options {
     long long proto_max_bulk_len;
     long long client_max_querybuf_len;
     client_buffer_limit obuf_limit_normal;
+    client_buffer_limit obuf_limit_replica; /* kept for CONFIG GET: no replicas yet */
+    client_buffer_limit obuf_limit_pubsub;  /* clients with a subscription */
     kbytes requirepass; /* binary-safe: any byte, NUL included */
     long long slowlog_log_slower_than;
     unsigned long slowlog_max_len;
@@ -224,6 +226,9 @@ typedef struct client {
     /* The blocking command c waits in (blocking.c), NULL if none. */
     struct blocking_state *bstate;
 
+    /* Subscriptions (pubsub.c), NULL until the first. */
+    struct pubsub_state *pubsub;
+
     /* CLIENT TRACKING's redirect, NOLOOP and prefixes (tracking.c); NULL
      * until tracking is first turned on. */
     struct tracking_state *tracking;
@@ -241,6 +246,13 @@ static inline const session_options *session_opts(void) {
 }
 static inline session_metrics *session_stats(void) {
     return session_stats_in_use;
+}
+
+/* The output buffer limit of c's class: a subscribed client is in the
+ * pubsub class, as in Valkey (no replica clients yet). */
+static inline const client_buffer_limit *client_obuf_limit(const client *c) {
+    return (c->flags & CLIENT_PUBSUB) ? &session_opts_in_use->obuf_limit_pubsub
+                                      : &session_opts_in_use->obuf_limit_normal;
 }
 
 /* Every client, doubly linked through next/prev; their number; the one

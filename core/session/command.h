@@ -188,6 +188,9 @@ typedef struct command_docs {
  * looks at the queued commands. */
 #define CMD_TXN_CONTROL (1u << 21)
 #define CMD_TXN_EXEC (1u << 22)
+/* Internal: may run while a RESP2 client is subscribed (the subscribe
+ * family, PING, QUIT, RESET); any other command is refused there. */
+#define CMD_PUBSUB_CONTEXT (1u << 23)
 
 typedef struct command {
     const char *name;

@@ -52,7 +52,7 @@ void reply_raw(client *c, const char *s, size_t len) {
     b->used = len;
     /* A new block is the moment a reply grows: enforce the hard output
      * limit now rather than at the next cron. */
-    if (session_opts()->obuf_limit_normal.hard) client_check_obuf_now(c);
+    if (client_obuf_limit(c)->hard) client_check_obuf_now(c);
 }
 
 static void reply_obj_ref(client *c, kobj *o) {
@@ -70,7 +70,22 @@ static void reply_obj_ref(client *c, kobj *o) {
     c->reply_bytes += o->len;
 }
 
-/* "<prefix><n>\r\n" */
+/* A shared frame of at least this many bytes is appended by reference;
+ * a smaller one costs less copied into the tail block (one memcpy) than
+ * a reference block (an allocation, a refcount, one more iovec per write:
+ * a subscriber that has a thousand small messages queued would need eight
+ * writev calls instead of one). */
+#define REPLY_FRAME_REF_MIN 512
+
+void reply_frame(client *c, kobj *frame) {
+    if (frame->len < REPLY_FRAME_REF_MIN) {
+        reply_raw(c, frame->v.ptr, frame->len);
+        return;
+    }
+    reply_obj_ref(c, frame);
+    if (client_obuf_limit(c)->hard) client_check_obuf_now(c);
+}
+
 /* Writes "<prefix><n>\r\n" into buf (at least 24 bytes); returns its
  * length. Lengths under 100, most of them, skip the general formatter. */
 static size_t reply_format_len_line(char *buf, char prefix, long long n) {
@@ -343,7 +358,7 @@ static reply_deferred reply_deferred_add(client *c, char prefix, int pairs) {
     reply_block *b = c->reply_tail;
     if (!b || b->obj || b->size - b->used < REPLY_DEFERRED_ROOM) {
         b = reply_new_block(c, REPLY_DEFERRED_ROOM);
-        if (session_opts()->obuf_limit_normal.hard) client_check_obuf_now(c);
+        if (client_obuf_limit(c)->hard) client_check_obuf_now(c);
     }
     reply_deferred_state *st = c->reply_deferred;
     if (!st || st->count == st->cap) {

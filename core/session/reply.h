@@ -41,6 +41,10 @@ void reply_set(client *c, long long n);
 /* An out-of-band message of n elements: a RESP3 push (">"), or in RESP2
  * an array, which a subscribed client reads as its message. */
 void reply_push(client *c, long long n);
+/* Appends a complete, immutable protocol frame (a RESP string object
+ * holding encoded bytes, shared among many clients: pub/sub messages).
+ * Large frames are referenced, not copied. */
+void reply_frame(client *c, kobj *frame);
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext);
 
 /* ---- deferred aggregate lengths ----

@@ -135,7 +135,7 @@ START_TEST(test_defaults) {
     expect_get("slowlog-log-slower-than", "10000");
     expect_get("enable-debug-command", "no");
     expect_get("client-output-buffer-limit",
-               "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60");
+               "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
 
     char buf[64];
     ck_assert_int_ne(config_get("no-such-directive", buf, sizeof(buf)), 0);
@@ -310,7 +310,7 @@ START_TEST(test_obuf_limit) {
     ck_assert(srv.session.obuf_limit_normal.soft == 5242880ULL);
     ck_assert(srv.session.obuf_limit_normal.soft_seconds == 30);
     expect_get("client-output-buffer-limit",
-               "normal 10485760 5242880 30 replica 268435456 67108864 60 pubsub 33554432 8388608 60");
+               "normal 10485760 5242880 30 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
 
     /* several classes at once; the class name is case-insensitive */
     expect_set_ok("client-output-buffer-limit", "pubsub 32mb 8mb 60 NORMAL 1k 0 0 replica 256mb 64mb 60");
