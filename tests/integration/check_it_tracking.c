@@ -336,6 +336,40 @@ START_TEST(test_redirect_resp3_and_broken) {
 }
 END_TEST
 
+/* RESP2: through REDIRECT to a client subscribed to __redis__:invalidate,
+ * as pub/sub messages. */
+START_TEST(test_redirect_resp2_subscriber) {
+    it_raw *sub = it_raw_connect(S);
+    long long sub_id = raw_id(sub);
+    raw_expect(sub, "[\"subscribe\",\"__redis__:invalidate\",:1]", "SUBSCRIBE",
+               "__redis__:invalidate");
+    expect_ok(C, "CLIENT TRACKING ON REDIRECT %lld", sub_id);
+    expect_nil(C, "GET k");
+    redisContext *w = it_connect(S);
+    expect_ok(w, "SET k 1");
+    expect_raw(sub, "[\"message\",\"__redis__:invalidate\",[\"k\"]]");
+    expect_nil(C, "GET k2");
+    expect_ok(w, "FLUSHALL");
+    expect_raw(sub, "[\"message\",\"__redis__:invalidate\",nil]");
+    /* BCAST through the same redirect. */
+    expect_ok(C, "CLIENT TRACKING OFF");
+    expect_ok(C, "CLIENT TRACKING ON BCAST PREFIX p: REDIRECT %lld", sub_id);
+    expect_ok(w, "MSET p:1 1 q:1 1");
+    expect_raw(sub, "[\"message\",\"__redis__:invalidate\",[\"p:1\"]]");
+    /* Once it unsubscribes there is nowhere to deliver in RESP2. */
+    raw_expect(sub, "[\"unsubscribe\",\"__redis__:invalidate\",:0]", "UNSUBSCRIBE");
+    expect_ok(w, "SET p:2 1");
+    expect_status(w, "PONG", "PING"); /* an event-loop iteration passed */
+    expect_quiet(sub);
+    redisReply *rep = it_cmd(C, "CLIENT TRACKINGINFO");
+    ck_assert_int_eq(rep->type, REDIS_REPLY_ARRAY);
+    expect_reply(
+        C,
+        it_fmt("[\"flags\",[\"on\",\"bcast\"],\"redirect\",:%lld,\"prefixes\",[\"p:\"]]", sub_id),
+        "CLIENT TRACKINGINFO");
+}
+END_TEST
+
 START_TEST(test_reply_off_and_reset) {
     it_raw *r = resp3();
     raw_expect(r, "+OK", "CLIENT", "TRACKING", "ON");
@@ -497,6 +531,7 @@ static Suite *tracking_suite(void) {
     tcase_add_test(tc, test_expire_and_evict);
     tcase_add_test(tc, test_table_bound);
     tcase_add_test(tc, test_redirect_resp3_and_broken);
+    tcase_add_test(tc, test_redirect_resp2_subscriber);
     tcase_add_test(tc, test_reply_off_and_reset);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_info_and_list);
