@@ -158,17 +158,20 @@ static void tracking_redir_broken(client *c, uint64_t redirect) {
 }
 
 /* Sends c an invalidation of the keys in proto (a RESP array; NULL: all
- * keys, the null), on itself or its redirect client. A message for the
- * client whose command is running waits for that command's reply. */
+ * keys, the null), on itself or its redirect client; when that client is
+ * gone, c is told instead. Whatever is for the client whose command is
+ * running waits for that command's reply. */
 static void tracking_send(client *c, const char *proto, size_t len) {
-    client *to = c;
     uint64_t redirect = c->tracking ? c->tracking->redirect : 0;
-    if (redirect) {
-        to = client_by_id(redirect);
-        if (!to || (to->flags & CLIENT_CLOSE_ASAP)) {
-            tracking_redir_broken(c, redirect);
-            return;
-        }
+    client *to = redirect ? client_by_id(redirect) : c;
+    if (to && (to->flags & CLIENT_CLOSE_ASAP)) to = NULL;
+    if ((to ? to : c) == client_current() && call_executing()) {
+        tracking_queue(c, proto, len);
+        return;
+    }
+    if (!to) {
+        tracking_redir_broken(c, redirect);
+        return;
     }
     static const char push[] = ">2\r\n$10\r\ninvalidate\r\n";
     static const char message[] = "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
@@ -178,12 +181,8 @@ static void tracking_send(client *c, const char *proto, size_t len) {
     else if (redirect && (to->flags & CLIENT_PUBSUB))
         head = message;
     else
-        return; /* a RESP2 connection has no way to carry it */
-    if (to == client_current() && call_executing()) {
-        tracking_queue(c, proto, len);
-        return;
-    }
-    if (to->io_job) io_threads_quiesce();
+        return;                           /* a RESP2 connection has no way to carry it */
+    if (to->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
     tracking_raw(to, head, strlen(head));
     if (proto)
         tracking_raw(to, proto, len);
@@ -256,7 +255,8 @@ static void tracking_on_flush(void) {
 
 static void tracking_on_change(const db_change *ch, void *priv) {
     if (ch->event == DB_EV_FLUSHED || ch->event == DB_EV_SWAPPED) {
-        tracking_on_flush();
+        if (ch->d != ch->other)
+            tracking_on_flush(); /* SWAPDB of a database with itself: no change */
         return;
     }
     if (nprefixes) {
