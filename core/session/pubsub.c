@@ -285,6 +285,7 @@ void pubsub_client_release(client *c) {
 
 /* The frames of one message: built on first use, once per protocol. */
 typedef struct pubsub_frames {
+    client *current;            /* the client whose command runs, if any */
     const pubsub_name *pattern; /* NULL: a channel or shard message */
     pubsub_kind kind;
     const char *channel, *msg;
@@ -337,13 +338,17 @@ static void pubsub_send(client *c, pubsub_frames *f) {
     if (!f->frame[v]) f->frame[v] = pubsub_build(f, v);
     if (c->flags & CLIENT_CLOSE_ASAP) return;
     /* The running command's own reply comes first. */
-    if (c == client_current()) {
+    if (c == f->current) {
         pubsub_hold(c->pubsub, f->frame[v]);
         return;
     }
-    uint32_t held = pubsub_push_begin(c);
+    if (K_UNLIKELY(c->flags & (CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP))) {
+        uint32_t held = pubsub_push_begin(c);
+        reply_frame(c, f->frame[v]);
+        pubsub_push_end(c, held);
+        return;
+    }
     reply_frame(c, f->frame[v]);
-    pubsub_push_end(c, held);
 }
 
 static long long pubsub_deliver(const pubsub_name *n, pubsub_frames *f) {
@@ -362,7 +367,8 @@ static void pubsub_frames_release(pubsub_frames *f) {
 static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size_t chlen,
                                      const char *msg, size_t msglen) {
     long long receivers = 0;
-    pubsub_frames f = {NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
+    client *current = client_current();
+    pubsub_frames f = {current, NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
     const pubsub_name *n =
         server_tables[kind] ? hashtable_find(server_tables[kind], channel, chlen) : NULL;
     if (n) receivers += pubsub_deliver(n, &f);
@@ -375,7 +381,7 @@ static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size
     while (hashtable_iter_next(&it, &e)) {
         const pubsub_name *p = e;
         if (!glob_match(p->name, p->len, channel, chlen, 0)) continue;
-        pubsub_frames pf = {p, kind, channel, msg, chlen, msglen, {NULL, NULL}};
+        pubsub_frames pf = {current, p, kind, channel, msg, chlen, msglen, {NULL, NULL}};
         receivers += pubsub_deliver(p, &pf);
         pubsub_frames_release(&pf);
     }

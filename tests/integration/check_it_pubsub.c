@@ -187,9 +187,17 @@ START_TEST(test_introspection) {
     expect_raw(c3, ">[\"psubscribe\",\"p*\",:2]");
     line = client_line(c3);
     ck_assert_msg(strstr(line, " flags=P ") && strstr(line, " sub=1 psub=1 ssub=1 "), "%s", line);
-    it_raw_close(a);
-    it_raw_close(b);
-    it_raw_close(c3);
+    /* The pubsub class: a, b and c3 (C and the plain client are normal). */
+    redisReply *list = it_cmd(C, "CLIENT LIST TYPE pubsub");
+    int lines = 0;
+    for (const char *p = list->str; (p = strstr(p, "flags=P")); p++)
+        lines++;
+    ck_assert_int_eq(lines, 3);
+    list = it_cmd(C, "CLIENT LIST TYPE normal");
+    ck_assert_ptr_null(strstr(list->str, "flags=P"));
+    ck_assert_ptr_nonnull(strstr(list->str, "cmd=client|list"));
+    expect_reply(C, "\"\"", "CLIENT LIST TYPE replica");
+    expect_int(C, 3, "CLIENT KILL TYPE pubsub");
     it_wait_until(info_stat("pubsub_channels") == 0, 5000);
     it_wait_until(it_info_int(C, "clients", "pubsub_clients") == 0, 5000);
     ck_assert_int_eq(info_stat("pubsub_patterns"), 0);
