@@ -235,28 +235,30 @@ void pubsub_unsubscribe(client *c, pubsub_kind kind, const char *name, size_t le
 
 void pubsub_unsubscribe_all(client *c, pubsub_kind kind, int notify) {
     pubsub_state *st = c->pubsub;
-    size_t removed = 0;
     hashtable *t = st ? st->subs[kind] : NULL;
-    void *e;
-    while (t && hashtable_size(t) > 0) {
-        /* The name outlives the member only while the server entry has
-         * other subscribers: copy it for the confirmation. */
+    size_t removed = 0;
+    if (t && hashtable_size(t) > 0) {
+        /* Safe: each entry is deleted right after it is returned. */
         hashtable_iter it;
-        hashtable_iter_init(&it, t, 0);
-        if (!hashtable_iter_next(&it, &e)) break;
+        void *e;
+        hashtable_iter_init(&it, t, 1);
+        while (hashtable_iter_next(&it, &e)) {
+            pubsub_member *m = e;
+            /* The name dies with its server entry when c was the last
+             * subscriber: keep a copy for the confirmation. */
+            size_t len = m->entry->len;
+            char small[128];
+            char *name = len <= sizeof(small) ? small : km_alloc(len);
+            memcpy(name, m->entry->name, len);
+            pubsub_drop(c, kind, m);
+            removed++;
+            pubsub_update_flag(c);
+            if (notify) pubsub_confirm(c, kind, 0, name, len);
+            if (name != small) km_free(name);
+        }
         hashtable_iter_reset(&it);
-        pubsub_member *m = e;
-        size_t len = m->entry->len;
-        char small[128];
-        char *name = len < sizeof(small) ? small : km_alloc(len);
-        memcpy(name, m->entry->name, len);
-        pubsub_drop(c, kind, m);
-        removed++;
-        pubsub_update_flag(c);
-        if (notify) pubsub_confirm(c, kind, 0, name, len);
-        if (name != small) km_free(name);
+        pubsub_update_gauges();
     }
-    if (removed) pubsub_update_gauges();
     if (notify && removed == 0) pubsub_confirm(c, kind, 0, NULL, 0);
 }
 
