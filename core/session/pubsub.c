@@ -275,7 +275,9 @@ void pubsub_client_release(client *c) {
     if (!st) return;
     for (int k = 0; k < PUBSUB_KINDS; k++) {
         pubsub_unsubscribe_all(c, (pubsub_kind)k, 0);
+        /* Emptied, then gone: the next kind's flag update counts it as 0. */
         if (st->subs[k]) hashtable_release(st->subs[k]);
+        st->subs[k] = NULL;
     }
     pubsub_pending_release(st);
     km_free(st);
