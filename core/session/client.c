@@ -692,6 +692,7 @@ void client_rerun(client *c) {
     c->cmd_errors = 0;
     call(c);
     current_client = outer;
+    if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 
 /* ---- the write path ---- */
