@@ -271,8 +271,7 @@ static void tracking_on_change(const db_change *ch, void *priv) {
 
 void tracking_flush_pending(void) {
     if (call_executing()) return;
-    /* Sending never queues now (nothing executes), but index anyway: the
-     * array is only reset once every message went out. */
+    /* Nothing executes now: sending queues nothing more. */
     for (size_t i = 0; i < npending; i++) {
         pending_msg *m = &pending[i];
         if (m->c) {
