@@ -12,7 +12,8 @@
  * their line ends.
  *
  * After a warm-up it measures for T seconds and prints, on stdout, one
- * machine-readable line:
+ * machine-readable line (with -P 0 it only listens: a publisher is
+ * driven from elsewhere, e.g. redis-benchmark under bench/callgrind runs):
  *   delivered_per_sec=<messages received by all subscribers per second>
  *   publishes_per_sec=<PUBLISH replies per second> subscribers=S publishers=P
  * and a human-readable summary on stderr.
@@ -291,7 +292,7 @@ static void parse_args(int argc, char **argv) {
             usage();
         }
     }
-    if (opt.subscribers < 0 || opt.publishers < 1 || opt.depth < 1 || opt.seconds <= 0 ||
+    if (opt.subscribers < 0 || opt.publishers < 0 || opt.depth < 1 || opt.seconds <= 0 ||
         opt.subscribers + opt.publishers > MAX_CONNS)
         usage();
 }

@@ -61,6 +61,8 @@ static void debug_help(client *c) {
         "POPULATE <count> [<prefix>] [<size>]",
         "    Create <count> string keys named key:<num>. If <prefix> is specified then",
         "    it is used instead of the 'key' prefix.",
+        "PAUSE-CRON <0|1>",
+        "    Stop periodic cron job processing.",
         "PROTOCOL <type>",
         "    Reply with a test value of the specified type. <type> can be: string,",
         "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -299,6 +301,9 @@ static void cmd_debug(client *c) {
         debug_sleep(c);
     } else if (karg_eq(sub, "set-active-expire") && c->argc == 3) {
         *commands_env_get()->active_expire_enabled = arg_atoi(&c->argv[2]) != 0;
+        reply_ok(c);
+    } else if (karg_eq(sub, "pause-cron") && c->argc == 3) {
+        *commands_env_get()->cron_paused = arg_atoi(&c->argv[2]) != 0;
         reply_ok(c);
     } else if (karg_eq(sub, "quicklist-packed-threshold") && c->argc == 3) {
         debug_packed_threshold(c);

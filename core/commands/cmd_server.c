@@ -18,6 +18,7 @@
 #include "session/pause.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
+#include "session/tracking.h"
 
 #include <string.h>
 
@@ -176,6 +177,7 @@ static void cmd_quit(client *c) {
 static void cmd_reset(client *c) {
     multi_discard_state(c);
     multi_unwatch_all(c);
+    tracking_disable(c);
     pubsub_client_release(c);
     monitor_forget(c);
     client_set_db(c, 0);
@@ -203,22 +205,37 @@ static void cmd_readwrite(client *c) {
 
 /* ---- CLIENT ---- */
 
-/* CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]: Keel has only
- * normal clients. Returns 0 after replying an error. */
-static int client_list_filter(client *c, int *type_none, long long **ids, int *nids) {
-    *type_none = 0;
+/* Client classes of CLIENT LIST/KILL TYPE: a subscribed client is in the
+ * pubsub class, not normal (Valkey's getClientType); Keel has no master
+ * or replica clients. */
+enum { CLIENT_TYPE_ANY, CLIENT_TYPE_NORMAL, CLIENT_TYPE_PUBSUB, CLIENT_TYPE_NONE };
+
+/* Parses a TYPE value; -1 after replying an error. */
+static int client_type_parse(client *c, const karg *t) {
+    if (karg_eq(t, "normal")) return CLIENT_TYPE_NORMAL;
+    if (karg_eq(t, "pubsub")) return CLIENT_TYPE_PUBSUB;
+    if (karg_eq(t, "master") || karg_eq(t, "replica") || karg_eq(t, "slave"))
+        return CLIENT_TYPE_NONE;
+    reply_errorf(c, "ERR Unknown client type '%.*s'", (int)t->len, t->ptr);
+    return -1;
+}
+
+static int client_type_matches(const client *x, int type) {
+    if (type == CLIENT_TYPE_ANY) return 1;
+    if (type == CLIENT_TYPE_NONE) return 0;
+    return (type == CLIENT_TYPE_PUBSUB) == ((x->flags & CLIENT_PUBSUB) != 0);
+}
+
+/* CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]. Returns 0
+ * after replying an error. */
+static int client_list_filter(client *c, int *type, long long **ids, int *nids) {
+    *type = CLIENT_TYPE_ANY;
     *ids = NULL;
     *nids = 0;
     if (c->argc == 2) return 1;
     if (c->argc == 4 && karg_eq(&c->argv[2], "type")) {
-        const karg *t = &c->argv[3];
-        if (!karg_eq(t, "normal") && !karg_eq(t, "master") && !karg_eq(t, "replica") && !karg_eq(t, "slave") &&
-            !karg_eq(t, "pubsub")) {
-            reply_errorf(c, "ERR Unknown client type '%.*s'", (int)t->len, t->ptr);
-            return 0;
-        }
-        *type_none = !karg_eq(t, "normal");
-        return 1;
+        *type = client_type_parse(c, &c->argv[3]);
+        return *type >= 0;
     }
     if (c->argc >= 4 && karg_eq(&c->argv[2], "id")) {
         *ids = km_alloc(sizeof(long long) * (size_t)(c->argc - 3));
@@ -245,14 +262,16 @@ static int client_id_listed(const client *x, const long long *ids, int nids) {
 }
 
 static void client_list_reply(client *c, client *only) {
-    int type_none = 0, nids = 0;
+    int type = CLIENT_TYPE_ANY, nids = 0;
     long long *ids = NULL;
-    if (!only && !client_list_filter(c, &type_none, &ids, &nids)) return;
+    if (!only && !client_list_filter(c, &type, &ids, &nids)) return;
     size_t cap = 4096, len = 0;
     char *buf = km_alloc(cap);
     io_threads_quiesce(); /* the lines read the query buffers of clients in flight */
-    for (client *x = only ? only : client_list_head(); x && !type_none; x = only ? NULL : x->next) {
-        if ((x->flags & CLIENT_CLOSE_ASAP) || !client_id_listed(x, ids, nids)) continue;
+    for (client *x = only ? only : client_list_head(); x; x = only ? NULL : x->next) {
+        if ((x->flags & CLIENT_CLOSE_ASAP) || !client_id_listed(x, ids, nids) ||
+            !client_type_matches(x, type))
+            continue;
         size_t n;
         while ((n = client_info_line(x, buf + len, cap - len)) >= cap - len) buf = km_realloc(buf, cap *= 2);
         len += n;
@@ -267,7 +286,7 @@ typedef struct kill_filter {
     const karg *addr;
     const karg *laddr;
     int skipme;
-    int type_none;     /* a client type Keel never has: matches nobody */
+    int type;          /* CLIENT_TYPE_* */
     long long max_age; /* seconds; 0: any age */
 } kill_filter;
 
@@ -279,7 +298,7 @@ static int kill_addr_match(client *x, const karg *want, int remote) {
 }
 
 static int kill_matches(client *c, client *x, const kill_filter *f) {
-    if (f->type_none) return 0;
+    if (!client_type_matches(x, f->type)) return 0;
     if (f->id && (long long)x->id != f->id) return 0;
     if (f->addr && !kill_addr_match(x, f->addr, 1)) return 0;
     if (f->laddr && !kill_addr_match(x, f->laddr, 0)) return 0;
@@ -320,12 +339,8 @@ static int kill_parse(client *c, kill_filter *f) {
         } else if (karg_eq(opt, "skipme") && (karg_eq(val, "yes") || karg_eq(val, "no"))) {
             f->skipme = karg_eq(val, "yes");
         } else if (karg_eq(opt, "type")) {
-            if (!karg_eq(val, "normal") && !karg_eq(val, "master") && !karg_eq(val, "replica") &&
-                !karg_eq(val, "slave") && !karg_eq(val, "pubsub")) {
-                reply_errorf(c, "ERR Unknown client type '%.*s'", (int)val->len, val->ptr);
-                return 0;
-            }
-            f->type_none = !karg_eq(val, "normal");
+            f->type = client_type_parse(c, val);
+            if (f->type < 0) return 0;
         } else {
             reply_syntax_error(c);
             return 0;
@@ -362,6 +377,10 @@ static void client_kill(client *c) {
 static void client_help(client *c) {
     static const char *help[] = {
         "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
         "GETNAME", "    Return the name of the current connection.",
         "ID", "    Return the ID of the current connection.",
         "INFO", "    Return information about the current client connection.",
@@ -375,6 +394,11 @@ static void client_help(client *c) {
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
         "UNPAUSE", "    Stop the current client pause, resuming traffic.",
@@ -595,6 +619,14 @@ static command client_subcommands[] = {
         "Suspends commands processing."),
     SUB("unpause", pause_client_unpause_command, 2, CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
         "Resumes processing commands from paused clients."),
+    SUB("tracking", tracking_client_tracking, -3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Controls server-assisted client-side caching for the connection."),
+    SUB("caching", tracking_client_caching, 3, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Instructs the server whether to track the keys in the next request."),
+    SUB("getredir", tracking_client_getredir, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Returns the client ID to which the connection's tracking notifications are redirected."),
+    SUB("trackinginfo", tracking_client_trackinginfo, 2, CMD_NOSCRIPT | CMD_LOADING | CMD_STALE,
+        "Returns information about server-assisted client-side caching for the connection."),
     SUB("help", client_help, 2, CMD_LOADING | CMD_STALE, "Returns helpful text about the different subcommands."),
     SUB_END,
 };

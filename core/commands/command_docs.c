@@ -213,9 +213,22 @@ static const command_arg bzpopmin_args_15[] = {
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
 
+static const command_arg client_caching_args_16[] = {
+    {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
+    {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
+};
+
+static const command_arg client_caching_args_17[] = {
+    {.name = "mode",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = client_caching_args_16,
+     .num_args = 2},
+};
+
 static const char *const client_info_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_kill_args_16[] = {
+static const command_arg client_kill_args_18[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master",
      .type = ARG_PURE_TOKEN,
@@ -236,12 +249,12 @@ static const command_arg client_kill_args_16[] = {
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_kill_args_17[] = {
+static const command_arg client_kill_args_19[] = {
     {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
     {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
 };
 
-static const command_arg client_kill_args_18[] = {
+static const command_arg client_kill_args_20[] = {
     {.name = "client-id",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -254,7 +267,7 @@ static const command_arg client_kill_args_18[] = {
      .token = "TYPE",
      .since = "2.8.12",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_16,
+     .subargs = client_kill_args_18,
      .num_args = 6},
     {.name = "username",
      .type = ARG_STRING,
@@ -279,7 +292,7 @@ static const command_arg client_kill_args_18[] = {
      .key_spec_index = -1,
      .token = "SKIPME",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_17,
+     .subargs = client_kill_args_19,
      .num_args = 2},
     {.name = "maxage",
      .type = ARG_INTEGER,
@@ -289,7 +302,7 @@ static const command_arg client_kill_args_18[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg client_kill_args_19[] = {
+static const command_arg client_kill_args_21[] = {
     {.name = "old-format",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -299,35 +312,35 @@ static const command_arg client_kill_args_19[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = client_kill_args_18,
+     .subargs = client_kill_args_20,
      .num_args = 7},
 };
 
-static const command_arg client_kill_args_20[] = {
+static const command_arg client_kill_args_22[] = {
     {.name = "filter",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_kill_args_19,
+     .subargs = client_kill_args_21,
      .num_args = 2},
 };
 
 static const char *const client_list_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_list_args_21[] = {
+static const command_arg client_list_args_23[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MASTER"},
     {.name = "replica", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "REPLICA"},
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_list_args_22[] = {
+static const command_arg client_list_args_24[] = {
     {.name = "client-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "TYPE",
      .since = "5.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_list_args_21,
+     .subargs = client_list_args_23,
      .num_args = 4},
     {.name = "client-id",
      .type = ARG_INTEGER,
@@ -337,97 +350,140 @@ static const command_arg client_list_args_22[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg client_no_evict_args_23[] = {
+static const command_arg client_no_evict_args_25[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_evict_args_24[] = {
+static const command_arg client_no_evict_args_26[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_evict_args_23,
+     .subargs = client_no_evict_args_25,
      .num_args = 2},
 };
 
-static const command_arg client_no_touch_args_25[] = {
+static const command_arg client_no_touch_args_27[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_touch_args_26[] = {
+static const command_arg client_no_touch_args_28[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_touch_args_25,
+     .subargs = client_no_touch_args_27,
      .num_args = 2},
 };
 
-static const command_arg client_pause_args_27[] = {
+static const command_arg client_pause_args_29[] = {
     {.name = "write", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "WRITE"},
     {.name = "all", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ALL"},
 };
 
-static const command_arg client_pause_args_28[] = {
+static const command_arg client_pause_args_30[] = {
     {.name = "timeout", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "mode",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_pause_args_27,
+     .subargs = client_pause_args_29,
      .num_args = 2},
 };
 
-static const command_arg client_reply_args_29[] = {
+static const command_arg client_reply_args_31[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
     {.name = "skip", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SKIP"},
 };
 
-static const command_arg client_reply_args_30[] = {
+static const command_arg client_reply_args_32[] = {
     {.name = "action",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_reply_args_29,
+     .subargs = client_reply_args_31,
      .num_args = 3},
 };
 
 static const char *const client_setinfo_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setinfo_args_31[] = {
+static const command_arg client_setinfo_args_33[] = {
     {.name = "libname", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-NAME"},
     {.name = "libver", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-VER"},
 };
 
-static const command_arg client_setinfo_args_32[] = {
+static const command_arg client_setinfo_args_34[] = {
     {.name = "attr",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_setinfo_args_31,
+     .subargs = client_setinfo_args_33,
      .num_args = 2},
 };
 
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setname_args_33[] = {
+static const command_arg client_setname_args_35[] = {
     {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg client_unblock_args_34[] = {
+static const command_arg client_tracking_args_36[] = {
+    {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
+    {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
+};
+
+static const command_arg client_tracking_args_37[] = {
+    {.name = "status",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = client_tracking_args_36,
+     .num_args = 2},
+    {.name = "client-id",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "REDIRECT",
+     .flags = ARG_OPTIONAL},
+    {.name = "prefix",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "PREFIX",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN},
+    {.name = "BCAST",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "BCAST",
+     .flags = ARG_OPTIONAL},
+    {.name = "OPTIN",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "OPTIN",
+     .flags = ARG_OPTIONAL},
+    {.name = "OPTOUT",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "OPTOUT",
+     .flags = ARG_OPTIONAL},
+    {.name = "NOLOOP",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOLOOP",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg client_unblock_args_38[] = {
     {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
     {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
 };
 
-static const command_arg client_unblock_args_35[] = {
+static const command_arg client_unblock_args_39[] = {
     {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "unblock-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = client_unblock_args_34,
+     .subargs = client_unblock_args_38,
      .num_args = 2},
 };
 
@@ -436,7 +492,7 @@ static const char *const command_tips[] = {"nondeterministic_output_order"};
 static const char *const commandlog_get_tips[] = {"request_policy:all_nodes",
                                                   "nondeterministic_output"};
 
-static const command_arg commandlog_get_args_36[] = {
+static const command_arg commandlog_get_args_40[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -445,19 +501,19 @@ static const command_arg commandlog_get_args_36[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_get_args_37[] = {
+static const command_arg commandlog_get_args_41[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_get_args_36,
+     .subargs = commandlog_get_args_40,
      .num_args = 3},
 };
 
 static const char *const commandlog_len_tips[] = {
     "request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"};
 
-static const command_arg commandlog_len_args_38[] = {
+static const command_arg commandlog_len_args_42[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -466,18 +522,18 @@ static const command_arg commandlog_len_args_38[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_len_args_39[] = {
+static const command_arg commandlog_len_args_43[] = {
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_len_args_38,
+     .subargs = commandlog_len_args_42,
      .num_args = 3},
 };
 
 static const char *const commandlog_reset_tips[] = {"request_policy:all_nodes",
                                                     "response_policy:all_succeeded"};
 
-static const command_arg commandlog_reset_args_40[] = {
+static const command_arg commandlog_reset_args_44[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -486,36 +542,36 @@ static const command_arg commandlog_reset_args_40[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_reset_args_41[] = {
+static const command_arg commandlog_reset_args_45[] = {
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_reset_args_40,
+     .subargs = commandlog_reset_args_44,
      .num_args = 3},
 };
 
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_42[] = {
+static const command_arg command_docs_args_46[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_43[] = {
+static const command_arg command_getkeys_args_47[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_44[] = {
+static const command_arg command_getkeysandflags_args_48[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_45[] = {
+static const command_arg command_info_args_49[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -524,23 +580,23 @@ static const command_arg command_info_args_45[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_46[] = {
+static const command_arg command_list_args_50[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_47[] = {
+static const command_arg command_list_args_51[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_46,
+     .subargs = command_list_args_50,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_48[] = {
+static const command_arg config_get_args_52[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -553,17 +609,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_49[] = {
+static const command_arg config_set_args_53[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_50[] = {
+static const command_arg config_set_args_54[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_49,
+     .subargs = config_set_args_53,
      .num_args = 2},
 };
 
@@ -580,7 +636,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_51[] = {
+static const command_arg copy_args_55[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -605,7 +661,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_52[] = {
+static const command_arg decr_args_56[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -617,7 +673,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_53[] = {
+static const command_arg decrby_args_57[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -632,11 +688,11 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_54[] = {
+static const command_arg del_args_58[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_55[] = {
+static const command_arg echo_args_59[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -650,7 +706,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_56[] = {
+static const command_arg exists_args_60[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -662,14 +718,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_57[] = {
+static const command_arg expire_args_61[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_58[] = {
+static const command_arg expire_args_62[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -677,7 +733,7 @@ static const command_arg expire_args_58[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_57,
+     .subargs = expire_args_61,
      .num_args = 4},
 };
 
@@ -689,14 +745,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_59[] = {
+static const command_arg expireat_args_63[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_60[] = {
+static const command_arg expireat_args_64[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -704,7 +760,7 @@ static const command_arg expireat_args_60[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_59,
+     .subargs = expireat_args_63,
      .num_args = 4},
 };
 
@@ -716,14 +772,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_61[] = {
+static const command_arg expiretime_args_65[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_62[] = {
+static const command_arg flushall_args_66[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -736,19 +792,19 @@ static const command_arg flushall_args_62[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_63[] = {
+static const command_arg flushall_args_67[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_62,
+     .subargs = flushall_args_66,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_64[] = {
+static const command_arg flushdb_args_68[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -761,12 +817,12 @@ static const command_arg flushdb_args_64[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_65[] = {
+static const command_arg flushdb_args_69[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_64,
+     .subargs = flushdb_args_68,
      .num_args = 2},
 };
 
@@ -778,7 +834,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_66[] = {
+static const command_arg get_args_70[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -790,7 +846,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_67[] = {
+static const command_arg getdel_args_71[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -802,7 +858,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_68[] = {
+static const command_arg getex_args_72[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -813,13 +869,13 @@ static const command_arg getex_args_68[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_69[] = {
+static const command_arg getex_args_73[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_68,
+     .subargs = getex_args_72,
      .num_args = 5},
 };
 
@@ -831,7 +887,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_70[] = {
+static const command_arg getrange_args_74[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -845,7 +901,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_71[] = {
+static const command_arg getset_args_75[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -858,24 +914,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_72[] = {
+static const command_arg hdel_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_73[] = {
+static const command_arg hello_args_77[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_74[] = {
+static const command_arg hello_args_78[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_73,
+     .subargs = hello_args_77,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -884,12 +940,12 @@ static const command_arg hello_args_74[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_75[] = {
+static const command_arg hello_args_79[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_74,
+     .subargs = hello_args_78,
      .num_args = 3},
 };
 
@@ -901,7 +957,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_76[] = {
+static const command_arg hexists_args_80[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -914,32 +970,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_77[] = {
+static const command_arg hexpire_args_81[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_78[] = {
+static const command_arg hexpire_args_82[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_79[] = {
+static const command_arg hexpire_args_83[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_77,
+     .subargs = hexpire_args_81,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_78,
+     .subargs = hexpire_args_82,
      .num_args = 2},
 };
 
@@ -951,32 +1007,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_80[] = {
+static const command_arg hexpireat_args_84[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_81[] = {
+static const command_arg hexpireat_args_85[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_82[] = {
+static const command_arg hexpireat_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_80,
+     .subargs = hexpireat_args_84,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_81,
+     .subargs = hexpireat_args_85,
      .num_args = 2},
 };
 
@@ -988,18 +1044,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_83[] = {
+static const command_arg hexpiretime_args_87[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_84[] = {
+static const command_arg hexpiretime_args_88[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_83,
+     .subargs = hexpiretime_args_87,
      .num_args = 2},
 };
 
@@ -1011,7 +1067,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_85[] = {
+static const command_arg hget_args_89[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1026,7 +1082,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_86[] = {
+static const command_arg hgetall_args_90[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1038,18 +1094,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_87[] = {
+static const command_arg hgetdel_args_91[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_88[] = {
+static const command_arg hgetdel_args_92[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_87,
+     .subargs = hgetdel_args_91,
      .num_args = 2},
 };
 
@@ -1061,7 +1117,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_89[] = {
+static const command_arg hgetex_args_93[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1072,24 +1128,24 @@ static const command_arg hgetex_args_89[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_90[] = {
+static const command_arg hgetex_args_94[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_91[] = {
+static const command_arg hgetex_args_95[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_89,
+     .subargs = hgetex_args_93,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_90,
+     .subargs = hgetex_args_94,
      .num_args = 2},
 };
 
@@ -1101,7 +1157,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_92[] = {
+static const command_arg hincrby_args_96[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1115,7 +1171,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_93[] = {
+static const command_arg hincrbyfloat_args_97[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1131,7 +1187,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_94[] = {
+static const command_arg hkeys_args_98[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1143,7 +1199,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_95[] = {
+static const command_arg hlen_args_99[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1155,7 +1211,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_96[] = {
+static const command_arg hmget_args_100[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1168,18 +1224,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_97[] = {
+static const command_arg hmset_args_101[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_98[] = {
+static const command_arg hmset_args_102[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_97,
+     .subargs = hmset_args_101,
      .num_args = 2},
 };
 
@@ -1191,18 +1247,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_99[] = {
+static const command_arg hpersist_args_103[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_100[] = {
+static const command_arg hpersist_args_104[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_99,
+     .subargs = hpersist_args_103,
      .num_args = 2},
 };
 
@@ -1214,32 +1270,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_101[] = {
+static const command_arg hpexpire_args_105[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_102[] = {
+static const command_arg hpexpire_args_106[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_103[] = {
+static const command_arg hpexpire_args_107[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_101,
+     .subargs = hpexpire_args_105,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_102,
+     .subargs = hpexpire_args_106,
      .num_args = 2},
 };
 
@@ -1251,32 +1307,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_104[] = {
+static const command_arg hpexpireat_args_108[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_105[] = {
+static const command_arg hpexpireat_args_109[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_106[] = {
+static const command_arg hpexpireat_args_110[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_104,
+     .subargs = hpexpireat_args_108,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_105,
+     .subargs = hpexpireat_args_109,
      .num_args = 2},
 };
 
@@ -1288,18 +1344,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_107[] = {
+static const command_arg hpexpiretime_args_111[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_108[] = {
+static const command_arg hpexpiretime_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_107,
+     .subargs = hpexpiretime_args_111,
      .num_args = 2},
 };
 
@@ -1311,18 +1367,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_109[] = {
+static const command_arg hpttl_args_113[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_110[] = {
+static const command_arg hpttl_args_114[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_109,
+     .subargs = hpttl_args_113,
      .num_args = 2},
 };
 
@@ -1336,7 +1392,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_111[] = {
+static const command_arg hrandfield_args_115[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1345,13 +1401,13 @@ static const command_arg hrandfield_args_111[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_112[] = {
+static const command_arg hrandfield_args_116[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_111,
+     .subargs = hrandfield_args_115,
      .num_args = 2},
 };
 
@@ -1365,7 +1421,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_113[] = {
+static const command_arg hscan_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1393,18 +1449,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_114[] = {
+static const command_arg hset_args_118[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_115[] = {
+static const command_arg hset_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_114,
+     .subargs = hset_args_118,
      .num_args = 2},
 };
 
@@ -1416,17 +1472,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_116[] = {
+static const command_arg hsetex_args_120[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_117[] = {
+static const command_arg hsetex_args_121[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_118[] = {
+static const command_arg hsetex_args_122[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1437,46 +1493,46 @@ static const command_arg hsetex_args_118[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_119[] = {
+static const command_arg hsetex_args_123[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_120[] = {
+static const command_arg hsetex_args_124[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_119,
+     .subargs = hsetex_args_123,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_121[] = {
+static const command_arg hsetex_args_125[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_116,
+     .subargs = hsetex_args_120,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_117,
+     .subargs = hsetex_args_121,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_118,
+     .subargs = hsetex_args_122,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_120,
+     .subargs = hsetex_args_124,
      .num_args = 2},
 };
 
@@ -1488,7 +1544,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_122[] = {
+static const command_arg hsetnx_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1502,7 +1558,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_123[] = {
+static const command_arg hstrlen_args_127[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1515,18 +1571,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_124[] = {
+static const command_arg httl_args_128[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_125[] = {
+static const command_arg httl_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_124,
+     .subargs = httl_args_128,
      .num_args = 2},
 };
 
@@ -1540,7 +1596,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_126[] = {
+static const command_arg hvals_args_130[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1552,7 +1608,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_127[] = {
+static const command_arg incr_args_131[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1564,7 +1620,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_128[] = {
+static const command_arg incrby_args_132[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1577,7 +1633,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_129[] = {
+static const command_arg incrbyfloat_args_133[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1585,7 +1641,7 @@ static const command_arg incrbyfloat_args_129[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_130[] = {
+static const command_arg info_args_134[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1595,7 +1651,7 @@ static const command_arg info_args_130[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_131[] = {
+static const command_arg keys_args_135[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1607,14 +1663,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_132[] = {
+static const command_arg latency_graph_args_136[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_133[] = {
+static const command_arg latency_histogram_args_137[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1624,7 +1680,7 @@ static const command_arg latency_histogram_args_133[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_134[] = {
+static const command_arg latency_history_args_138[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1634,7 +1690,7 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_135[] = {
+static const command_arg latency_reset_args_139[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1649,7 +1705,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_136[] = {
+static const command_arg lindex_args_140[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1662,17 +1718,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_137[] = {
+static const command_arg linsert_args_141[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_138[] = {
+static const command_arg linsert_args_142[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_137,
+     .subargs = linsert_args_141,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1686,7 +1742,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_139[] = {
+static const command_arg llen_args_143[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1703,28 +1759,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_140[] = {
+static const command_arg lmove_args_144[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_141[] = {
+static const command_arg lmove_args_145[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_142[] = {
+static const command_arg lmove_args_146[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_140,
+     .subargs = lmove_args_144,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_141,
+     .subargs = lmove_args_145,
      .num_args = 2},
 };
 
@@ -1736,18 +1792,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_143[] = {
+static const command_arg lmpop_args_147[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_144[] = {
+static const command_arg lmpop_args_148[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_143,
+     .subargs = lmpop_args_147,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1764,7 +1820,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_145[] = {
+static const command_arg lpop_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1781,7 +1837,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_146[] = {
+static const command_arg lpos_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1809,7 +1865,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_147[] = {
+static const command_arg lpush_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1822,7 +1878,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_148[] = {
+static const command_arg lpushx_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1835,7 +1891,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_149[] = {
+static const command_arg lrange_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1849,7 +1905,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_150[] = {
+static const command_arg lrem_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1863,7 +1919,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_151[] = {
+static const command_arg lset_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1877,7 +1933,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_152[] = {
+static const command_arg ltrim_args_156[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1903,7 +1959,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_153[] = {
+static const command_arg memory_usage_args_157[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1922,30 +1978,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_154[] = {
+static const command_arg mget_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_155[] = {
+static const command_arg module_load_args_159[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_156[] = {
+static const command_arg module_loadex_args_160[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_157[] = {
+static const command_arg module_loadex_args_161[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_156,
+     .subargs = module_loadex_args_160,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -1954,7 +2010,7 @@ static const command_arg module_loadex_args_157[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_158[] = {
+static const command_arg module_unload_args_162[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1966,7 +2022,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_159[] = {
+static const command_arg move_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1982,17 +2038,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_160[] = {
+static const command_arg mset_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_161[] = {
+static const command_arg mset_args_165[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_160,
+     .subargs = mset_args_164,
      .num_args = 2},
 };
 
@@ -2004,17 +2060,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_162[] = {
+static const command_arg msetnx_args_166[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_163[] = {
+static const command_arg msetnx_args_167[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_162,
+     .subargs = msetnx_args_166,
      .num_args = 2},
 };
 
@@ -2028,7 +2084,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_164[] = {
+static const command_arg object_encoding_args_168[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2042,7 +2098,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_165[] = {
+static const command_arg object_freq_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2056,7 +2112,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_166[] = {
+static const command_arg object_idletime_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2070,7 +2126,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_167[] = {
+static const command_arg object_refcount_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2082,7 +2138,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_168[] = {
+static const command_arg persist_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2094,14 +2150,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_169[] = {
+static const command_arg pexpire_args_173[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_170[] = {
+static const command_arg pexpire_args_174[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2109,7 +2165,7 @@ static const command_arg pexpire_args_170[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_169,
+     .subargs = pexpire_args_173,
      .num_args = 4},
 };
 
@@ -2121,14 +2177,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_171[] = {
+static const command_arg pexpireat_args_175[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_172[] = {
+static const command_arg pexpireat_args_176[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2136,7 +2192,7 @@ static const command_arg pexpireat_args_172[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_171,
+     .subargs = pexpireat_args_175,
      .num_args = 4},
 };
 
@@ -2148,14 +2204,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_173[] = {
+static const command_arg pexpiretime_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_174[] = {
+static const command_arg ping_args_178[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2167,13 +2223,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_175[] = {
+static const command_arg psetex_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_176[] = {
+static const command_arg psubscribe_args_180[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2187,38 +2243,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_177[] = {
+static const command_arg pttl_args_181[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_178[] = {
+static const command_arg publish_args_182[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_179[] = {
+static const command_arg pubsub_channels_args_183[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_180[] = {
+static const command_arg pubsub_numsub_args_184[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_181[] = {
+static const command_arg pubsub_shardchannels_args_185[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_182[] = {
+static const command_arg pubsub_shardnumsub_args_186[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_183[] = {
+static const command_arg punsubscribe_args_187[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2241,7 +2297,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_184[] = {
+static const command_arg rename_args_188[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2259,7 +2315,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_185[] = {
+static const command_arg renamenx_args_189[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2272,7 +2328,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_186[] = {
+static const command_arg rpop_args_190[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2294,7 +2350,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_187[] = {
+static const command_arg rpoplpush_args_191[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2307,7 +2363,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_188[] = {
+static const command_arg rpush_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2320,7 +2376,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_189[] = {
+static const command_arg rpushx_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2333,7 +2389,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_190[] = {
+static const command_arg sadd_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2341,7 +2397,7 @@ static const command_arg sadd_args_190[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_191[] = {
+static const command_arg scan_args_195[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2369,7 +2425,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_192[] = {
+static const command_arg scard_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2383,7 +2439,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_193[] = {
+static const command_arg sdiff_args_197[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2400,12 +2456,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_194[] = {
+static const command_arg sdiffstore_args_198[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_195[] = {
+static const command_arg select_args_199[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2417,12 +2473,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_196[] = {
+static const command_arg set_args_200[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_197[] = {
+static const command_arg set_args_201[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2450,7 +2506,7 @@ static const command_arg set_args_197[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_198[] = {
+static const command_arg set_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2458,7 +2514,7 @@ static const command_arg set_args_198[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_196,
+     .subargs = set_args_200,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2470,7 +2526,7 @@ static const command_arg set_args_198[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_197,
+     .subargs = set_args_201,
      .num_args = 5},
 };
 
@@ -2482,7 +2538,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_199[] = {
+static const command_arg setex_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2496,7 +2552,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_200[] = {
+static const command_arg setnx_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2509,23 +2565,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_201[] = {
+static const command_arg setrange_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_202[] = {
+static const command_arg shutdown_args_206[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_203[] = {
+static const command_arg shutdown_args_207[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_202,
+     .subargs = shutdown_args_206,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2541,11 +2597,11 @@ static const command_arg shutdown_args_203[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_204[] = {
+static const command_arg shutdown_args_208[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_203,
+     .subargs = shutdown_args_207,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2554,12 +2610,12 @@ static const command_arg shutdown_args_204[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_205[] = {
+static const command_arg shutdown_args_209[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_204,
+     .subargs = shutdown_args_208,
      .num_args = 2},
 };
 
@@ -2573,7 +2629,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_206[] = {
+static const command_arg sinter_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2585,7 +2641,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_207[] = {
+static const command_arg sintercard_args_211[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2608,7 +2664,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_208[] = {
+static const command_arg sinterstore_args_212[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2621,7 +2677,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_209[] = {
+static const command_arg sismember_args_213[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2629,7 +2685,7 @@ static const command_arg sismember_args_209[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_210[] = {
+static const command_arg slowlog_get_args_214[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2649,7 +2705,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_211[] = {
+static const command_arg smembers_args_215[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2661,7 +2717,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_212[] = {
+static const command_arg smismember_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2679,7 +2735,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_213[] = {
+static const command_arg smove_args_217[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2695,17 +2751,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_214[] = {
+static const command_arg sort_args_218[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_215[] = {
+static const command_arg sort_args_219[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_216[] = {
+static const command_arg sort_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2718,7 +2774,7 @@ static const command_arg sort_args_216[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_214,
+     .subargs = sort_args_218,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2730,7 +2786,7 @@ static const command_arg sort_args_216[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_215,
+     .subargs = sort_args_219,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2753,17 +2809,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_217[] = {
+static const command_arg sort_ro_args_221[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_218[] = {
+static const command_arg sort_ro_args_222[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_219[] = {
+static const command_arg sort_ro_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2776,7 +2832,7 @@ static const command_arg sort_ro_args_219[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_217,
+     .subargs = sort_ro_args_221,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2788,7 +2844,7 @@ static const command_arg sort_ro_args_219[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_218,
+     .subargs = sort_ro_args_222,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2807,7 +2863,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_220[] = {
+static const command_arg spop_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2824,7 +2880,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_221[] = {
+static const command_arg spublish_args_225[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2839,7 +2895,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_222[] = {
+static const command_arg srandmember_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2856,7 +2912,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_223[] = {
+static const command_arg srem_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2871,7 +2927,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_224[] = {
+static const command_arg sscan_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2894,7 +2950,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_225[] = {
+static const command_arg ssubscribe_args_229[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2906,11 +2962,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_226[] = {
+static const command_arg strlen_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_227[] = {
+static const command_arg subscribe_args_231[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2922,7 +2978,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_228[] = {
+static const command_arg substr_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2938,7 +2994,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_229[] = {
+static const command_arg sunion_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2955,7 +3011,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_230[] = {
+static const command_arg sunionstore_args_234[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2968,14 +3024,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_231[] = {
+static const command_arg sunsubscribe_args_235[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_232[] = {
+static const command_arg swapdb_args_236[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2992,7 +3048,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_233[] = {
+static const command_arg touch_args_237[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3006,7 +3062,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_234[] = {
+static const command_arg ttl_args_238[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3018,7 +3074,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_235[] = {
+static const command_arg type_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3032,11 +3088,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_236[] = {
+static const command_arg unlink_args_240[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_237[] = {
+static const command_arg unsubscribe_args_241[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3051,7 +3107,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_238[] = {
+static const command_arg watch_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3063,36 +3119,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_239[] = {
+static const command_arg zadd_args_243[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_240[] = {
+static const command_arg zadd_args_244[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_241[] = {
+static const command_arg zadd_args_245[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_242[] = {
+static const command_arg zadd_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_239,
+     .subargs = zadd_args_243,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_240,
+     .subargs = zadd_args_244,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3110,7 +3166,7 @@ static const command_arg zadd_args_242[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_241,
+     .subargs = zadd_args_245,
      .num_args = 2},
 };
 
@@ -3122,7 +3178,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_243[] = {
+static const command_arg zcard_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3134,7 +3190,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_244[] = {
+static const command_arg zcount_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3148,7 +3204,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_245[] = {
+static const command_arg zdiff_args_249[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3171,7 +3227,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_246[] = {
+static const command_arg zdiffstore_args_250[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3185,7 +3241,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_247[] = {
+static const command_arg zincrby_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3199,13 +3255,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_248[] = {
+static const command_arg zinter_args_252[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_249[] = {
+static const command_arg zinter_args_253[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3218,7 +3274,7 @@ static const command_arg zinter_args_249[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_248,
+     .subargs = zinter_args_252,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3235,7 +3291,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_250[] = {
+static const command_arg zintercard_args_254[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3258,13 +3314,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_251[] = {
+static const command_arg zinterstore_args_255[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_252[] = {
+static const command_arg zinterstore_args_256[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3278,7 +3334,7 @@ static const command_arg zinterstore_args_252[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_251,
+     .subargs = zinterstore_args_255,
      .num_args = 3},
 };
 
@@ -3290,7 +3346,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_253[] = {
+static const command_arg zlexcount_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3304,18 +3360,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_254[] = {
+static const command_arg zmpop_args_258[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_255[] = {
+static const command_arg zmpop_args_259[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_254,
+     .subargs = zmpop_args_258,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3332,7 +3388,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_256[] = {
+static const command_arg zmscore_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3345,7 +3401,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_257[] = {
+static const command_arg zpopmax_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3358,7 +3414,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_258[] = {
+static const command_arg zpopmin_args_262[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3373,7 +3429,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_259[] = {
+static const command_arg zrandmember_args_263[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3382,13 +3438,13 @@ static const command_arg zrandmember_args_259[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_260[] = {
+static const command_arg zrandmember_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_259,
+     .subargs = zrandmember_args_263,
      .num_args = 2},
 };
 
@@ -3400,17 +3456,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_261[] = {
+static const command_arg zrange_args_265[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_262[] = {
+static const command_arg zrange_args_266[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_263[] = {
+static const command_arg zrange_args_267[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3419,7 +3475,7 @@ static const command_arg zrange_args_263[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_261,
+     .subargs = zrange_args_265,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3433,7 +3489,7 @@ static const command_arg zrange_args_263[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_262,
+     .subargs = zrange_args_266,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3450,12 +3506,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_264[] = {
+static const command_arg zrangebylex_args_268[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_265[] = {
+static const command_arg zrangebylex_args_269[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3464,7 +3520,7 @@ static const command_arg zrangebylex_args_265[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_264,
+     .subargs = zrangebylex_args_268,
      .num_args = 2},
 };
 
@@ -3476,12 +3532,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_266[] = {
+static const command_arg zrangebyscore_args_270[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_267[] = {
+static const command_arg zrangebyscore_args_271[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3496,7 +3552,7 @@ static const command_arg zrangebyscore_args_267[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_266,
+     .subargs = zrangebyscore_args_270,
      .num_args = 2},
 };
 
@@ -3513,17 +3569,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_268[] = {
+static const command_arg zrangestore_args_272[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_269[] = {
+static const command_arg zrangestore_args_273[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_270[] = {
+static const command_arg zrangestore_args_274[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3532,7 +3588,7 @@ static const command_arg zrangestore_args_270[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_268,
+     .subargs = zrangestore_args_272,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3544,7 +3600,7 @@ static const command_arg zrangestore_args_270[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_269,
+     .subargs = zrangestore_args_273,
      .num_args = 2},
 };
 
@@ -3556,7 +3612,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_271[] = {
+static const command_arg zrank_args_275[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3574,7 +3630,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_272[] = {
+static const command_arg zrem_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3587,7 +3643,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_273[] = {
+static const command_arg zremrangebylex_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3601,7 +3657,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_274[] = {
+static const command_arg zremrangebyrank_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3615,7 +3671,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_275[] = {
+static const command_arg zremrangebyscore_args_279[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3629,7 +3685,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_276[] = {
+static const command_arg zrevrange_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3648,12 +3704,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_277[] = {
+static const command_arg zrevrangebylex_args_281[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_278[] = {
+static const command_arg zrevrangebylex_args_282[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3662,7 +3718,7 @@ static const command_arg zrevrangebylex_args_278[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_277,
+     .subargs = zrevrangebylex_args_281,
      .num_args = 2},
 };
 
@@ -3674,12 +3730,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_279[] = {
+static const command_arg zrevrangebyscore_args_283[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_280[] = {
+static const command_arg zrevrangebyscore_args_284[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3693,7 +3749,7 @@ static const command_arg zrevrangebyscore_args_280[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_279,
+     .subargs = zrevrangebyscore_args_283,
      .num_args = 2},
 };
 
@@ -3705,7 +3761,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_281[] = {
+static const command_arg zrevrank_args_285[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3725,7 +3781,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_282[] = {
+static const command_arg zscan_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3753,7 +3809,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_283[] = {
+static const command_arg zscore_args_287[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3766,13 +3822,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_284[] = {
+static const command_arg zunion_args_288[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_285[] = {
+static const command_arg zunion_args_289[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3785,7 +3841,7 @@ static const command_arg zunion_args_285[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_284,
+     .subargs = zunion_args_288,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3807,13 +3863,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_286[] = {
+static const command_arg zunionstore_args_290[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_287[] = {
+static const command_arg zunionstore_args_291[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3827,7 +3883,7 @@ static const command_arg zunionstore_args_287[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_286,
+     .subargs = zunionstore_args_290,
      .num_args = 3},
 };
 
@@ -3940,9 +3996,21 @@ static const command_docs docs_table[] = {
      .group = "connection",
      .since = "2.4.0",
      .complexity = "Depends on subcommand."},
+    {.fullname = "client|caching",
+     .group = "connection",
+     .since = "6.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_caching_args_17,
+     .num_args = 1},
     {.fullname = "client|getname",
      .group = "connection",
      .since = "2.6.9",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION},
+    {.fullname = "client|getredir",
+     .group = "connection",
+     .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION},
     {.fullname = "client|help",
@@ -3967,7 +4035,7 @@ static const command_docs docs_table[] = {
      .since = "2.4.0",
      .complexity = "O(N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_kill_args_20,
+     .args = client_kill_args_22,
      .num_args = 1},
     {.fullname = "client|list",
      .group = "connection",
@@ -3976,35 +4044,35 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_list_tips,
      .num_tips = 1,
-     .args = client_list_args_22,
+     .args = client_list_args_24,
      .num_args = 2},
     {.fullname = "client|no-evict",
      .group = "connection",
      .since = "7.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_evict_args_24,
+     .args = client_no_evict_args_26,
      .num_args = 1},
     {.fullname = "client|no-touch",
      .group = "connection",
      .since = "7.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_touch_args_26,
+     .args = client_no_touch_args_28,
      .num_args = 1},
     {.fullname = "client|pause",
      .group = "connection",
      .since = "3.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_pause_args_28,
+     .args = client_pause_args_30,
      .num_args = 2},
     {.fullname = "client|reply",
      .group = "connection",
      .since = "3.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_reply_args_30,
+     .args = client_reply_args_32,
      .num_args = 1},
     {.fullname = "client|setinfo",
      .group = "connection",
@@ -4013,7 +4081,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setinfo_tips,
      .num_tips = 2,
-     .args = client_setinfo_args_32,
+     .args = client_setinfo_args_34,
      .num_args = 1},
     {.fullname = "client|setname",
      .group = "connection",
@@ -4022,14 +4090,26 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setname_tips,
      .num_tips = 2,
-     .args = client_setname_args_33,
+     .args = client_setname_args_35,
      .num_args = 1},
+    {.fullname = "client|tracking",
+     .group = "connection",
+     .since = "6.0.0",
+     .complexity = "O(1). Some options may introduce additional complexity.",
+     .acl_categories = ACL_CAT_CONNECTION,
+     .args = client_tracking_args_37,
+     .num_args = 7},
+    {.fullname = "client|trackinginfo",
+     .group = "connection",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_CONNECTION},
     {.fullname = "client|unblock",
      .group = "connection",
      .since = "5.0.0",
      .complexity = "O(log N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_unblock_args_35,
+     .args = client_unblock_args_39,
      .num_args = 2},
     {.fullname = "client|unpause",
      .group = "connection",
@@ -4053,7 +4133,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = commandlog_get_tips,
      .num_tips = 2,
-     .args = commandlog_get_args_37,
+     .args = commandlog_get_args_41,
      .num_args = 2},
     {.fullname = "commandlog|help", .group = "server", .since = "8.1.0", .complexity = "O(1)"},
     {.fullname = "commandlog|len",
@@ -4062,7 +4142,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = commandlog_len_tips,
      .num_tips = 3,
-     .args = commandlog_len_args_39,
+     .args = commandlog_len_args_43,
      .num_args = 1},
     {.fullname = "commandlog|reset",
      .group = "server",
@@ -4070,7 +4150,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries in the commandlog",
      .tips = commandlog_reset_tips,
      .num_tips = 2,
-     .args = commandlog_reset_args_41,
+     .args = commandlog_reset_args_45,
      .num_args = 1},
     {.fullname = "command|count",
      .group = "server",
@@ -4084,21 +4164,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_42,
+     .args = command_docs_args_46,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_43,
+     .args = command_getkeys_args_47,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_44,
+     .args = command_getkeysandflags_args_48,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -4112,7 +4192,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_45,
+     .args = command_info_args_49,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -4121,7 +4201,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_47,
+     .args = command_list_args_51,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -4131,7 +4211,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_48,
+     .args = config_get_args_52,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -4152,7 +4232,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_50,
+     .args = config_set_args_54,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -4162,7 +4242,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_51,
+     .args = copy_args_55,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -4183,7 +4263,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_52,
+     .args = decr_args_56,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -4192,7 +4272,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_53,
+     .args = decrby_args_57,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -4206,7 +4286,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_54,
+     .args = del_args_58,
      .num_args = 1},
     {.fullname = "discard",
      .group = "transactions",
@@ -4218,7 +4298,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_55,
+     .args = echo_args_59,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -4234,7 +4314,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_56,
+     .args = exists_args_60,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -4243,7 +4323,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_58,
+     .args = expire_args_62,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4252,7 +4332,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_60,
+     .args = expireat_args_64,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4261,7 +4341,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_61,
+     .args = expiretime_args_65,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4270,7 +4350,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_63,
+     .args = flushall_args_67,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4279,7 +4359,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_65,
+     .args = flushdb_args_69,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4288,7 +4368,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_66,
+     .args = get_args_70,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4297,7 +4377,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_67,
+     .args = getdel_args_71,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4306,7 +4386,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_69,
+     .args = getex_args_73,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4318,7 +4398,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_70,
+     .args = getrange_args_74,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4330,7 +4410,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_71,
+     .args = getset_args_75,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4339,14 +4419,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_72,
+     .args = hdel_args_76,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_75,
+     .args = hello_args_79,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4355,7 +4435,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_76,
+     .args = hexists_args_80,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4364,7 +4444,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_79,
+     .args = hexpire_args_83,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4373,7 +4453,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_82,
+     .args = hexpireat_args_86,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4382,7 +4462,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_84,
+     .args = hexpiretime_args_88,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4391,7 +4471,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_85,
+     .args = hget_args_89,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4402,7 +4482,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_86,
+     .args = hgetall_args_90,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4411,7 +4491,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_88,
+     .args = hgetdel_args_92,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4420,7 +4500,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_91,
+     .args = hgetex_args_95,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4429,7 +4509,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_92,
+     .args = hincrby_args_96,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4438,7 +4518,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_93,
+     .args = hincrbyfloat_args_97,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4449,7 +4529,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_94,
+     .args = hkeys_args_98,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4458,7 +4538,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_95,
+     .args = hlen_args_99,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4467,7 +4547,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_96,
+     .args = hmget_args_100,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4479,7 +4559,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_98,
+     .args = hmset_args_102,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4488,7 +4568,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_100,
+     .args = hpersist_args_104,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4497,7 +4577,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_103,
+     .args = hpexpire_args_107,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4506,7 +4586,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_106,
+     .args = hpexpireat_args_110,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4515,7 +4595,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_108,
+     .args = hpexpiretime_args_112,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4524,7 +4604,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_110,
+     .args = hpttl_args_114,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4535,7 +4615,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_112,
+     .args = hrandfield_args_116,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4548,7 +4628,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_113,
+     .args = hscan_args_117,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4558,7 +4638,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_115,
+     .args = hset_args_119,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4567,7 +4647,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_121,
+     .args = hsetex_args_125,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4576,7 +4656,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_122,
+     .args = hsetnx_args_126,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4585,7 +4665,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_123,
+     .args = hstrlen_args_127,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4594,7 +4674,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_125,
+     .args = httl_args_129,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4605,7 +4685,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_126,
+     .args = hvals_args_130,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4614,7 +4694,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_127,
+     .args = incr_args_131,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4623,7 +4703,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_128,
+     .args = incrby_args_132,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4632,7 +4712,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_129,
+     .args = incrbyfloat_args_133,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4641,7 +4721,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_130,
+     .args = info_args_134,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4651,7 +4731,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_131,
+     .args = keys_args_135,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4676,7 +4756,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_132,
+     .args = latency_graph_args_136,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -4686,7 +4766,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_133,
+     .args = latency_histogram_args_137,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -4694,7 +4774,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_134,
+     .args = latency_history_args_138,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -4708,7 +4788,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_135,
+     .args = latency_reset_args_139,
      .num_args = 1},
     {.fullname = "lindex",
      .group = "list",
@@ -4718,7 +4798,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_136,
+     .args = lindex_args_140,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4730,7 +4810,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_138,
+     .args = linsert_args_142,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4739,7 +4819,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_139,
+     .args = llen_args_143,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4748,7 +4828,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_142,
+     .args = lmove_args_146,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4758,7 +4838,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_144,
+     .args = lmpop_args_148,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4767,7 +4847,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_145,
+     .args = lpop_args_149,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4778,7 +4858,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_146,
+     .args = lpos_args_150,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4788,7 +4868,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_147,
+     .args = lpush_args_151,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4798,7 +4878,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_148,
+     .args = lpushx_args_152,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4809,7 +4889,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_149,
+     .args = lrange_args_153,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4819,7 +4899,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_150,
+     .args = lrem_args_154,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4829,7 +4909,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_151,
+     .args = lset_args_155,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4838,7 +4918,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_152,
+     .args = ltrim_args_156,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4875,7 +4955,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_153,
+     .args = memory_usage_args_157,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4886,7 +4966,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_154,
+     .args = mget_args_158,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4904,21 +4984,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_155,
+     .args = module_load_args_159,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_157,
+     .args = module_loadex_args_161,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_158,
+     .args = module_unload_args_162,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -4928,7 +5008,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_159,
+     .args = move_args_163,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -4939,7 +5019,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_161,
+     .args = mset_args_165,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -4948,7 +5028,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_163,
+     .args = msetnx_args_167,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -4968,7 +5048,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_164,
+     .args = object_encoding_args_168,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -4979,7 +5059,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_165,
+     .args = object_freq_args_169,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -4995,7 +5075,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_166,
+     .args = object_idletime_args_170,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -5006,7 +5086,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_167,
+     .args = object_refcount_args_171,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -5015,7 +5095,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_168,
+     .args = persist_args_172,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -5024,7 +5104,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_170,
+     .args = pexpire_args_174,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -5033,7 +5113,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_172,
+     .args = pexpireat_args_176,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -5042,7 +5122,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_173,
+     .args = pexpiretime_args_177,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -5051,7 +5131,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_174,
+     .args = ping_args_178,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -5063,13 +5143,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_175,
+     .args = psetex_args_179,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_176,
+     .args = psubscribe_args_180,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -5080,14 +5160,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_177,
+     .args = pttl_args_181,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_178,
+     .args = publish_args_182,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -5098,7 +5178,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_179,
+     .args = pubsub_channels_args_183,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -5106,27 +5186,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_180,
+     .args = pubsub_numsub_args_184,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_181,
+     .args = pubsub_shardchannels_args_185,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_182,
+     .args = pubsub_shardnumsub_args_186,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_183,
+     .args = punsubscribe_args_187,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -5160,7 +5240,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_184,
+     .args = rename_args_188,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -5169,7 +5249,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_185,
+     .args = renamenx_args_189,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -5183,7 +5263,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_186,
+     .args = rpop_args_190,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -5195,7 +5275,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_187,
+     .args = rpoplpush_args_191,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -5205,7 +5285,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_188,
+     .args = rpush_args_192,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5215,7 +5295,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_189,
+     .args = rpushx_args_193,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5225,7 +5305,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_190,
+     .args = sadd_args_194,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5241,7 +5321,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_191,
+     .args = scan_args_195,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5250,7 +5330,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_192,
+     .args = scard_args_196,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5261,7 +5341,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_193,
+     .args = sdiff_args_197,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5270,14 +5350,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_194,
+     .args = sdiffstore_args_198,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_195,
+     .args = select_args_199,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5286,7 +5366,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_198,
+     .args = set_args_202,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5299,7 +5379,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_199,
+     .args = setex_args_203,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5311,7 +5391,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_200,
+     .args = setnx_args_204,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5322,14 +5402,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_201,
+     .args = setrange_args_205,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_205,
+     .args = shutdown_args_209,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5341,7 +5421,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_206,
+     .args = sinter_args_210,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5351,7 +5431,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_207,
+     .args = sintercard_args_211,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5361,7 +5441,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_208,
+     .args = sinterstore_args_212,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5370,7 +5450,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_209,
+     .args = sismember_args_213,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5382,7 +5462,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_210,
+     .args = slowlog_get_args_214,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5406,7 +5486,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_211,
+     .args = smembers_args_215,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5415,7 +5495,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_212,
+     .args = smismember_args_216,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5424,7 +5504,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_213,
+     .args = smove_args_217,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5435,7 +5515,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_216,
+     .args = sort_args_220,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5447,7 +5527,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_219,
+     .args = sort_ro_args_223,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5460,7 +5540,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_220,
+     .args = spop_args_224,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -5469,7 +5549,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_221,
+     .args = spublish_args_225,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5481,7 +5561,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_222,
+     .args = srandmember_args_226,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5490,7 +5570,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_223,
+     .args = srem_args_227,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5503,7 +5583,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_224,
+     .args = sscan_args_228,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -5511,7 +5591,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_225,
+     .args = ssubscribe_args_229,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -5520,13 +5600,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_226,
+     .args = strlen_args_230,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_227,
+     .args = subscribe_args_231,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5541,7 +5621,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_228,
+     .args = substr_args_232,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5552,7 +5632,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_229,
+     .args = sunion_args_233,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5561,7 +5641,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_230,
+     .args = sunionstore_args_234,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -5569,7 +5649,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_231,
+     .args = sunsubscribe_args_235,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -5577,7 +5657,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_232,
+     .args = swapdb_args_236,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5594,7 +5674,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_233,
+     .args = touch_args_237,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5605,7 +5685,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_234,
+     .args = ttl_args_238,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5614,7 +5694,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_235,
+     .args = type_args_239,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5627,13 +5707,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_236,
+     .args = unlink_args_240,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_237,
+     .args = unsubscribe_args_241,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5647,7 +5727,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_238,
+     .args = watch_args_242,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5657,7 +5737,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_242,
+     .args = zadd_args_246,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5666,7 +5746,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_243,
+     .args = zcard_args_247,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5675,7 +5755,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_244,
+     .args = zcount_args_248,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5685,7 +5765,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_245,
+     .args = zdiff_args_249,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5695,7 +5775,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_246,
+     .args = zdiffstore_args_250,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5704,7 +5784,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_247,
+     .args = zincrby_args_251,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5715,7 +5795,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_249,
+     .args = zinter_args_253,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5725,7 +5805,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_250,
+     .args = zintercard_args_254,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5736,7 +5816,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_252,
+     .args = zinterstore_args_256,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5745,7 +5825,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_253,
+     .args = zlexcount_args_257,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5755,7 +5835,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_255,
+     .args = zmpop_args_259,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5764,7 +5844,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_256,
+     .args = zmscore_args_260,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5774,7 +5854,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_257,
+     .args = zpopmax_args_261,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5784,7 +5864,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_258,
+     .args = zpopmin_args_262,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5795,7 +5875,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_260,
+     .args = zrandmember_args_264,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5805,7 +5885,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_263,
+     .args = zrange_args_267,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5819,7 +5899,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_265,
+     .args = zrangebylex_args_269,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5833,7 +5913,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_267,
+     .args = zrangebyscore_args_271,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5843,7 +5923,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_270,
+     .args = zrangestore_args_274,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5852,7 +5932,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_271,
+     .args = zrank_args_275,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5862,7 +5942,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_272,
+     .args = zrem_args_276,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5872,7 +5952,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_273,
+     .args = zremrangebylex_args_277,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5882,7 +5962,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_274,
+     .args = zremrangebyrank_args_278,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5892,7 +5972,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_275,
+     .args = zremrangebyscore_args_279,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5905,7 +5985,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_276,
+     .args = zrevrange_args_280,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5919,7 +5999,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_278,
+     .args = zrevrangebylex_args_282,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -5933,7 +6013,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_280,
+     .args = zrevrangebyscore_args_284,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -5942,7 +6022,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_281,
+     .args = zrevrank_args_285,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -5955,7 +6035,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_282,
+     .args = zscan_args_286,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -5964,7 +6044,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_283,
+     .args = zscore_args_287,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -5974,7 +6054,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_285,
+     .args = zunion_args_289,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -5984,7 +6064,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_287,
+     .args = zunionstore_args_291,
      .num_args = 5},
 };
 

@@ -51,6 +51,7 @@ typedef struct commands_env {
     const int *enable_module_cmd; /* the same for MODULE */
     const int *enable_protected_configs; /* the same for CONFIG SET of dir, dbfilename */
     int *active_expire_enabled;   /* DEBUG SET-ACTIVE-EXPIRE */
+    int *cron_paused;             /* DEBUG PAUSE-CRON */
     const long long *lastsave;    /* LASTSAVE: unix seconds */
     char *const *configfile;      /* CONFIG REWRITE; NULL: started without a file */
     void (*shutdown)(void);       /* SHUTDOWN: stop after this event-loop iteration */

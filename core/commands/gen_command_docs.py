@@ -33,7 +33,7 @@ memory memory|usage memory|stats memory|doctor memory|malloc-stats memory|purge 
 ping echo hello auth quit reset
 client client|id client|getname client|setname client|list client|info
 client|kill client|setinfo client|no-touch client|reply client|no-evict
-client|help client|unblock client|pause client|unpause
+client|help client|unblock client|pause client|unpause client|tracking client|caching client|getredir client|trackinginfo
 monitor latency latency|latest latency|history latency|reset latency|graph
 latency|doctor latency|histogram latency|help
 command command|count command|info command|docs command|list command|getkeys

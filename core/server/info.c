@@ -139,6 +139,10 @@ static const info_stat info_fields[] = {
     {"clients_in_timeout_table", &srv.blocking_stats.clients_in_timeout_table, NULL},
     {"total_blocking_keys", &srv.blocking_stats.total_blocking_keys, NULL},
     {"total_blocking_keys_on_nokey", &srv.blocking_stats.total_blocking_keys_on_nokey, NULL},
+    {"tracking_clients", &srv.tracking_stats.tracking_clients, NULL},
+    {"tracking_total_keys", &srv.tracking_stats.tracking_total_keys, NULL},
+    {"tracking_total_items", &srv.tracking_stats.tracking_total_items, NULL},
+    {"tracking_total_prefixes", &srv.tracking_stats.tracking_total_prefixes, NULL},
     {"pubsub_clients", &srv.pubsub_stats.pubsub_clients, NULL},
     {"pubsub_channels", &srv.pubsub_stats.pubsub_channels, NULL},
     {"pubsub_patterns", &srv.pubsub_stats.pubsub_patterns, NULL},
@@ -218,13 +222,14 @@ static void info_clients(sbuf *b) {
         b,
         "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-        "blocked_clients:%lld\r\ntracking_clients:0\r\npubsub_clients:%lld\r\nwatching_clients:%"
+        "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:%lld\r\nwatching_clients:%"
         "lld\r\n"
         "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
         "total_blocking_keys_on_nokey:%lld\r\n",
         client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients,
-        srv.pubsub_stats.pubsub_clients, watching, bs->clients_in_timeout_table, watched_keys,
-        bs->total_blocking_keys, bs->total_blocking_keys_on_nokey);
+        srv.tracking_stats.tracking_clients, srv.pubsub_stats.pubsub_clients, watching,
+        bs->clients_in_timeout_table, watched_keys, bs->total_blocking_keys,
+        bs->total_blocking_keys_on_nokey);
 }
 
 static const char *info_policy_name(void) {
@@ -300,7 +305,7 @@ static void info_sum_cmd_usec(command *cmd, void *priv) {
 }
 
 /* Valkey's fields in Valkey's order; those of features Keel lacks
- * (replication, pub/sub, forks, defragmentation, client tracking, scripts,
+ * (replication, pub/sub, forks, defragmentation, scripts,
  * ACL users, key prefetching, reply-buffer resizing) read 0. */
 static void info_stats(sbuf *b) {
     const session_metrics *ss = &srv.session_stats;
@@ -335,8 +340,10 @@ static void info_stats(sbuf *b) {
         "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
         "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
         "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
-        "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
-        "tracking_total_prefixes:0\r\n");
+        "current_active_defrag_time:0\r\n");
+    sbuf_appendf(b, "tracking_total_keys:%lld\r\ntracking_total_items:%lld\r\ntracking_total_prefixes:%lld\r\n",
+                 srv.tracking_stats.tracking_total_keys, srv.tracking_stats.tracking_total_items,
+                 srv.tracking_stats.tracking_total_prefixes);
     sbuf_appendf(b, "unexpected_error_replies:%lld\r\ntotal_error_replies:%lld\r\n", ss->unexpected_error_replies,
                  ss->total_error_replies);
     sbuf_appendf(b, "dump_payload_sanitizations:0\r\ntotal_reads_processed:%lld\r\ntotal_writes_processed:%lld\r\n",

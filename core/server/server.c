@@ -175,10 +175,12 @@ int server_rebind(void) {
 
 static int64_t server_cron(event_loop *el, int64_t id, void *data) {
     event_update_cached_time();
+    if (srv.cron_paused) return 1000 / srv.hz;
     srv.cronloops++;
     info_track_instantaneous();
     km_peak_memory();
     client_cron();
+    tracking_enforce_limit();
     if (srv.active_expire_enabled && !db_removals_deferred()) {
         uint64_t start = event_now_us();
         db_active_expire_cycle((uint64_t)(1000000 / srv.hz) / 4);
@@ -222,6 +224,7 @@ static void server_before_sleep(event_loop *el) {
         io_threads_poll();
         pause_before_sleep();
         blocking_before_sleep();
+        tracking_before_sleep();
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());
@@ -385,6 +388,7 @@ static const commands_env server_commands_env = {
     .enable_module_cmd = &srv.enable_module_cmd,
     .enable_protected_configs = &srv.compat.enable_protected_configs,
     .active_expire_enabled = &srv.active_expire_enabled,
+    .cron_paused = &srv.cron_paused,
     .lastsave = &srv.lastsave,
     .configfile = &srv.configfile,
     .shutdown = server_request_shutdown,
@@ -418,6 +422,7 @@ int server_init_core(char **err) {
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
+    tracking_setup(&srv.tracking, &srv.tracking_stats);
     pubsub_setup(&srv.pubsub_stats);
     pause_setup(&srv.blocking_stats);
     command_setup();
@@ -473,6 +478,7 @@ void server_teardown(void) {
     blocking_teardown();
     monitor_teardown();
     notify_teardown(); /* nothing is published once pub/sub is gone */
+    tracking_teardown();
     pubsub_teardown();
     module_teardown();
     server_tcp_free(&srv.listeners[0]);

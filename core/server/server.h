@@ -17,6 +17,7 @@
 #include "server/server_compat.h"
 #include "session/blocking.h"
 #include "session/client.h"
+#include "session/tracking.h"
 #include "session/pubsub.h"
 #include "types/types.h"
 
@@ -43,6 +44,8 @@ typedef struct server {
     session_options session;
     session_metrics session_stats;
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
+    tracking_options tracking;
+    tracking_metrics tracking_stats; /* gauges too */
     pubsub_metrics pubsub_stats;     /* gauges too */
     int notify_keyspace_events;      /* keyspace/notify.h NOTIFY_* classes */
     server_compat_options compat; /* Valkey directives without a feature yet */
@@ -66,6 +69,7 @@ typedef struct server {
     int enable_debug_cmd;  /* 0 no, 1 yes, 2 local */
     int enable_module_cmd; /* 0 no, 1 yes, 2 local */
     int active_expire_enabled;
+    int cron_paused;  /* DEBUG PAUSE-CRON: the cron does nothing (tests) */
     char *configfile; /* absolute path, NULL without a file */
     const uint8_t *fixed_hash_seed; /* 16 bytes, or NULL for a random seed (fuzzing replays) */
     char *executable;

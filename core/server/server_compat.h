@@ -123,7 +123,6 @@ typedef struct server_compat_options {
     unsigned long long repl_backlog_size;
     unsigned long long cluster_link_sendbuf_limit;
     unsigned long long active_defrag_ignore_bytes;
-    long long tracking_table_max_keys;
     long long repl_backlog_ttl;
     unsigned long long auto_aof_rewrite_min_size;
     long long loading_process_events_interval_bytes;

@@ -327,6 +327,7 @@ static const config_def server_config_table[] = {
     L("latency-monitor-threshold", 0, session.latency_monitor_threshold, "0", 0, LLONG_MAX),
     B("latency-tracking", 0, session.latency_tracking, "yes"),
     X("latency-tracking-info-percentiles", 0, NULL, "50 99 99.9", set_percentiles, get_percentiles),
+    L("tracking-table-max-keys", 0, tracking.table_max_keys, "1000000", 0, LONG_MAX),
     E("loglevel", 0, log.verbosity, "notice", enum_loglevel),
     S("logfile", CFG_IMMUTABLE, log.logfile, ""),
     S("pidfile", CFG_IMMUTABLE, pidfile, ""),

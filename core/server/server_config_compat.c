@@ -289,7 +289,6 @@ static const config_def compat_config_table[] = {
     CPM("repl-backlog-size", NULL, NE, repl_backlog_size, "10485760", 1, LLONG_MAX),
     CPM("cluster-link-sendbuf-limit", NULL, NE, cluster_link_sendbuf_limit, "0", 0, LLONG_MAX),
     CPM("active-defrag-ignore-bytes", NULL, NE, active_defrag_ignore_bytes, "104857600", 1, LLONG_MAX),
-    CPL("tracking-table-max-keys", NULL, NE, tracking_table_max_keys, "1000000", 0, LONG_MAX),
     CPL("repl-backlog-ttl", NULL, NE, repl_backlog_ttl, "3600", 0, LONG_MAX),
     CPM("auto-aof-rewrite-min-size", NULL, NE, auto_aof_rewrite_min_size, "67108864", 0, LLONG_MAX),
     CPL("loading-process-events-interval-bytes", NULL, CFG_HIDDEN | NE,

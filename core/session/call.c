@@ -8,6 +8,7 @@
 #include "session/monitor.h"
 #include "session/reply.h"
 #include "session/slowlog.h"
+#include "session/tracking.h"
 
 #include <string.h>
 
@@ -28,6 +29,13 @@ typedef struct hook_list {
 } hook_list;
 
 static hook_list filters, observers, events;
+/* Calls on the stack: EXEC's commands and a module's calls run inside
+ * another. */
+static int call_depth;
+
+int call_executing(void) {
+    return call_depth;
+}
 
 static int hook_add(hook_list *l, hook h) {
     if (l->count == l->cap) {
@@ -128,8 +136,15 @@ void call(client *c) {
      * through here too). */
     int touch_was = -1;
     if (K_UNLIKELY(c->flags & CLIENT_NO_TOUCH)) touch_was = db_set_access_touch(!strcmp(cmd->fullname, "touch"));
+    call_depth++;
     cmd->proc(c);
+    call_depth--;
     if (touch_was >= 0) db_set_access_touch(touch_was);
+    if (K_UNLIKELY(c->flags & CLIENT_TRACKING) && (cmd->flags & CMD_READONLY))
+        tracking_remember_keys(c, cmd);
+    /* Invalidations a command caused to its own client follow its reply
+     * (EXEC's: the whole transaction's). */
+    if (K_UNLIKELY(tracking_has_pending()) && !call_depth) tracking_flush_pending();
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
     /* Shown once: a blocked command's rerun is not shown again. */

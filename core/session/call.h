@@ -51,6 +51,8 @@ void call_client_event(client *c, int event);
 
 /* Executes c->cmd with c->argv. */
 void call(client *c);
+/* How many calls are running (0 between commands, 2 inside EXEC's). */
+int call_executing(void);
 
 void call_teardown(void);
 

@@ -10,6 +10,7 @@
 #include "common/common.h"
 #include "common/log.h"
 #include "common/kmem.h"
+#include "ds/hashtable.h"
 #include "io/io_threads.h"
 #include "session/blocking.h"
 #include "session/call.h"
@@ -18,6 +19,7 @@
 #include "session/monitor.h"
 #include "session/pause.h"
 #include "session/reply.h"
+#include "session/tracking.h"
 #include "keyspace/evict.h"
 
 #include <ctype.h>
@@ -35,6 +37,7 @@ static client *clients_head;
 static unsigned long connected_clients;
 static uint64_t next_client_id;
 static client *current_client;
+static hashtable *clients_by_id; /* the same clients, by id */
 
 void session_setup(const session_options *o, session_metrics *m) {
     session_opts_in_use = o;
@@ -42,6 +45,10 @@ void session_setup(const session_options *o, session_metrics *m) {
 }
 
 void session_teardown(void) {
+    if (clients_by_id && !hashtable_size(clients_by_id)) {
+        hashtable_release(clients_by_id);
+        clients_by_id = NULL;
+    }
     session_opts_in_use = NULL;
     session_stats_in_use = NULL;
     next_client_id = 0;
@@ -79,7 +86,18 @@ static client *pending_head;
 static client **close_list;
 static size_t close_count, close_cap;
 
+/* Clients by id: invalidation messages and redirects look them up for
+ * every key that changes (CLIENT TRACKING), so not by walking the list. */
+static const void *client_id_key(const void *entry, size_t *len) {
+    *len = sizeof(uint64_t);
+    return &((const client *)entry)->id;
+}
+
+static const hashtable_type client_id_type = {.entry_key = client_id_key};
+
 static void client_link(client *c) {
+    if (!clients_by_id) clients_by_id = hashtable_create(&client_id_type);
+    hashtable_add(clients_by_id, c, NULL);
     c->next = clients_head;
     if (clients_head) clients_head->prev = c;
     clients_head = c;
@@ -87,6 +105,7 @@ static void client_link(client *c) {
 }
 
 static void client_unlink(client *c) {
+    hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL);
     if (c->prev) c->prev->next = c->next;
     else
         clients_head = c->next;
@@ -161,6 +180,7 @@ static void client_release_parser_bigs(client *c) {
 
 static void client_free_now(client *c) {
     blocking_forget(c);
+    if (c->tracking || (c->flags & CLIENT_TRACKING)) tracking_disable(c);
     pubsub_client_release(c);
     pause_forget(c);
     monitor_forget(c);
@@ -665,6 +685,7 @@ void client_execute(client *c) {
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;
     current_client = c;
+    if (K_UNLIKELY(tracking_active())) tracking_enforce_limit();
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {
@@ -678,6 +699,7 @@ void client_execute(client *c) {
         }
     }
     current_client = outer;
+    if (K_UNLIKELY(c->flags & CLIENT_TRACKING_CACHING)) tracking_command_done(c);
     /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
     c->flags &= ~CLIENT_REPLY_SKIP;
     if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
@@ -694,6 +716,7 @@ void client_rerun(client *c) {
     c->cmd_errors = 0;
     call(c);
     current_client = outer;
+    if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 
 /* ---- the write path ---- */
@@ -907,9 +930,7 @@ void client_check_obuf_now(client *c) {
 /* ---- introspection ---- */
 
 client *client_by_id(uint64_t id) {
-    for (client *c = clients_head; c; c = c->next)
-        if (c->id == id) return c;
-    return NULL;
+    return clients_by_id ? hashtable_find(clients_by_id, &id, sizeof(id)) : NULL;
 }
 
 void client_buffer_stats(size_t *max_qbuf, size_t *max_obuf) {
@@ -940,6 +961,7 @@ static void client_flags_str(client *c, char *buf) {
     if (c->flags & CLIENT_PUBSUB) *p++ = 'P';
     if (c->flags & CLIENT_MULTI) *p++ = 'x';
     if (c->bstate || (c->flags & CLIENT_PAUSED)) *p++ = 'b';
+    p = tracking_flags_str(c, p);
     if (c->flags & CLIENT_DIRTY_CAS) *p++ = 'd';
     if (c->flags & CLIENT_CLOSE_AFTER_REPLY) *p++ = 'c';
     if (c->flags & CLIENT_UNBLOCKED) *p++ = 'u';
@@ -976,7 +998,7 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=%d "
         "sub=%lld psub=%lld ssub=%lld multi=%d watch=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
         "multi-mem=%zu rbs=%d rbp=0 obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s "
-        "cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
+        "cmd=%s user=default redir=%lld resp=%d lib-name=%s lib-ver=%s tot-net-in=%lld "
         "tot-net-out=%lld tot-cmds=%lld\n",
         (unsigned long long)c->id, addr, laddr, c->conn ? c->conn->fd : -1, c->name ? c->name : "",
         (long long)(now - c->ctime) / 1000, (long long)(now - c->last_interaction) / 1000, flags,
@@ -985,8 +1007,8 @@ size_t client_info_line(client *c, char *buf, size_t len) {
         client_watch_count(c), client_unrun_input(c), c->qbuf_cap - c->qbuf_len, c->mbytes,
         CLIENT_REPLY_CHUNK, c->reply_bytes, client_memory(c),
         (c->flags & CLIENT_PENDING_WRITE) ? "w" : "",
-        last ? (last->fullname ? last->fullname : last->name) : "NULL", c->resp,
-        c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in, c->net_out,
-        c->commands_processed);
+        last ? (last->fullname ? last->fullname : last->name) : "NULL", tracking_redirect_id(c),
+        c->resp, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "", c->net_in,
+        c->net_out, c->commands_processed);
     return n < 0 ? 0 : (size_t)n;
 }

@@ -112,6 +112,15 @@ extern const size_t session_metric_descs_count;
 /* Subscribed to a channel, pattern or shard channel: in RESP2 only the
  * pub/sub commands, PING, QUIT and RESET may run (CLIENT LIST flag P). */
 #define CLIENT_PUBSUB (1u << 17)
+/* CLIENT TRACKING (session/tracking.h): on (CLIENT LIST flag t), its
+ * redirect client gone (R), broadcast mode (B), OPTIN or OPTOUT, and
+ * CLIENT CACHING given for the next command. */
+#define CLIENT_TRACKING (1u << 18)
+#define CLIENT_TRACKING_BROKEN_REDIR (1u << 19)
+#define CLIENT_TRACKING_BCAST (1u << 20)
+#define CLIENT_TRACKING_OPTIN (1u << 21)
+#define CLIENT_TRACKING_OPTOUT (1u << 22)
+#define CLIENT_TRACKING_CACHING (1u << 23)
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)
@@ -232,6 +241,10 @@ typedef struct client {
     struct pubsub_state *pubsub;
     /* The command a CLIENT PAUSE holds (pause.c), NULL if none. */
     struct pause_hold *pause_hold;
+
+    /* CLIENT TRACKING's redirect, NOLOOP and prefixes (tracking.c); NULL
+     * until tracking is first turned on. */
+    struct tracking_state *tracking;
 } client;
 
 /* Borrows opts and metrics until session_teardown (client.c). */

@@ -235,28 +235,30 @@ void pubsub_unsubscribe(client *c, pubsub_kind kind, const char *name, size_t le
 
 void pubsub_unsubscribe_all(client *c, pubsub_kind kind, int notify) {
     pubsub_state *st = c->pubsub;
-    size_t removed = 0;
     hashtable *t = st ? st->subs[kind] : NULL;
-    void *e;
-    while (t && hashtable_size(t) > 0) {
-        /* The name outlives the member only while the server entry has
-         * other subscribers: copy it for the confirmation. */
+    size_t removed = 0;
+    if (t && hashtable_size(t) > 0) {
+        /* Safe: each entry is deleted right after it is returned. */
         hashtable_iter it;
-        hashtable_iter_init(&it, t, 0);
-        if (!hashtable_iter_next(&it, &e)) break;
+        void *e;
+        hashtable_iter_init(&it, t, 1);
+        while (hashtable_iter_next(&it, &e)) {
+            pubsub_member *m = e;
+            /* The name dies with its server entry when c was the last
+             * subscriber: keep a copy for the confirmation. */
+            size_t len = m->entry->len;
+            char small[128];
+            char *name = len <= sizeof(small) ? small : km_alloc(len);
+            memcpy(name, m->entry->name, len);
+            pubsub_drop(c, kind, m);
+            removed++;
+            pubsub_update_flag(c);
+            if (notify) pubsub_confirm(c, kind, 0, name, len);
+            if (name != small) km_free(name);
+        }
         hashtable_iter_reset(&it);
-        pubsub_member *m = e;
-        size_t len = m->entry->len;
-        char small[128];
-        char *name = len < sizeof(small) ? small : km_alloc(len);
-        memcpy(name, m->entry->name, len);
-        pubsub_drop(c, kind, m);
-        removed++;
-        pubsub_update_flag(c);
-        if (notify) pubsub_confirm(c, kind, 0, name, len);
-        if (name != small) km_free(name);
+        pubsub_update_gauges();
     }
-    if (removed) pubsub_update_gauges();
     if (notify && removed == 0) pubsub_confirm(c, kind, 0, NULL, 0);
 }
 
@@ -273,7 +275,9 @@ void pubsub_client_release(client *c) {
     if (!st) return;
     for (int k = 0; k < PUBSUB_KINDS; k++) {
         pubsub_unsubscribe_all(c, (pubsub_kind)k, 0);
+        /* Emptied, then gone: the next kind's flag update counts it as 0. */
         if (st->subs[k]) hashtable_release(st->subs[k]);
+        st->subs[k] = NULL;
     }
     pubsub_pending_release(st);
     km_free(st);
@@ -285,6 +289,7 @@ void pubsub_client_release(client *c) {
 
 /* The frames of one message: built on first use, once per protocol. */
 typedef struct pubsub_frames {
+    client *current;            /* the client whose command runs, if any */
     const pubsub_name *pattern; /* NULL: a channel or shard message */
     pubsub_kind kind;
     const char *channel, *msg;
@@ -337,13 +342,17 @@ static void pubsub_send(client *c, pubsub_frames *f) {
     if (!f->frame[v]) f->frame[v] = pubsub_build(f, v);
     if (c->flags & CLIENT_CLOSE_ASAP) return;
     /* The running command's own reply comes first. */
-    if (c == client_current()) {
+    if (c == f->current) {
         pubsub_hold(c->pubsub, f->frame[v]);
         return;
     }
-    uint32_t held = pubsub_push_begin(c);
+    if (K_UNLIKELY(c->flags & (CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP))) {
+        uint32_t held = pubsub_push_begin(c);
+        reply_frame(c, f->frame[v]);
+        pubsub_push_end(c, held);
+        return;
+    }
     reply_frame(c, f->frame[v]);
-    pubsub_push_end(c, held);
 }
 
 static long long pubsub_deliver(const pubsub_name *n, pubsub_frames *f) {
@@ -362,7 +371,8 @@ static void pubsub_frames_release(pubsub_frames *f) {
 static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size_t chlen,
                                      const char *msg, size_t msglen) {
     long long receivers = 0;
-    pubsub_frames f = {NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
+    client *current = client_current();
+    pubsub_frames f = {current, NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
     const pubsub_name *n =
         server_tables[kind] ? hashtable_find(server_tables[kind], channel, chlen) : NULL;
     if (n) receivers += pubsub_deliver(n, &f);
@@ -375,7 +385,7 @@ static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size
     while (hashtable_iter_next(&it, &e)) {
         const pubsub_name *p = e;
         if (!glob_match(p->name, p->len, channel, chlen, 0)) continue;
-        pubsub_frames pf = {p, kind, channel, msg, chlen, msglen, {NULL, NULL}};
+        pubsub_frames pf = {current, p, kind, channel, msg, chlen, msglen, {NULL, NULL}};
         receivers += pubsub_deliver(p, &pf);
         pubsub_frames_release(&pf);
     }

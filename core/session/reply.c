@@ -78,7 +78,19 @@ static void reply_obj_ref(client *c, kobj *o) {
 #define REPLY_FRAME_REF_MIN 512
 
 void reply_frame(client *c, kobj *frame) {
-    if (frame->len < REPLY_FRAME_REF_MIN) {
+    size_t len = frame->len;
+    reply_block *b = c->reply_tail;
+    /* The common case, a small message with room in the tail block: one
+     * copy, no block, no limit check (that runs when a block is added). */
+    if (len < REPLY_FRAME_REF_MIN && b && !b->obj && b->size - b->used >= len &&
+        !(c->flags & REPLY_DROPPED)) {
+        reply_schedule(c);
+        memcpy(b->buf + b->used, frame->v.ptr, len);
+        b->used += len;
+        c->reply_bytes += len;
+        return;
+    }
+    if (len < REPLY_FRAME_REF_MIN) {
         reply_raw(c, frame->v.ptr, frame->len);
         return;
     }

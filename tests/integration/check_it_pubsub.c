@@ -187,9 +187,17 @@ START_TEST(test_introspection) {
     expect_raw(c3, ">[\"psubscribe\",\"p*\",:2]");
     line = client_line(c3);
     ck_assert_msg(strstr(line, " flags=P ") && strstr(line, " sub=1 psub=1 ssub=1 "), "%s", line);
-    it_raw_close(a);
-    it_raw_close(b);
-    it_raw_close(c3);
+    /* The pubsub class: a, b and c3 (C and the plain client are normal). */
+    redisReply *list = it_cmd(C, "CLIENT LIST TYPE pubsub");
+    int lines = 0;
+    for (const char *p = list->str; (p = strstr(p, "flags=P")); p++)
+        lines++;
+    ck_assert_int_eq(lines, 3);
+    list = it_cmd(C, "CLIENT LIST TYPE normal");
+    ck_assert_ptr_null(strstr(list->str, "flags=P"));
+    ck_assert_ptr_nonnull(strstr(list->str, "cmd=client|list"));
+    expect_reply(C, "\"\"", "CLIENT LIST TYPE replica");
+    expect_int(C, 3, "CLIENT KILL TYPE pubsub");
     it_wait_until(info_stat("pubsub_channels") == 0, 5000);
     it_wait_until(it_info_int(C, "clients", "pubsub_clients") == 0, 5000);
     ck_assert_int_eq(info_stat("pubsub_patterns"), 0);
@@ -407,6 +415,60 @@ START_TEST(test_obuf_limit_directive) {
 }
 END_TEST
 
+START_TEST(test_unsubscribe_all_many) {
+    enum { N = 300 };
+    it_raw *rd = it_raw_connect(S);
+    char longname[201];
+    memset(longname, 'L', 200);
+    longname[200] = '\0';
+    it_raw_cmd(rd, "SUBSCRIBE", longname, NULL);
+    expect_raw(rd, it_fmt("[\"subscribe\",\"%s\",:1]", longname));
+    for (int i = 1; i < N; i++) {
+        it_raw_cmd(rd, "SUBSCRIBE", it_fmt("many:%d", i), NULL);
+        expect_raw(rd, it_fmt("[\"subscribe\",\"many:%d\",:%d]", i, i + 1));
+    }
+    it_raw_cmd(rd, "PSUBSCRIBE", "many:*", NULL);
+    expect_raw(rd, it_fmt("[\"psubscribe\",\"many:*\",:%d]", N + 1));
+    ck_assert_int_eq(info_stat("pubsub_channels"), N);
+    /* Every channel goes, one confirmation each, counting down to the
+     * pattern that stays. */
+    it_raw_cmd(rd, "UNSUBSCRIBE", NULL);
+    int saw_long = 0;
+    for (int i = 0; i < N; i++) {
+        it_value *v = it_raw_read(rd);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_uint_eq(v->n, 3);
+        ck_assert_str_eq(v->elem[0]->str, "unsubscribe");
+        ck_assert_int_eq(v->elem[2]->integer, N - i);
+        saw_long += v->elem[1]->len == 200 && strcmp(v->elem[1]->str, longname) == 0;
+    }
+    ck_assert_int_eq(saw_long, 1);
+    ck_assert_int_eq(info_stat("pubsub_channels"), 0);
+    expect_int(C, 1, "PUBLISH many:7 x");
+    expect_raw(rd, "[\"pmessage\",\"many:*\",\"many:7\",\"x\"]");
+    it_raw_cmd(rd, "PUNSUBSCRIBE", NULL);
+    expect_raw(rd, "[\"punsubscribe\",\"many:*\",:0]");
+    ck_assert_int_eq(it_info_int(C, "clients", "pubsub_clients"), 0);
+}
+END_TEST
+
+/* The idle timeout spares subscribers (they wait for messages by design)
+ * and closes the others. */
+START_TEST(test_idle_timeout_spares_subscribers) {
+    it_raw *sub = it_raw_connect(S), *idle = it_raw_connect(S);
+    it_raw_cmd(sub, "SUBSCRIBE", "quiet", NULL);
+    expect_raw(sub, "[\"subscribe\",\"quiet\",:1]");
+    it_raw_cmd(idle, "PING", NULL);
+    expect_raw(idle, "+PONG");
+    expect_ok(C, "CONFIG SET timeout 1");
+    ck_assert(it_raw_wait_closed(idle, 5000));
+    redisContext *c2 = it_connect(S); /* C sat idle too */
+    expect_ok(c2, "CONFIG SET timeout 0");
+    expect_int(c2, 1, "PUBLISH quiet still-here");
+    expect_raw(sub, "[\"message\",\"quiet\",\"still-here\"]");
+}
+END_TEST
+
 static Suite *pubsub_suite(void) {
     Suite *s = suite_create("pubsub");
     TCase *tc = it_tcase(s, "pubsub");
@@ -421,6 +483,8 @@ static Suite *pubsub_suite(void) {
     tcase_add_test(tc, test_publish_to_self_in_multi);
     tcase_add_test(tc, test_client_reply_off_still_gets_messages);
     tcase_add_test(tc, test_many_subscribers);
+    tcase_add_test(tc, test_unsubscribe_all_many);
+    tcase_add_test(tc, test_idle_timeout_spares_subscribers);
     tcase_add_test(tc, test_obuf_limit_directive);
     TCase *bare = it_tcase_bare(s, "limits");
     tcase_add_test(bare, test_slow_subscriber_dropped);
