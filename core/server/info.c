@@ -217,8 +217,8 @@ static void info_clients(sbuf *b) {
         b,
         "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-        "blocked_clients:%lld\r\ntracking_clients:0\r\npubsub_clients:%lld\r\nwatching_clients:%"
-        "lld\r\n"
+        "blocked_clients:%lld\r\ntracking_clients:0\r\npubsub_clients:%lld\r\n"
+        "watching_clients:%lld\r\n"
         "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
         "total_blocking_keys_on_nokey:%lld\r\n",
         client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients,
@@ -329,13 +329,11 @@ static void info_stats(sbuf *b) {
     sbuf_appendf(b, "pubsub_channels:%lld\r\npubsub_patterns:%lld\r\npubsubshard_channels:%lld\r\n",
                  srv.pubsub_stats.pubsub_channels, srv.pubsub_stats.pubsub_patterns,
                  srv.pubsub_stats.pubsubshard_channels);
-    sbuf_appendf(
-        b,
-        "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
-        "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
-        "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
-        "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
-        "tracking_total_prefixes:0\r\n");
+    sbuf_appendf(b, "latest_fork_usec:0\r\ntotal_forks:0\r\nmigrate_cached_sockets:0\r\n"
+                    "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+                    "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+                    "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
+                    "tracking_total_prefixes:0\r\n");
     sbuf_appendf(b, "unexpected_error_replies:%lld\r\ntotal_error_replies:%lld\r\n", ss->unexpected_error_replies,
                  ss->total_error_replies);
     sbuf_appendf(b, "dump_payload_sanitizations:0\r\ntotal_reads_processed:%lld\r\ntotal_writes_processed:%lld\r\n",
