@@ -222,8 +222,8 @@ static void info_clients(sbuf *b) {
         b,
         "# Clients\r\nconnected_clients:%lu\r\ncluster_connections:0\r\nmaxclients:%d\r\n"
         "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-        "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:%lld\r\nwatching_clients:%"
-        "lld\r\n"
+        "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:%lld\r\n"
+        "watching_clients:%lld\r\n"
         "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
         "total_blocking_keys_on_nokey:%lld\r\n",
         client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients,

@@ -12,6 +12,7 @@
 #include "common/kmem.h"
 #include "ds/glob.h"
 #include "ds/hashtable.h"
+#include "io/io_threads.h"
 #include "keyspace/object.h"
 #include "session/reply.h"
 
@@ -54,6 +55,8 @@ static const hashtable_type pubsub_name_type = {.entry_key = pubsub_name_key};
 static const hashtable_type pubsub_member_type = {.entry_key = pubsub_member_key};
 
 static hashtable *server_tables[PUBSUB_KINDS];
+/* Set once the I/O threads were quiesced during the current publish. */
+static int publish_quiesced;
 static pubsub_metrics *stats;
 static pubsub_metrics unattached_stats; /* before setup (unit tests) */
 
@@ -341,6 +344,13 @@ static void pubsub_send(client *c, pubsub_frames *f) {
     int v = c->resp >= 3;
     if (!f->frame[v]) f->frame[v] = pubsub_build(f, v);
     if (c->flags & CLIENT_CLOSE_ASAP) return;
+    /* A write job in flight reads c's reply chain: wait until the threads
+     * are done with their jobs (once per publish: no job starts while a
+     * command runs) before appending to it. */
+    if (K_UNLIKELY(c->io_job) && !publish_quiesced) {
+        io_threads_quiesce();
+        publish_quiesced = 1;
+    }
     /* The running command's own reply comes first. */
     if (c == f->current) {
         pubsub_hold(c->pubsub, f->frame[v]);
@@ -372,6 +382,7 @@ static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size
                                      const char *msg, size_t msglen) {
     long long receivers = 0;
     client *current = client_current();
+    publish_quiesced = 0;
     pubsub_frames f = {current, NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
     const pubsub_name *n =
         server_tables[kind] ? hashtable_find(server_tables[kind], channel, chlen) : NULL;

@@ -98,6 +98,7 @@ void reply_frame(client *c, kobj *frame) {
     if (client_obuf_limit(c)->hard) client_check_obuf_now(c);
 }
 
+/* "<prefix><n>\r\n" */
 /* Writes "<prefix><n>\r\n" into buf (at least 24 bytes); returns its
  * length. Lengths under 100, most of them, skip the general formatter. */
 static size_t reply_format_len_line(char *buf, char prefix, long long n) {
