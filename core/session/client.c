@@ -679,6 +679,15 @@ static int client_precheck(client *c) {
     return 1;
 }
 
+/* The per-command state that lasts one command: CLIENT CACHING's, and a
+ * skipped reply (CLIENT REPLY SKIP skips the next command's). */
+static void client_command_done(client *c) {
+    if (K_UNLIKELY(c->flags & CLIENT_TRACKING_CACHING)) tracking_command_done(c);
+    c->flags &= ~CLIENT_REPLY_SKIP;
+    if (c->flags & CLIENT_REPLY_SKIP_NEXT)
+        c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
+}
+
 void client_execute(client *c) {
     c->cmd_errors = 0;
     /* Nested runs (a module or script calling a command through a capture
@@ -686,12 +695,14 @@ void client_execute(client *c) {
     client *outer = current_client;
     current_client = c;
     if (K_UNLIKELY(tracking_active())) tracking_enforce_limit();
+    int held = 0;
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
         if (!client_precheck(c)) {
             /* refused: client_reject replied */
         } else if (K_UNLIKELY(pause_covers(c))) {
             pause_hold(c); /* processed again when the pause ends */
+            held = 1;
         } else if ((c->flags & CLIENT_MULTI) && !(c->cmd->flags & CMD_TXN_CONTROL)) {
             txn_ops->queue(c);
         } else {
@@ -699,10 +710,9 @@ void client_execute(client *c) {
         }
     }
     current_client = outer;
-    if (K_UNLIKELY(c->flags & CLIENT_TRACKING_CACHING)) tracking_command_done(c);
-    /* A skipped reply is one command's; CLIENT REPLY SKIP skips the next. */
-    c->flags &= ~CLIENT_REPLY_SKIP;
-    if (c->flags & CLIENT_REPLY_SKIP_NEXT) c->flags = (c->flags & ~CLIENT_REPLY_SKIP_NEXT) | CLIENT_REPLY_SKIP;
+    /* A command a pause holds has not run yet: CLIENT CACHING and CLIENT
+     * REPLY SKIP still apply to it when it does. */
+    if (!held) client_command_done(c);
     /* Keys the command made ready are served once it is over as a whole
      * (a push inside EXEC wakes clients after EXEC). */
     if (!outer) blocking_serve_ready();

@@ -68,7 +68,10 @@ static int pause_may_replicate(const client *c) {
 int pause_covers(const client *c) {
     if (K_LIKELY(!pause_actions)) return 0;
     pause_update();
-    if (!pause_actions || (c->flags & CLIENT_MONITOR)) return 0;
+    /* A command called from inside another (a module's or a script's
+     * capture client, which has no connection) runs with its caller: the
+     * pause applies to the outer command, as in Valkey. */
+    if (!pause_actions || (c->flags & CLIENT_MONITOR) || !c->conn) return 0;
     return pause_actions == PAUSE_ALL || pause_may_replicate(c);
 }
 

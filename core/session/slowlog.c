@@ -22,10 +22,14 @@ typedef struct commandlog_entry {
     char *peer;
     char *name;
     struct commandlog_entry *next; /* older */
+    struct commandlog_entry *prev; /* newer */
 } commandlog_entry;
 
+/* Newest first; the tail is kept so a full log drops its oldest entry in
+ * constant time (a log may be configured millions of entries long). */
 typedef struct commandlog {
     commandlog_entry *head;
+    commandlog_entry *tail;
     unsigned long len;
     long long next_id;
 } commandlog;
@@ -86,15 +90,15 @@ static commandlog_entry *commandlog_entry_new(client *c, commandlog *log, long l
     return e;
 }
 
-/* Drops entries beyond max. */
+/* Drops the oldest entries beyond max. */
 static void commandlog_trim(commandlog *log, unsigned long max) {
-    if (log->len <= max) return;
-    commandlog_entry **pp = &log->head;
-    for (unsigned long i = 0; i < max && *pp; i++)
-        pp = &(*pp)->next;
-    while (*pp) {
-        commandlog_entry *e = *pp;
-        *pp = e->next;
+    while (log->len > max) {
+        commandlog_entry *e = log->tail;
+        log->tail = e->prev;
+        if (log->tail)
+            log->tail->next = NULL;
+        else
+            log->head = NULL;
         commandlog_entry_free(e);
         log->len--;
     }
@@ -107,6 +111,10 @@ static void commandlog_push_one(client *c, int type, long long value) {
     if (o->threshold < 0 || o->max_len == 0 || value < o->threshold) return;
     commandlog_entry *e = commandlog_entry_new(c, log, value);
     e->next = log->head;
+    if (log->head)
+        log->head->prev = e;
+    else
+        log->tail = e;
     log->head = e;
     log->len++;
     commandlog_trim(log, o->max_len);
@@ -124,6 +132,7 @@ static void commandlog_reset(commandlog *log) {
         log->head = e->next;
         commandlog_entry_free(e);
     }
+    log->tail = NULL;
     log->len = 0;
 }
 

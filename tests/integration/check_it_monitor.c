@@ -131,6 +131,8 @@ START_TEST(test_flags_multi_keyspace_reset) {
     ck_assert_str_eq(monitor_args(m), "\"PING\""); /* its own commands too */
     it_raw_cmd(m, "GET", "x", NULL);
     expect_raw(m, "-ERR Replica can't interact with the keyspace");
+    it_raw_cmd(m, "PUBLISH", "ch", "x", NULL); /* may replicate: refused too */
+    expect_raw(m, "-ERR Replica can't interact with the keyspace");
     it_raw_cmd(m, "RESET", NULL);
     expect_raw(m, "+RESET");
     it_raw_cmd(m, "GET", "x", NULL);

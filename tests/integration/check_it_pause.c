@@ -187,6 +187,45 @@ START_TEST(test_io_threads) {
 }
 END_TEST
 
+/* PUBLISH may replicate: a WRITE pause holds it, as Valkey does. */
+START_TEST(test_write_pause_holds_publish) {
+    expect_ok(C, "CLIENT PAUSE 100000 WRITE");
+    it_raw *rd = it_raw_connect(S);
+    it_raw_cmd(rd, "PUBLISH", "ch", "x", NULL);
+    wait_blocked(1);
+    expect_ok(C, "CLIENT UNPAUSE");
+    expect_raw(rd, ":0");
+}
+END_TEST
+
+/* CLIENT REPLY SKIP and CLIENT CACHING belong to the next command that
+ * runs: a command the pause holds keeps them until it does. */
+START_TEST(test_held_command_keeps_per_command_state) {
+    expect_ok(C, "SET k v1");
+    it_raw *rd = it_raw_connect(S);
+    it_raw_cmd(rd, "CLIENT", "REPLY", "SKIP", NULL);
+    expect_ok(C, "CLIENT PAUSE 100000 WRITE");
+    it_raw_cmd(rd, "SET", "k", "v2", NULL); /* held, its reply skipped */
+    it_raw_cmd(rd, "PING", NULL);
+    wait_blocked(1);
+    expect_ok(C, "CLIENT UNPAUSE");
+    expect_raw(rd, "+PONG");
+    expect_bulk(C, "v2", "GET k");
+
+    it_raw *tr = it_raw_connect_resp3(S);
+    it_raw_cmd(tr, "CLIENT", "TRACKING", "ON", "OPTIN", NULL);
+    expect_raw(tr, "+OK");
+    it_raw_cmd(tr, "CLIENT", "CACHING", "YES", NULL);
+    expect_raw(tr, "+OK");
+    /* ALL holds CLIENT UNPAUSE too: this pause ends at its deadline. */
+    expect_ok(C, "CLIENT PAUSE 300 ALL");
+    it_raw_cmd(tr, "GET", "k", NULL); /* held: tracked when it runs */
+    expect_raw(tr, "\"v2\"");
+    expect_ok(C, "SET k v3");
+    expect_raw(tr, ">[\"invalidate\",[\"k\"]]");
+}
+END_TEST
+
 static Suite *pause_suite(void) {
     Suite *s = suite_create("pause");
     TCase *tc = it_tcase(s, "pause");
@@ -198,6 +237,8 @@ static Suite *pause_suite(void) {
     tcase_add_test(tc, test_expiry_deferred);
     tcase_add_test(tc, test_held_client_disconnects);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_write_pause_holds_publish);
+    tcase_add_test(tc, test_held_command_keeps_per_command_state);
     tc = it_tcase_bare(s, "io-threads");
     tcase_add_test(tc, test_io_threads);
     return s;
