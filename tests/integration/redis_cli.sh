@@ -2,7 +2,8 @@
 # redis_cli.sh -- drives a real keel-server with the stock Valkey/Redis tools:
 # redis-cli commands (plain, -n, -3/RESP3, --scan, --bigkeys, errors),
 # redis-cli --pipe mass insertion, redis-cli monitor and the operator
-# commands (COMMANDLOG, LATENCY, CLIENT PAUSE), and redis-benchmark (set, get, incr,
+# commands (COMMANDLOG, LATENCY, CLIENT PAUSE), redis-cli subscribe and
+# -3 psubscribe (keyspace notifications), and redis-benchmark (set, get, incr,
 # mset, ping) with no errors; then checks the server exits 0 on SIGTERM.
 #
 # Usage: redis_cli.sh [path/to/keel-server]   (default: $KEEL_SERVER)
@@ -150,6 +151,37 @@ start=$(date +%s%N)
 expect "SET during a pause" "OK" "${cli[@]}" set mon:key 1
 elapsed=$((($(date +%s%N) - start) / 1000000))
 [ "$elapsed" -ge 100 ] || fail "CLIENT PAUSE WRITE: a SET returned after $elapsed ms"
+
+# ---- pub/sub and keyspace notifications through redis-cli ----
+# wait_for "what" command...: retries a check for up to 5 s.
+wait_for() {
+    local what=$1 i
+    shift
+    for i in $(seq 1 100); do
+        "$@" && return 0
+        sleep 0.05
+    done
+    fail "$what"
+}
+redis-cli -p "$port" subscribe news >"$workdir/sub.txt" 2>&1 &
+subpid=$!
+expect "CONFIG SET notify-keyspace-events" "OK" "${cli[@]}" config set notify-keyspace-events KEA
+redis-cli -3 -p "$port" psubscribe '__keyspace@0__:*' >"$workdir/ks.txt" 2>&1 &
+kspid=$!
+wait_for "SUBSCRIBE news never counted" bash -c "[ \"\$(redis-cli -p $port pubsub numsub news)\" = \"\$(printf 'news\n1')\" ]"
+wait_for "PSUBSCRIBE (RESP3) never counted" bash -c "[ \"\$(redis-cli -p $port pubsub numpat)\" = 1 ]"
+expect "PUBLISH to one subscriber" "1" "${cli[@]}" publish news "hello world"
+"${cli[@]}" set ks:key v >/dev/null
+wait_for "redis-cli subscribe got no message: $(cat "$workdir/sub.txt")" grep -q "hello world" "$workdir/sub.txt"
+wait_for "redis-cli -3 psubscribe got no event: $(cat "$workdir/ks.txt")" grep -q "__keyspace@0__:ks:key" "$workdir/ks.txt"
+kill "$subpid" "$kspid" 2>/dev/null
+wait "$subpid" "$kspid" 2>/dev/null
+[ "$(cat "$workdir/sub.txt")" = "$(printf 'subscribe\nnews\n1\nmessage\nnews\nhello world')" ] ||
+    fail "redis-cli subscribe output: $(cat "$workdir/sub.txt")"
+[ "$(cat "$workdir/ks.txt")" = "$(printf 'psubscribe\n__keyspace@0__:*\n1\npmessage\n__keyspace@0__:*\n__keyspace@0__:ks:key\nset')" ] ||
+    fail "redis-cli -3 psubscribe output: $(cat "$workdir/ks.txt")"
+expect "CONFIG SET notify-keyspace-events off" "OK" "${cli[@]}" config set notify-keyspace-events ""
+wait_for "PUBSUB NUMSUB still counts a subscriber that left" bash -c "[ \"\$(redis-cli -p $port pubsub numsub news)\" = \"\$(printf 'news\n0')\" ]"
 
 # ---- redis-benchmark ----
 bench() {
