@@ -464,8 +464,7 @@ static void command_getkeysandflags(client *c) {
 }
 
 static void command_help(client *c) {
-    static const char *help[] = {
-        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "(no subcommand)",
         "    Return details about all commands.",
         "COUNT",
@@ -480,12 +479,8 @@ static void command_help(client *c) {
         "    Return the keys from a full command.",
         "GETKEYSANDFLAGS <full-command>",
         "    Return the keys and how the command accesses them, from a full command.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "COMMAND", help, K_ARRAY_LEN(help));
 }
 
 #define SUB(n, p, a, s)                                                                            \

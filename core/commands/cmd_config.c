@@ -163,8 +163,7 @@ static void config_rewrite_command(client *c) {
 }
 
 static void config_help_command(client *c) {
-    static const char *help[] = {
-        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "GET <pattern>",
         "    Return parameters matching the glob-like <pattern> and their values.",
         "SET <directive> <value>",
@@ -173,12 +172,8 @@ static void config_help_command(client *c) {
         "    Reset statistics reported by the INFO command.",
         "REWRITE",
         "    Rewrite the configuration file.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "CONFIG", help, K_ARRAY_LEN(help));
 }
 
 #define SUB(n, p, a, f, s)                                                                         \

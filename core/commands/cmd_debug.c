@@ -46,7 +46,7 @@ static void debug_unknown(client *c) {
 }
 
 static void debug_help(client *c) {
-    static const char *help[] = {
+    static const char *const help[] = {
         "DIGEST",
         "    Not available: needs persistence, which Keel does not have yet.",
         "DIGEST-VALUE <key> [<key> ...]",
@@ -83,12 +83,7 @@ static void debug_help(client *c) {
         "REPLYBUFFER RESIZING <0|1>",
         "    Accepted for compatibility; Keel's reply blocks are never resized.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help) + 3);
-    reply_simple(c, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
-    reply_simple(c, "HELP");
-    reply_simple(c, "    Print this help.");
+    reply_help(c, "DEBUG", help, K_ARRAY_LEN(help));
 }
 
 /* DEBUG OBJECT key [fast]: Valkey's status line. Keel keeps the access clock

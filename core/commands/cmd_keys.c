@@ -706,7 +706,7 @@ static void object_help(client *c) {
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
     };
-    commands_reply_help(c, "OBJECT", lines, K_ARRAY_LEN(lines));
+    reply_help(c, "OBJECT", lines, K_ARRAY_LEN(lines));
 }
 
 /* ---- the table (arity, flags, key positions, group, since: Valkey's) ---- */

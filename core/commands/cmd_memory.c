@@ -313,7 +313,7 @@ static void memory_help(client *c) {
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",
     };
-    commands_reply_help(c, "MEMORY", lines, K_ARRAY_LEN(lines));
+    reply_help(c, "MEMORY", lines, K_ARRAY_LEN(lines));
 }
 
 /* ---- the table (arity, flags, key positions, since: Valkey's) ---- */

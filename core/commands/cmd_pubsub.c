@@ -143,7 +143,7 @@ static void pubsub_help(client *c) {
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
     };
-    commands_reply_help(c, "PUBSUB", lines, K_ARRAY_LEN(lines));
+    reply_help(c, "PUBSUB", lines, K_ARRAY_LEN(lines));
 }
 
 #define PS_CMD(n, p, a, f, s, v)                                                                   \

@@ -375,25 +375,34 @@ static void client_kill(client *c) {
 }
 
 static void client_help(client *c) {
-    static const char *help[] = {
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "CACHING (YES|NO)",
         "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
         "GETREDIR",
         "    Return the client ID we are redirecting to when tracking is enabled.",
-        "GETNAME", "    Return the name of the current connection.",
-        "ID", "    Return the ID of the current connection.",
-        "INFO", "    Return information about the current client connection.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
         "KILL <ip:port> | <option> <value> [<option> <value> [...]]",
         "    Kill connections. Options: ID <id>, ADDR <ip:port>, LADDR <ip:port>, TYPE <type>,",
         "    USER <username>, SKIPME (YES|NO), MAXAGE <seconds>.",
-        "LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
-        "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
-        "NO-TOUCH (ON|OFF)", "    Leave the keys' access times alone (TOUCH still updates them).",
-        "PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
-        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
-        "SETINFO <option> <value>", "    Set client meta attr (lib-name, lib-ver).",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "LIST [TYPE normal] [ID <id> [<id> ...]]",
+        "    Return information about client connections.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect the current client connection from eviction.",
+        "NO-TOUCH (ON|OFF)",
+        "    Leave the keys' access times alone (TOUCH still updates them).",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
+        "SETINFO <option> <value>",
+        "    Set client meta attr (lib-name, lib-ver).",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
         "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
         "         [OPTIN] [OPTOUT] [NOLOOP]",
         "    Control server assisted client side caching.",
@@ -401,11 +410,10 @@ static void client_help(client *c) {
         "    Report tracking status for the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
-        "UNPAUSE", "    Stop the current client pause, resuming traffic.",
-        "HELP", "    Print this help.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++) reply_simple(c, help[i]);
+    reply_help(c, "CLIENT", help, K_ARRAY_LEN(help));
 }
 
 /* CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked. */

@@ -7,7 +7,6 @@
 #include "keyspace/db.h"
 #include "session/reply.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const command_family *const builtin_families[] = {
@@ -51,18 +50,6 @@ int protected_command_allowed(client *c, int setting, const char *name) {
                     "it from a local connection, otherwise you need to set this option in the configuration file, "
                     "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
     return 0;
-}
-
-void commands_reply_help(client *c, const char *container, const char *const *lines, size_t n) {
-    char header[96];
-    snprintf(header, sizeof(header), "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-             container);
-    reply_array(c, (long long)n + 3);
-    reply_simple(c, header);
-    for (size_t i = 0; i < n; i++)
-        reply_simple(c, lines[i]);
-    reply_simple(c, "HELP");
-    reply_simple(c, "    Print this help.");
 }
 
 void collection_changed(client *c, const karg *key, int empty, long long changes) {

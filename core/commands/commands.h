@@ -69,10 +69,6 @@ const commands_env *commands_env_get(void);
  * returns 0 when not allowed. */
 int protected_command_allowed(client *c, int setting, const char *name);
 
-/* A container's HELP reply as Valkey lays it out: a header line, the
- * lines given, then HELP itself. */
-void commands_reply_help(client *c, const char *container, const char *const *lines, size_t n);
-
 /* Parses an integer argument, replying with the standard error if invalid. */
 int arg_to_ll(client *c, const karg *a, long long *out);
 /* An integer argument in [min, max], as Valkey's

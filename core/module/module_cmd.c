@@ -104,8 +104,7 @@ static void module_cmd_unload(client *c) {
 }
 
 static void module_cmd_help(client *c) {
-    static const char *help[] = {
-        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "LIST",
         "    Return a list of loaded modules.",
         "LOAD <path> [<arg> ...]",
@@ -114,12 +113,8 @@ static void module_cmd_help(client *c) {
         "    Load a module library from <path>, with module configurations and arguments.",
         "UNLOAD <name>",
         "    Unload a module.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "MODULE", help, K_ARRAY_LEN(help));
 }
 
 /* Valkey's enable-module-command: MODULE can load arbitrary code, so it is

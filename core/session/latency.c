@@ -355,8 +355,7 @@ void latency_histogram_command(client *c) {
 }
 
 void latency_help_command(client *c) {
-    static const char *help[] = {
-        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "DOCTOR",
         "    Return a human readable latency analysis report.",
         "GRAPH <event>",
@@ -372,10 +371,6 @@ void latency_help_command(client *c) {
         "    Return a cumulative distribution of latencies in the format of a histogram for the "
         "specified command names.",
         "    If no commands are specified then all histograms are replied.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "LATENCY", help, K_ARRAY_LEN(help));
 }

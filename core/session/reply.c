@@ -323,6 +323,18 @@ void reply_push(client *c, long long n) {
     reply_len_line(c, c->resp >= 3 ? '>' : '*', n);
 }
 
+void reply_help(client *c, const char *container, const char *const *lines, size_t n) {
+    char header[96];
+    snprintf(header, sizeof(header),
+             "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", container);
+    reply_array(c, (long long)n + 3);
+    reply_simple(c, header);
+    for (size_t i = 0; i < n; i++)
+        reply_simple(c, lines[i]);
+    reply_simple(c, "HELP");
+    reply_simple(c, "    Print this help.");
+}
+
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext) {
     if (c->resp < 3) {
         reply_bulk(c, s, len);

@@ -45,6 +45,10 @@ void reply_push(client *c, long long n);
  * holding encoded bytes, shared among many clients: pub/sub messages).
  * Large frames are referenced, not copied. */
 void reply_frame(client *c, kobj *frame);
+/* A container's HELP reply as Valkey lays it out: the line
+ * "<CONTAINER> <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+ * the n lines given, then HELP itself. */
+void reply_help(client *c, const char *container, const char *const *lines, size_t n);
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext);
 
 /* ---- deferred aggregate lengths ----

@@ -193,8 +193,7 @@ void slowlog_reset_command(client *c) {
 }
 
 void slowlog_help_command(client *c) {
-    static const char *help[] = {
-        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "GET [<count>]",
         "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
         "    Entries are made of:",
@@ -204,12 +203,8 @@ void slowlog_help_command(client *c) {
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "SLOWLOG", help, K_ARRAY_LEN(help));
 }
 
 /* ---- COMMANDLOG ---- */
@@ -245,8 +240,7 @@ void commandlog_reset_command(client *c) {
 }
 
 void commandlog_help_command(client *c) {
-    static const char *help[] = {
-        "COMMANDLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    static const char *const help[] = {
         "GET <count> <type>",
         "    Return top <count> entries of the specified <type> from the commandlog (-1 mean all).",
         "    Entries are made of:",
@@ -260,10 +254,6 @@ void commandlog_help_command(client *c) {
         "    Return the length of the specified type of commandlog.",
         "RESET <type>",
         "    Reset the specified type of commandlog.",
-        "HELP",
-        "    Print this help.",
     };
-    reply_array(c, (long long)K_ARRAY_LEN(help));
-    for (size_t i = 0; i < K_ARRAY_LEN(help); i++)
-        reply_simple(c, help[i]);
+    reply_help(c, "COMMANDLOG", help, K_ARRAY_LEN(help));
 }
