@@ -68,10 +68,7 @@ static kobj *hash_lookup_create(client *c, const karg *key) {
  * and active expiry's registration). */
 static void hash_written(client *c, const karg *key, kobj *o, long long changes,
                          const char *event) {
-    int empty = hash_length(o) == 0;
-    notify_key(c, NOTIFY_HASH, event, key);
-    collection_changed(c, key, empty, changes);
-    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+    collection_changed(c, key, hash_length(o) == 0, changes, NOTIFY_HASH, event);
 }
 
 static void reply_hstr(client *c, const hash_str *s) {

@@ -57,10 +57,7 @@ static void reply_range(client *c, const kobj *o, long long start, long long n, 
  * event and then `del`. */
 static void list_removed(client *c, const karg *key, const kobj *o, long long changes,
                          const char *event) {
-    int empty = list_len(o) == 0;
-    notify_key(c, NOTIFY_LIST, event, key);
-    collection_changed(c, key, empty, changes);
-    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+    collection_changed(c, key, list_len(o) == 0, changes, NOTIFY_LIST, event);
 }
 
 static const char *list_pop_event(int where) {

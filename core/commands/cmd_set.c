@@ -55,10 +55,7 @@ static void reply_members(client *c, const kobj *o) {
  * collection), announced with the event and then `del`. */
 static void set_after_remove(client *c, const karg *key, const kobj *o, long long changes,
                              const char *event) {
-    int empty = set_size(o) == 0;
-    notify_key(c, NOTIFY_SET, event, key);
-    collection_changed(c, key, empty, changes);
-    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+    collection_changed(c, key, set_size(o) == 0, changes, NOTIFY_SET, event);
 }
 
 /* A store command's destination left empty: deleted if it was there. */
@@ -163,14 +160,13 @@ static void cmd_scard(client *c) {
 
 static void spop_count(client *c, const karg *key, kobj *o, size_t count) {
     size_t size = set_size(o);
-    notify_key(c, NOTIFY_SET, "spop", key);
     if (count >= size) {
         reply_set(c, (long long)size);
         reply_members(c, o);
-        collection_changed(c, key, 1, (long long)size);
-        notify_key(c, NOTIFY_GENERIC, "del", key);
+        collection_changed(c, key, 1, (long long)size, NOTIFY_SET, "spop");
         return;
     }
+    notify_key(c, NOTIFY_SET, "spop", key);
     size_t keep = size - count;
     reply_set(c, (long long)count);
     if (keep * SPOP_KEEP_RATIO > count) {

@@ -44,10 +44,7 @@ static int zlookup(client *c, const karg *key, int count, kobj **o) {
  * event and then `del`. */
 static void zset_changed(client *c, const karg *key, kobj *o, long long changes,
                          const char *event) {
-    int empty = zset_len(o) == 0;
-    notify_key(c, NOTIFY_ZSET, event, key);
-    collection_changed(c, key, empty, changes);
-    if (empty) notify_key(c, NOTIFY_GENERIC, "del", key);
+    collection_changed(c, key, zset_len(o) == 0, changes, NOTIFY_ZSET, event);
 }
 
 /* One member of a reply: WITHSCORES adds its score, as a [member, score]

@@ -52,7 +52,9 @@ int protected_command_allowed(client *c, int setting, const char *name) {
     return 0;
 }
 
-void collection_changed(client *c, const karg *key, int empty, long long changes) {
+void collection_changed(client *c, const karg *key, int empty, long long changes, int classes,
+                        const char *event) {
+    notify_key(c, classes, event, key);
     if (!empty) {
         db_signal_modified(c->db, key->ptr, key->len, changes);
         return;
@@ -61,4 +63,5 @@ void collection_changed(client *c, const karg *key, int empty, long long changes
      * while the key still holds what the command left of it. */
     if (changes > 1) db_signal_modified(c->db, key->ptr, key->len, changes - 1);
     db_delete(c->db, key->ptr, key->len);
+    notify_key(c, NOTIFY_GENERIC, "del", key);
 }

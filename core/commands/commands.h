@@ -107,10 +107,12 @@ typedef struct scan_args {
 int scan_args_parse(client *c, int first, unsigned allowed, scan_args *out);
 
 /* After a collection command changed key's value in place by `changes`
- * elements (Valkey's count for server.dirty): announces it, deleting the
- * key when `empty` (Valkey keeps no empty collection) with the deletion
- * counted within `changes`. */
-void collection_changed(client *c, const karg *key, int empty, long long changes);
+ * elements (Valkey's count for server.dirty): publishes `event` in the
+ * keyspace-notification `classes`, then announces the change, deleting the
+ * key when `empty` (Valkey keeps no empty collection; the deletion is
+ * counted within `changes` and published as `del` after the event). */
+void collection_changed(client *c, const karg *key, int empty, long long changes, int classes,
+                        const char *event);
 
 /* A keyspace notification for key in the client's database: the command
  * families' one call per event (keyspace/notify.h). */
