@@ -138,8 +138,9 @@ static void pubsub_help(client *c) {
         "    Return the number of subscribers for the specified channels, excluding",
         "    pattern subscriptions(default: no channels).",
         "SHARDCHANNELS [<pattern>]",
-        "    Return the currently active shard level channels matching a <pattern> (default: "
-        "'*').",
+        /* One line; parenthesised for clang's -Wstring-concatenation. */
+        ("    Return the currently active shard level channels matching a <pattern> (default: "
+         "'*')."),
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
     };

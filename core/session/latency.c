@@ -368,8 +368,10 @@ void latency_help_command(client *c) {
         "    Reset latency data of one or more <event> classes.",
         "    (default: reset all data for all event classes)",
         "HISTOGRAM [COMMAND ...]",
-        "    Return a cumulative distribution of latencies in the format of a histogram for the "
-        "specified command names.",
+        /* One reply line split in the source; the parentheses tell clang's
+         * -Wstring-concatenation the join is meant. */
+        ("    Return a cumulative distribution of latencies in the format of a histogram for "
+         "the specified command names."),
         "    If no commands are specified then all histograms are replied.",
     };
     reply_help(c, "LATENCY", help, K_ARRAY_LEN(help));
