@@ -28,6 +28,7 @@
 #include "ds/hashtable.h"
 #include "keyspace/db.h"
 #include "session/client.h"
+#include "session/pause.h"
 #include "session/reply.h"
 #include "keyspace/evict.h"
 #include "keyspace/lazyfree.h"
@@ -260,6 +261,9 @@ void fuzz_reset_run(void) {
     lazyfree_wait();
     fuzz_forget_volatile_hashes();
     fuzz_restore_config();
+    /* A CLIENT PAUSE outlives the clients that sent it: end it, or every
+     * later run would have its commands held (and expiry deferred). */
+    pause_teardown();
     slowlog_teardown();
     reply_errorstats_reset();
     command_reset_stats();
