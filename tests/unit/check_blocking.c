@@ -15,6 +15,7 @@
  * once), cascades, SWAPDB, fractional timeouts through the event-loop
  * timer, CLIENT UNBLOCK, CLIENT LIST flags, INFO gauges, statistics
  * counted once, duplicate keys, and a blocked client freed. */
+#include "client_fixture.h"
 #include "common/common.h"
 #include "config/config.h"
 #include "event/event.h"
@@ -146,33 +147,6 @@ static void send_cmd(client *c, const char *fmt, ...) {
         off += snprintf(req + off, sizeof(req) - (size_t)off, "$%zu\r\n%.*s\r\n", lens[i],
                         (int)lens[i], words[i]);
     client_feed_input(c, req, (size_t)off);
-}
-
-static void feed(client *c, const char *raw) {
-    client_feed_input(c, raw, strlen(raw));
-}
-
-/* Takes c's replies as a NUL-terminated string (static buffer). */
-static const char *take(client *c) {
-    static char out[4096];
-    reply_buf b = {0};
-    reply_take(c, &b);
-    size_t n = b.len < sizeof(out) - 1 ? b.len : sizeof(out) - 1;
-    if (n) memcpy(out, b.ptr, n);
-    out[n] = '\0';
-    reply_buf_free(&b);
-    return out;
-}
-
-static void expect(client *c, const char *want) {
-    const char *got = take(c);
-    ck_assert_msg(strcmp(got, want) == 0, "want [%s] got [%s]", want, got);
-}
-
-static long long stat(const char *name) {
-    long long v = -1;
-    ck_assert_int_eq(info_stat_get(name, &v), K_OK);
-    return v;
 }
 
 static client *a, *b, *p; /* two waiters and a pusher */

@@ -5,6 +5,7 @@
  * RESP2 and RESP3 frames, a large message shared between subscribers, the
  * CLIENT_PUBSUB flag and gauges following the counts, a message to oneself
  * after the command's reply, and a freed client leaving nothing behind. */
+#include "client_fixture.h"
 #include "common/common.h"
 #include "config/config.h"
 #include "server/info.h"
@@ -18,33 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Takes c's replies as a NUL-terminated string (a static buffer). */
-static const char *take(client *c) {
-    static char out[1 << 18];
-    reply_buf b = {0};
-    reply_take(c, &b);
-    size_t n = b.len < sizeof(out) - 1 ? b.len : sizeof(out) - 1;
-    if (n) memcpy(out, b.ptr, n);
-    out[n] = '\0';
-    reply_buf_free(&b);
-    return out;
-}
-
-static void expect(client *c, const char *want) {
-    const char *got = take(c);
-    ck_assert_msg(strcmp(got, want) == 0, "want [%s] got [%s]", want, got);
-}
-
-static long long stat(const char *name) {
-    long long v = -1;
-    ck_assert_int_eq(info_stat_get(name, &v), K_OK);
-    return v;
-}
-
-static void feed(client *c, const char *raw) {
-    client_feed_input(c, raw, strlen(raw));
-}
 
 #define MSG_HELLO "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n"
 
