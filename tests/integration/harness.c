@@ -1233,6 +1233,16 @@ static const char *const reset_configs[][2] = {
     {"zset-max-listpack-value", "64"},
     {"list-max-listpack-size", "-2"},
     {"list-compress-depth", "0"},
+    {"notify-keyspace-events", ""},
+    {"tracking-table-max-keys", "1000000"},
+    {"latency-tracking", "yes"},
+    {"latency-monitor-threshold", "0"},
+    {"commandlog-request-larger-than", "1048576"},
+    {"commandlog-reply-larger-than", "1048576"},
+    {"commandlog-large-request-max-len", "128"},
+    {"commandlog-large-reply-max-len", "128"},
+    {"client-output-buffer-limit",
+     "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
 };
 
 /* Sets back the configs a test changed (only those: CONFIG SET is server
