@@ -13,6 +13,7 @@
 #include "keyspace/lazyfree.h"
 #include "module/module.h"
 #include "session/latency.h"
+#include "session/pause.h"
 #include "session/reply.h"
 #include "server/server.h"
 
@@ -217,6 +218,8 @@ static void info_clients(sbuf *b) {
     long long watching, watched_keys;
     const blocking_metrics *bs = &srv.blocking_stats;
     client_buffer_stats(&max_qbuf, &max_obuf);
+    pause_status ps;
+    pause_get_status(&ps);
     multi_watch_stats(&watching, &watched_keys);
     sbuf_appendf(
         b,
@@ -225,11 +228,12 @@ static void info_clients(sbuf *b) {
         "blocked_clients:%lld\r\ntracking_clients:%lld\r\npubsub_clients:%lld\r\n"
         "watching_clients:%lld\r\n"
         "clients_in_timeout_table:%lld\r\ntotal_watched_keys:%lld\r\ntotal_blocking_keys:%lld\r\n"
-        "total_blocking_keys_on_nokey:%lld\r\n",
+        "total_blocking_keys_on_nokey:%lld\r\npaused_reason:%s\r\npaused_actions:%s\r\n"
+        "paused_timeout_milliseconds:%lld\r\n",
         client_count(), srv.maxclients, max_qbuf, max_obuf, bs->blocked_clients,
         srv.tracking_stats.tracking_clients, srv.pubsub_stats.pubsub_clients, watching,
         bs->clients_in_timeout_table, watched_keys, bs->total_blocking_keys,
-        bs->total_blocking_keys_on_nokey);
+        bs->total_blocking_keys_on_nokey, ps.reason, ps.actions, ps.remaining_ms);
 }
 
 static const char *info_policy_name(void) {

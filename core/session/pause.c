@@ -75,6 +75,18 @@ int pause_covers(const client *c) {
     return pause_actions == PAUSE_ALL || pause_may_replicate(c);
 }
 
+void pause_get_status(pause_status *out) {
+    pause_update(); /* a pause whose deadline passed reads as none */
+    if (!pause_actions) {
+        *out = (pause_status){.reason = "none", .actions = "none", .remaining_ms = 0};
+        return;
+    }
+    int64_t left = pause_end - event_cached_ms();
+    *out = (pause_status){.reason = "client_pause",
+                          .actions = pause_actions == PAUSE_ALL ? "all" : "write",
+                          .remaining_ms = left > 0 ? left : 0};
+}
+
 void pause_hold(client *c) {
     struct pause_hold *h = km_alloc(sizeof(*h));
     h->argc = c->argc;

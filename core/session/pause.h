@@ -38,6 +38,16 @@ void pause_teardown(void);
 
 /* 1 when a pause covers c's command now (c->cmd resolved and checked). */
 int pause_covers(const client *c);
+
+/* INFO clients' pause fields (Valkey 8.1): the reason ("none" or
+ * "client_pause"), the actions ("none", "write" or "all") and the
+ * milliseconds left (0 when none). */
+typedef struct pause_status {
+    const char *reason;
+    const char *actions;
+    long long remaining_ms;
+} pause_status;
+void pause_get_status(pause_status *out);
 /* Holds c's command until the pause ends. */
 void pause_hold(client *c);
 /* c is being freed: its held command is dropped. */

@@ -226,6 +226,31 @@ START_TEST(test_held_command_keeps_per_command_state) {
 }
 END_TEST
 
+/* INFO clients' paused_* fields (Valkey 8.1): none, then the reason,
+ * the actions and the time left while a pause runs. */
+START_TEST(test_info_paused_fields) {
+    ck_assert_str_eq(it_info_str(C, "clients", "paused_reason"), "none");
+    ck_assert_str_eq(it_info_str(C, "clients", "paused_actions"), "none");
+    ck_assert_int_eq(it_info_int(C, "clients", "paused_timeout_milliseconds"), 0);
+    expect_ok(C, "CLIENT PAUSE 10000 WRITE");
+    ck_assert_str_eq(it_info_str(C, "clients", "paused_reason"), "client_pause");
+    ck_assert_str_eq(it_info_str(C, "clients", "paused_actions"), "write");
+    long long left = it_info_int(C, "clients", "paused_timeout_milliseconds");
+    ck_assert_msg(left > 9000 && left <= 10000, "paused_timeout_milliseconds %lld", left);
+    expect_ok(C, "CLIENT UNPAUSE");
+    /* Inside MULTI, an ALL pause started by the transaction shows in its
+     * own INFO (the rest of the transaction runs). */
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "CLIENT PAUSE 1000 ALL");
+    expect_status(C, "QUEUED", "INFO clients");
+    redisReply *r = it_cmd(C, "EXEC");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_msg(strstr(r->element[1]->str, "paused_actions:all\r\n"), "%s", r->element[1]->str);
+    it_sleep_ms(1100); /* ALL holds UNPAUSE too: let the deadline end it */
+    ck_assert_str_eq(it_info_str(C, "clients", "paused_actions"), "none");
+}
+END_TEST
+
 static Suite *pause_suite(void) {
     Suite *s = suite_create("pause");
     TCase *tc = it_tcase(s, "pause");
@@ -239,6 +264,7 @@ static Suite *pause_suite(void) {
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_write_pause_holds_publish);
     tcase_add_test(tc, test_held_command_keeps_per_command_state);
+    tcase_add_test(tc, test_info_paused_fields);
     tc = it_tcase_bare(s, "io-threads");
     tcase_add_test(tc, test_io_threads);
     return s;
