@@ -1,4 +1,4 @@
-/* keel_module.h -- the Keel module ABI, version 1.1.
+/* keel_module.h -- the Keel module ABI, version 1.2.
  *
  * This header is a contract between keel-server and every module built
  * against it. Rules that keep it stable:
@@ -60,7 +60,7 @@ extern "C" {
 
 #define KEEL_MODULE_MAGIC 0x4b45454c4d4f4431ULL /* "KEELMOD1" */
 #define KEEL_ABI_MAJOR 1
-#define KEEL_ABI_MINOR 1
+#define KEEL_ABI_MINOR 2
 
 #define KEEL_OK 0
 #define KEEL_ERR (-1)
@@ -79,6 +79,8 @@ typedef struct keel_timer keel_timer;   /* a registered timer */
 typedef struct keel_info keel_info;     /* an INFO section being built */
 typedef struct keel_transport keel_transport; /* a registered connection type */
 typedef struct keel_conn keel_conn;     /* a connection of a module transport */
+typedef struct keel_reply keel_reply;   /* a command's reply read as a tree (1.2) */
+typedef struct keel_blocked keel_blocked; /* a client a module blocked (1.2) */
 typedef struct keel_api keel_api;
 
 /* True if the server's table has `member` in `group` (a function added in a
@@ -138,6 +140,42 @@ typedef struct keel_module_info {
  * Structs the module hands to the server (each starts with its size).
  * ------------------------------------------------------------------------ */
 
+/* Key specs (ABI 1.2), Valkey's model: begin_search finds the first key (a
+ * fixed index, or the argument after a keyword searched from startfrom,
+ * negative = backwards from the end); find_keys says how many follow (a
+ * range whose lastkey is relative to the first key, negative = from the
+ * end, step apart, limit > 1 = only 1/limit of the rest; or a count read at
+ * keynum_index, relative to the first key's position as found by
+ * begin_search, keys starting keynum_firstkey after it). */
+#define KEEL_KEY_SPEC_RO (1u << 0)
+#define KEEL_KEY_SPEC_RW (1u << 1)
+#define KEEL_KEY_SPEC_OW (1u << 2)
+#define KEEL_KEY_SPEC_RM (1u << 3)
+#define KEEL_KEY_SPEC_ACCESS (1u << 4)
+#define KEEL_KEY_SPEC_UPDATE (1u << 5)
+#define KEEL_KEY_SPEC_INSERT (1u << 6)
+#define KEEL_KEY_SPEC_DELETE (1u << 7)
+#define KEEL_KEY_SPEC_NOT_KEY (1u << 8)
+#define KEEL_KEY_SPEC_INCOMPLETE (1u << 9)
+#define KEEL_KEY_SPEC_VARIABLE_FLAGS (1u << 10)
+
+#define KEEL_KEY_BEGIN_INDEX 1
+#define KEEL_KEY_BEGIN_KEYWORD 2
+#define KEEL_KEY_FIND_RANGE 1
+#define KEEL_KEY_FIND_KEYNUM 2
+
+typedef struct keel_key_spec {
+    uint32_t size;  /* sizeof(keel_key_spec) */
+    uint32_t flags; /* KEEL_KEY_SPEC_* */
+    int begin_type; /* KEEL_KEY_BEGIN_* */
+    int begin_index;             /* INDEX: argument index (argv[0] is the name) */
+    const char *begin_keyword;   /* KEYWORD: matched case-insensitively */
+    int begin_startfrom;         /* KEYWORD: where the search starts */
+    int find_type;               /* KEEL_KEY_FIND_* */
+    int range_lastkey, range_step, range_limit;     /* RANGE */
+    int keynum_index, keynum_firstkey, keynum_step; /* KEYNUM */
+} keel_key_spec;
+
 typedef void (*keel_command_fn)(keel_ctx *ctx);
 
 typedef struct keel_command_def {
@@ -152,7 +190,22 @@ typedef struct keel_command_def {
     int last_key;        /* negative counts from the end (-1 = last arg) */
     int key_step;
     const char *summary; /* for COMMAND DOCS; may be NULL */
+
+    /* ---- ABI 1.2 ---- */
+    /* Where the keys are when (first_key, last_key, key_step) cannot say it
+     * (EVAL's numkeys): num_key_specs specs, all of the same size. NULL: the
+     * range above is the command's one key spec. Copied at registration. */
+    const keel_key_spec *key_specs;
+    int num_key_specs;
+    /* The KEEL_CMD_* flags of one call, for a command whose flags depend on
+     * its arguments (EVAL: the script's shebang says whether it writes).
+     * Called before the checks that read flags (maxmemory, CLIENT PAUSE,
+     * ...), with the registered flags; returns this call's. It may read
+     * argc/argv and must not reply or touch keys. NULL: the registered
+     * flags. Main thread. */
+    uint32_t (*call_flags)(keel_ctx *ctx, uint32_t flags);
 } keel_command_def;
+
 
 /* Custom data types. Values are opaque pointers owned by the server once
  * stored in a key; the callbacks run on the main thread. */
@@ -186,6 +239,19 @@ typedef struct keel_call_info {
 #define KEEL_CMD_ADMIN (1u << 3)
 #define KEEL_CMD_FAST (1u << 11)
 #define KEEL_CMD_NO_AUTH (1u << 12)
+/* ---- ABI 1.2 ---- (also accepted in keel_command_def.flags by name:
+ * "pubsub no-script (or deny-script) blocking allow-stale no-monitor
+ * no-slowlog may-replicate no-multi allow-busy no-mandatory-keys") */
+#define KEEL_CMD_PUBSUB (1u << 4)
+#define KEEL_CMD_NOSCRIPT (1u << 5)
+#define KEEL_CMD_BLOCKING (1u << 6)
+#define KEEL_CMD_STALE (1u << 8)
+#define KEEL_CMD_SKIP_MONITOR (1u << 9)
+#define KEEL_CMD_SKIP_SLOWLOG (1u << 10)
+#define KEEL_CMD_MAY_REPLICATE (1u << 13)
+#define KEEL_CMD_NO_MULTI (1u << 14)
+#define KEEL_CMD_ALLOW_BUSY (1u << 15)
+#define KEEL_CMD_NO_MANDATORY_KEYS (1u << 19)
 
 /* Returns NULL to let the command run, or an error message (e.g.
  * "THROTTLED try again later") sent instead; the string must stay valid
@@ -303,7 +369,23 @@ typedef struct keel_api_command {
     int (*client_addr)(keel_client *client, char *buf, size_t len);
     /* Client name or NULL; borrowed until the client's next command. */
     const char *(*client_name)(keel_client *client);
+
+    /* ---- ABI 1.2 ---- */
+    /* A set of count elements (RESP2: an array). */
+    void (*reply_set)(keel_ctx *ctx, long long count);
+    /* A big number given as its decimal digits, optional '-' first
+     * (RESP2: a bulk string). */
+    void (*reply_bignum)(keel_ctx *ctx, const char *digits, size_t len);
+    /* An error of len bytes exactly as given (no "ERR " is added; the
+     * server takes the code, the first word, for errorstats), without '-'
+     * and without CR or LF (they are replaced by spaces). With
+     * KEEL_REPLY_ERR_NO_STATS it is not counted in errorstats or
+     * total_error_replies (an error a script passes on from a command it
+     * called, which was counted when that command failed). */
+    void (*reply_error_ex)(keel_ctx *ctx, const char *err, size_t len, uint32_t flags);
 } keel_api_command;
+
+#define KEEL_REPLY_ERR_NO_STATS (1u << 0)
 
 #define KEEL_KEY_READ (1 << 0)
 #define KEEL_KEY_WRITE (1 << 1)
@@ -369,6 +451,13 @@ typedef struct keel_api_info {
      * value from the config file or MODULE LOADEX CONFIG are applied before
      * init returns. */
     int (*config_register)(keel_ctx *ctx, const keel_config_def *def);
+
+    /* ---- ABI 1.2 ---- */
+    /* Adds fields to a section of the server's own ("server", "memory",
+     * "stats", ...; lowercase): fn runs after the server's fields whenever
+     * that section is shown. KEEL_ERR for a section the server does not
+     * have (only during init, like add_section). */
+    int (*add_fields)(keel_ctx *ctx, const char *section, keel_info_fn fn, void *priv);
 } keel_api_info;
 
 /* ------------------------------------------------------------------------
@@ -440,6 +529,192 @@ typedef struct keel_api_transport {
     uint64_t (*conn_count)(keel_transport *t);
 } keel_api_transport;
 
+/* ------------------------------------------------------------------------
+ * ABI 1.2: calling commands, long-running calls, blocking clients, and
+ * keyspace events. Probe each group with KEEL_API_HAS before use.
+ * ------------------------------------------------------------------------ */
+
+/* The types of a reply node. RESP2 replies use STRING, STATUS, ERROR,
+ * INTEGER, NULL and ARRAY only; a RESP3 call may get every type. */
+#define KEEL_REPLY_STRING 1   /* bulk string */
+#define KEEL_REPLY_STATUS 2   /* simple string, e.g. OK */
+#define KEEL_REPLY_ERROR 3    /* e.g. "ERR no such key" (without '-') */
+#define KEEL_REPLY_INTEGER 4
+#define KEEL_REPLY_NULL 5     /* RESP2 $-1 and *-1, RESP3 _ */
+#define KEEL_REPLY_ARRAY 6
+#define KEEL_REPLY_MAP 7
+#define KEEL_REPLY_SET 8
+#define KEEL_REPLY_DOUBLE 9
+#define KEEL_REPLY_BOOL 10
+#define KEEL_REPLY_BIGNUM 11
+#define KEEL_REPLY_VERBATIM 12
+
+/* Checks a call applies (keel_call_args.flags). Without any, a call runs
+ * every command the calling client could run, with the caller's checks
+ * except maxmemory. */
+#define KEEL_CALL_RESP3 (1u << 0)     /* read the reply as a RESP3 client */
+#define KEEL_CALL_NO_WRITES (1u << 1) /* refuse commands flagged write */
+/* Refuse commands flagged deny-oom while used memory is over maxmemory
+ * (measured when the calling command started, as Valkey's scripts do). */
+#define KEEL_CALL_CHECK_OOM (1u << 2)
+#define KEEL_CALL_SCRIPT (1u << 3)    /* refuse commands flagged no-script */
+
+/* Why call refused a command without running it (its return value; the
+ * reply is then an ERROR with the server's message for it). */
+#define KEEL_CALL_RAN 0     /* it ran; its reply may still be an error */
+#define KEEL_CALL_UNKNOWN 1 /* no such command (or subcommand) */
+#define KEEL_CALL_ARITY 2   /* wrong number of arguments */
+#define KEEL_CALL_NOSCRIPT 3 /* flagged no-script, with KEEL_CALL_SCRIPT */
+#define KEEL_CALL_WRITE 4   /* a write, with KEEL_CALL_NO_WRITES */
+#define KEEL_CALL_OOM 5     /* deny-oom over maxmemory, with KEEL_CALL_CHECK_OOM */
+#define KEEL_CALL_DENIED 6  /* refused by the server's own rules (a filter,
+                               a command that cannot run nested: MULTI,
+                               SUBSCRIBE, ...) */
+
+typedef struct keel_call_args {
+    uint32_t size;  /* sizeof(keel_call_args) */
+    uint32_t flags; /* KEEL_CALL_* */
+    int argc;       /* >= 1; argv[0] is the command name */
+    const char *const *argv; /* binary-safe: lens gives each length */
+    const size_t *lens;
+} keel_call_args;
+
+typedef struct keel_api_call {
+    uint32_t size;
+    /* Runs a command inside the running command (ctx must be a command's
+     * context), as the calling client in its database: a SELECT in one call
+     * holds for the following calls of the same command, never for the
+     * client. Keys the command reads are tracked for the calling client
+     * (CLIENT TRACKING), and what it changes wakes blocked clients after
+     * the calling command. A blocking command does not block: it replies
+     * as if its timeout had passed. Returns KEEL_CALL_RAN or a refusal
+     * code, and in *reply the reply tree, which the caller owns and frees
+     * with reply_free; KEEL_ERR (with *reply NULL) when ctx is not a
+     * command's or args is invalid. args and its strings are borrowed for
+     * the call. Main thread. */
+    int (*call)(keel_ctx *ctx, const keel_call_args *args, keel_reply **reply);
+    void (*reply_free)(keel_reply *reply);
+    /* Readers of a reply node; every node is borrowed from the tree it came
+     * from until reply_free of its root. */
+    int (*reply_type)(const keel_reply *r); /* KEEL_REPLY_* */
+    /* INTEGER; BOOL as 0 or 1; 0 for other types. */
+    long long (*reply_integer)(const keel_reply *r);
+    /* DOUBLE; 0 for other types. */
+    double (*reply_double)(const keel_reply *r);
+    /* The bytes of STRING, STATUS, ERROR (without '-'), BIGNUM (digits)
+     * and VERBATIM (text, without its format); NULL for other types. */
+    const char *(*reply_string)(const keel_reply *r, size_t *len);
+    /* VERBATIM's three-letter format ("txt", "mkd"), else NULL. */
+    const char *(*reply_format)(const keel_reply *r);
+    /* Elements of an ARRAY or SET, pairs of a MAP; 0 for other types. */
+    size_t (*reply_length)(const keel_reply *r);
+    /* Element i of an ARRAY or SET; of a MAP, key i/2 for even i and its
+     * value for odd i (i < 2 * length). NULL out of range. */
+    const keel_reply *(*reply_element)(const keel_reply *r, size_t i);
+    /* The KEEL_CMD_* flags of command name ("config|get" for a
+     * subcommand), case-insensitive, into *flags. KEEL_ERR if there is no
+     * such command. name is borrowed. */
+    int (*command_flags)(const char *name, size_t len, uint32_t *flags);
+
+    /* Long-running calls. A command that may run for long (a script) calls
+     * busy_yield every few milliseconds of its work. Once the command has
+     * run for busy-reply-threshold ms, the server serves the other clients
+     * from inside busy_yield until the command ends: each of their commands
+     * is answered with busy_error (copied; without '-', e.g. "BUSY ... You
+     * can only call SCRIPT KILL or SHUTDOWN NOSAVE."), except commands
+     * flagged allow-busy (the module's own SCRIPT KILL, which may then ask
+     * the call to stop through the module's own state) and SHUTDOWN
+     * NOSAVE. The calling client is not freed meanwhile. Returns KEEL_OK to
+     * go on, KEEL_ERR when the command must stop at once (the server is
+     * shutting down). Main thread, inside a command. */
+    int (*busy_yield)(keel_ctx *ctx, const char *busy_error);
+    /* 1 while some command is in its busy phase (from an allow-busy
+     * command: whether there is anything to kill), else 0. */
+    int (*busy_active)(void);
+    /* The database index the running command's client has selected. */
+    int (*db_index)(keel_ctx *ctx);
+} keel_api_call;
+
+/* Blocking clients: a module command parks its client and replies later. */
+typedef struct keel_block_def {
+    uint32_t size;      /* sizeof(keel_block_def) */
+    int64_t timeout_ms; /* relative; 0: no timeout */
+    /* After unblock(b, data): replies to the client through ctx. Main
+     * thread. data is the module's (free it here). May be NULL. */
+    void (*on_unblock)(keel_ctx *ctx, void *data, void *priv);
+    /* The timeout passed, or CLIENT UNBLOCK (TIMEOUT) ended the wait:
+     * replies through ctx. NULL: the client gets a null. Main thread. */
+    void (*on_timeout)(keel_ctx *ctx, void *priv);
+    /* With keys: a command changed one of them (or signal_key_ready named
+     * it). Runs after that command, on the main thread, with ctx in the
+     * blocked client's database; returns KEEL_OK when it replied (the
+     * client is unblocked), KEEL_ERR to keep waiting. key is borrowed. */
+    int (*on_key_ready)(keel_ctx *ctx, const char *key, size_t len, void *priv);
+    int nkeys;               /* 0: no keys */
+    const char *const *keys; /* copied */
+    const size_t *key_lens;
+    /* Called once the wait is over for any reason (served, timed out,
+     * unblocked, client gone) and unblock has been called or is no longer
+     * needed (see unblock). May be NULL. Main thread. */
+    void (*free_priv)(void *priv);
+    void *priv;
+} keel_block_def;
+
+typedef struct keel_api_block {
+    uint32_t size;
+    /* Blocks the running command's client: the command returns without
+     * replying, the client runs nothing else until the wait ends, and one
+     * of the def's callbacks replies. NULL where a client cannot block
+     * (inside MULTI/EXEC, a script or a call): the command then replies
+     * itself (as if the timeout had passed). def is copied. Main thread. */
+    keel_blocked *(*block)(keel_ctx *ctx, const keel_block_def *def);
+    /* Ends the wait of b with data: on_unblock runs on the main thread
+     * soon after (the event loop is woken). Any thread. For a block
+     * without keys, call it exactly once even when the client timed out or
+     * went away (then on_unblock is skipped and only free_priv runs); b is
+     * invalid afterwards. For a block on keys it is optional. */
+    int (*unblock)(keel_blocked *b, void *data);
+    /* Marks key in ctx's database as ready, for values of a module type
+     * (the server signals its own types): clients blocked on it get
+     * on_key_ready after the running command. Main thread. */
+    int (*signal_key_ready)(keel_ctx *ctx, const char *key, size_t len);
+} keel_api_block;
+
+/* Keyspace event classes, as notify-keyspace-events letters. */
+#define KEEL_NOTIFY_GENERIC (1u << 0) /* g */
+#define KEEL_NOTIFY_STRING (1u << 1)  /* $ */
+#define KEEL_NOTIFY_LIST (1u << 2)    /* l */
+#define KEEL_NOTIFY_SET (1u << 3)     /* s */
+#define KEEL_NOTIFY_HASH (1u << 4)    /* h */
+#define KEEL_NOTIFY_ZSET (1u << 5)    /* z */
+#define KEEL_NOTIFY_EXPIRED (1u << 6) /* x */
+#define KEEL_NOTIFY_EVICTED (1u << 7) /* e */
+#define KEEL_NOTIFY_STREAM (1u << 8)  /* t */
+#define KEEL_NOTIFY_KEY_MISS (1u << 9) /* m (never in "all") */
+#define KEEL_NOTIFY_MODULE (1u << 10) /* d */
+#define KEEL_NOTIFY_NEW (1u << 11)    /* n (never in "all") */
+#define KEEL_NOTIFY_ALL 0x1ffu        /* g$lshzxet and d, as 'A' */
+
+/* A keyspace event: cls is one KEEL_NOTIFY_* bit, event its name ("set",
+ * "lpush", "expired"), key and event borrowed for the call. ctx is in the
+ * event's database: the callback may read keys and must not write any.
+ * Main thread. */
+typedef void (*keel_notify_fn)(keel_ctx *ctx, uint32_t cls, const char *event, const char *key,
+                               size_t len, void *priv);
+
+typedef struct keel_api_events {
+    uint32_t size;
+    /* Calls fn for every keyspace event of the classes, whatever
+     * notify-keyspace-events says (that directive governs pub/sub only).
+     * Only during init. */
+    int (*notify_subscribe)(keel_ctx *ctx, uint32_t classes, keel_notify_fn fn, void *priv);
+    /* Announces an event on a key of ctx's database: subscribed modules
+     * get it, and pub/sub subscribers as notify-keyspace-events allows
+     * (class KEEL_NOTIFY_MODULE for a module type's own events). event
+     * and key are borrowed. Main thread, inside a command or callback. */
+    int (*notify_emit)(keel_ctx *ctx, uint32_t cls, const char *event, const char *key, size_t len);
+} keel_api_events;
+
 struct keel_api {
     uint32_t size;      /* sizeof(keel_api) as the server built it */
     uint32_t abi_major; /* the server's ABI */
@@ -450,6 +725,10 @@ struct keel_api {
     const keel_api_hooks *hooks;
     const keel_api_info *info;
     const keel_api_transport *transport;
+    /* ---- ABI 1.2 ---- */
+    const keel_api_call *call;
+    const keel_api_block *block;
+    const keel_api_events *events;
     /* Groups added in later minor versions go here. */
 };
 
