@@ -23,6 +23,7 @@
 #include "protocol/resp_tree.h"
 #include "session/call.h"
 #include "session/command.h"
+#include "session/monitor.h"
 #include "session/reply.h"
 #include "session/tracking.h"
 
@@ -121,6 +122,7 @@ static void call_prepare(client *cc, keel_ctx *ctx, uint32_t call_flags) {
     client *caller = ctx->c;
     client_set_db(cc, ctx->call_db ? ctx->call_db - 1 : caller->db->id);
     cc->resp = (call_flags & KEEL_CALL_RESP3) ? 3 : 2;
+    cc->origin = ctx->mod->name;
     /* The caller runs a command, so it passed AUTH; a CLIENT REPLY the
      * capture client ran last time must not drop this reply. */
     cc->flags |= CLIENT_AUTHENTICATED;
@@ -144,6 +146,8 @@ static void call_track(client *caller, client *cc, int argc) {
 }
 
 static int call_run(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
+    /* The calling command shows in MONITOR before what it calls. */
+    if (K_UNLIKELY(monitor_active())) monitor_feed_early(ctx->c);
     call_slot *slot = &slots[call_depth];
     client *cc = call_client(call_depth);
     slot->out.len = 0;

@@ -121,6 +121,26 @@ START_TEST(test_select_lasts_one_command) {
 }
 END_TEST
 
+/* MONITOR shows a called command with the calling module as its origin,
+ * as Valkey shows a script's "[0 lua]". */
+START_TEST(test_monitor) {
+    start();
+    it_raw *m = it_raw_connect(srv);
+    it_raw_cmd(m, "MONITOR", NULL);
+    expect_raw(m, "+OK");
+    expect_call("0 +OK", "- set mk v");
+    it_value *v = it_raw_read(m);
+    ck_assert_ptr_nonnull(v);
+    char buf[512];
+    it_vrender(v, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "\"callmod.call\" \"-\" \"set\""), "%s", buf);
+    v = it_raw_read(m);
+    ck_assert_ptr_nonnull(v);
+    it_vrender(v, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "[0 callmod] \"set\" \"mk\" \"v\""), "%s", buf);
+}
+END_TEST
+
 START_TEST(test_command_flags) {
     start();
     expect_int(cl, (2 | (1 << 11)), "callmod.flags get");
@@ -248,6 +268,7 @@ int main(void) {
     tcase_add_test(tc, test_oom);
     tcase_add_test(tc, test_select_lasts_one_command);
     tcase_add_test(tc, test_command_flags);
+    tcase_add_test(tc, test_monitor);
     tc = it_tcase_bare(s, "registration");
     tcase_add_test(tc, test_key_specs);
     tcase_add_test(tc, test_call_flags_pause);
