@@ -38,6 +38,7 @@ struct keel_ctx {
     /* 1 + the database the command's last call left selected; 0 before
      * its first call (module_call.c). */
     int call_db;
+    int call_wrote; /* a call of the command ran a write */
 };
 
 struct module {

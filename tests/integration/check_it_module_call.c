@@ -83,6 +83,9 @@ START_TEST(test_refusals) {
     expect_call("6 -ERR This command is not allowed from a module call", "- watch k");
     expect_call("6 -ERR This command is not allowed from a module call", "- subscribe ch");
     expect_call("6 -ERR This command is not allowed from a module call", "- monitor");
+    /* A filter's refusal. */
+    expect_call("6 -ERR time is filtered", "- time");
+    expect_error(cl, "ERR time is filtered", "TIME");
     /* A refusal counts as the command's rejected call and in errorstats. */
     char *cs = it_info_str(cl, "commandstats", "cmdstat_set");
     ck_assert_msg(strstr(cs, "rejected_calls=1,"), "%s", cs);
@@ -98,11 +101,15 @@ START_TEST(test_oom) {
     expect_ok(cl, "CONFIG SET maxmemory 1");
     expect_call("5 -OOM command not allowed when used memory > 'maxmemory'.", "M set k2 v");
     expect_call("0 s:v", "M get k");
+    /* Only until the command's first write, as Valkey's scripts. */
+    expect_bulk(cl, "0 _ | 5 -OOM command not allowed when used memory > 'maxmemory'.",
+                "callmod.seq M get x ; set b 2");
+    expect_bulk(cl, "0 :0 | 0 +OK", "callmod.seq M del x ; set b 2");
     /* Without the flag the call neither refuses nor evicts. */
     expect_ok(cl, "CONFIG SET maxmemory-policy allkeys-random");
     expect_call("0 +OK", "- set k3 v");
     expect_ok(cl, "CONFIG SET maxmemory 0");
-    expect_int(cl, 2, "EXISTS k k3");
+    expect_int(cl, 3, "EXISTS k k3 b");
 }
 END_TEST
 
