@@ -112,11 +112,35 @@ START_TEST(test_timeouts_and_unblock) {
     expect_raw(r, "-UNBLOCKED client unblocked via CLIENT UNBLOCK");
     expect_int(c, 0, "CLIENT UNBLOCK %lld", id);
     ck_assert_int_eq(blocked(c), 0);
+    /* Without on_timeout, CLIENT UNBLOCK (TIMEOUT) replies a null. */
+    it_raw_cmd(r, "BP.POP", "k", "0", NULL);
+    it_wait_until(blocked(c) == 1, 5000);
+    expect_int(c, 1, "CLIENT UNBLOCK %lld TIMEOUT", id);
+    expect_raw(r, "nil");
     /* The thread of the first wait still unblocks (and frees) later. */
     freed = it_cmd(c, "BP.FREED")->integer;
     it_wait_until(it_cmd(c, "BP.FREED")->integer == freed + 1, 5000);
     char *errs = it_info_str(c, "errorstats", "errorstat_UNBLOCKED");
     ck_assert_msg(errs && !strcmp(errs, "count=1"), "%s", errs ? errs : "(none)");
+}
+END_TEST
+
+START_TEST(test_key_ready_in_db) {
+    it_server *s = bp_start(NULL, NULL);
+    redisContext *c = it_connect(s);
+    it_raw *r = it_raw_connect(s);
+    it_raw_cmd(r, "SELECT", "3", NULL);
+    expect_raw(r, "+OK");
+    it_raw_cmd(r, "BP.POP", "k", "0", NULL);
+    it_wait_until(blocked(c) == 1, 5000);
+    expect_int(c, 1, "BP.PUSH k db0"); /* another database: still waiting */
+    ck_assert_int_eq(blocked(c), 1);
+    expect_ok(c, "SELECT 3");
+    expect_int(c, 1, "BP.PUSH k db3");
+    expect_raw(r, "\"db3\"");
+    expect_int(c, 0, "EXISTS k");
+    expect_ok(c, "SELECT 0");
+    expect_int(c, 1, "EXISTS k");
 }
 END_TEST
 
@@ -207,6 +231,22 @@ START_TEST(test_busy_refuses_others) {
     ck_assert_ptr_nonnull(strstr(it_read_file(s->log), "Slow command detected: 'bp.busy'"));
     /* Under the threshold nobody is refused. */
     expect_status(c, "done", "BP.BUSY 20");
+}
+END_TEST
+
+/* An unblock that comes during the busy phase is served after it. */
+START_TEST(test_busy_defers_unblock) {
+    it_server *s = bp_start("--busy-reply-threshold", "50");
+    redisContext *c = it_connect(s);
+    it_raw *waiter = it_raw_connect(s), *busy = it_raw_connect(s);
+    it_raw_cmd(waiter, "BP.THREADPOP", "0", "300", NULL);
+    it_wait_until(blocked(c) == 1, 5000);
+    busy_start(c, busy, "20000");
+    it_sleep_ms(500); /* the thread's unblock arrives meanwhile */
+    expect_ok(c, "BP.KILL");
+    expect_raw(busy, "+killed");
+    expect_raw(waiter, "\"threadval\"");
+    it_wait_until(it_cmd(c, "BP.FREED")->integer == 1, 5000);
 }
 END_TEST
 
@@ -315,11 +355,13 @@ static Suite *module_block_suite(void) {
     TCase *tc = it_tcase_bare(s, "blocking");
     tcase_add_test(tc, test_served_in_order);
     tcase_add_test(tc, test_timeouts_and_unblock);
+    tcase_add_test(tc, test_key_ready_in_db);
     tcase_add_test(tc, test_thread_and_timer_unblock);
     tcase_add_test(tc, test_disconnect_while_blocked);
     tcase_add_test(tc, test_block_refused_in_multi);
     tc = it_tcase_bare(s, "busy");
     tcase_add_test(tc, test_busy_refuses_others);
+    tcase_add_test(tc, test_busy_defers_unblock);
     tcase_add_test(tc, test_busy_shutdown_nosave);
     tcase_add_test(tc, test_busy_threshold_config);
     tcase_add_test(tc, test_busy_io_threads);
