@@ -22,7 +22,6 @@
 #include <keel/keel_module.h>
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -30,7 +29,11 @@
 
 static const keel_api *api;
 static keel_type *list_type;
-static atomic_int threads_running;
+/* The unblocking threads, joined before the module goes (its code must
+ * outlive them); main thread only. */
+#define THREADS_MAX 64
+static pthread_t threads[THREADS_MAX];
+static int threads_count;
 static long long freed;
 static int kill_flag;
 
@@ -173,8 +176,13 @@ static void *unblock_thread(void *arg) {
     usleep((useconds_t)(w->delay_ms * 1000));
     strcpy(w->value, "threadval");
     api->block->unblock(w->b, w->value);
-    atomic_fetch_sub(&threads_running, 1);
     return NULL;
+}
+
+static void threads_join(void) {
+    for (int i = 0; i < threads_count; i++)
+        pthread_join(threads[i], NULL);
+    threads_count = 0;
 }
 
 static keel_blocked *block_nokeys(keel_ctx *ctx, bp_wait *w, long long ms) {
@@ -201,14 +209,12 @@ static void cmd_threadpop(keel_ctx *ctx) {
         api->command->reply_null(ctx);
         return;
     }
-    pthread_t t;
-    atomic_fetch_add(&threads_running, 1);
-    if (pthread_create(&t, NULL, unblock_thread, w) != 0) {
-        atomic_fetch_sub(&threads_running, 1);
+    if (threads_count == THREADS_MAX) threads_join();
+    if (pthread_create(&threads[threads_count], NULL, unblock_thread, w) != 0) {
         api->block->unblock(w->b, "nothread");
         return;
     }
-    pthread_detach(t);
+    threads_count++;
 }
 
 static int64_t timer_unblock(keel_ctx *ctx, void *priv) {
@@ -436,8 +442,7 @@ static int bp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
 /* The threads still sleeping unblock before the module goes. */
 static int bp_deinit(keel_ctx *ctx) {
     (void)ctx;
-    while (atomic_load(&threads_running) > 0)
-        usleep(1000);
+    threads_join();
     for (int i = 0; i < events_count; i++)
         api->core->free(events[i]);
     events_count = 0;
