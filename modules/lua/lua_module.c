@@ -45,8 +45,8 @@ static const keel_key_spec eval_keys_ro[] = {{
     .keynum_step = 1,
 }};
 
-#define EVAL_FLAGS "noscript no-monitor may-replicate no-mandatory-keys allow-stale"
-#define EVAL_RO_FLAGS "noscript no-monitor no-mandatory-keys allow-stale readonly"
+#define EVAL_FLAGS "no-script no-monitor may-replicate no-mandatory-keys allow-stale"
+#define EVAL_RO_FLAGS "no-script no-monitor no-mandatory-keys allow-stale readonly"
 
 static const keel_command_def lua_commands[] = {
     {sizeof(keel_command_def), "eval", eval_cmd_eval, -3, EVAL_FLAGS, 0, 0, 0,
@@ -58,7 +58,7 @@ static const keel_command_def lua_commands[] = {
     {sizeof(keel_command_def), "evalsha_ro", eval_cmd_eval, -3, EVAL_RO_FLAGS, 0, 0, 0,
      "Executes a read-only server-side Lua script by SHA1 digest.", eval_keys_ro, 1,
      eval_call_flags},
-    {sizeof(keel_command_def), "script", eval_cmd_script, -2, "noscript allow-busy allow-stale", 0,
+    {sizeof(keel_command_def), "script", eval_cmd_script, -2, "no-script allow-busy allow-stale", 0,
      0, 0, "A container for Lua scripts management commands.", NULL, 0, NULL},
 };
 
