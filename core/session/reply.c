@@ -180,10 +180,13 @@ void reply_error_len(client *c, const char *err, size_t len, int counted) {
     }
     reply_raw(c, err + start, len - start);
     reply_raw(c, "\r\n", 2);
+    /* An error not counted in errorstats (a script passing on the error of
+     * a command it called, counted then) still fails this command, as in
+     * Valkey's commandstats. */
+    c->cmd_errors++;
     if (!counted) return;
     errorstats_add(err, len);
     session_stats()->total_error_replies++;
-    c->cmd_errors++;
 }
 
 void reply_error(client *c, const char *err) {

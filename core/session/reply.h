@@ -26,8 +26,8 @@ void reply_simple(client *c, const char *s);
 /* err without the leading '-'; "ERR ..." style. Counted in errorstats. */
 void reply_error(client *c, const char *err);
 void reply_errorf(client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* An error of len bytes (CR and LF sent as spaces); counted in errorstats,
- * total_error_replies and the command's failed calls only if counted (an
+/* An error of len bytes (CR and LF sent as spaces): the command's failed
+ * call; counted in errorstats and total_error_replies only if counted (an
  * error passed on from a called command was counted when it failed). */
 void reply_error_len(client *c, const char *err, size_t len, int counted);
 void reply_int(client *c, long long v);

@@ -218,23 +218,20 @@ static const char *api_refusal(int rc) {
 }
 
 /* The flags a call runs with, and whether the command is a write (to know
- * when the script becomes unkillable). A read-only script refuses writes
- * and may-replicate commands itself, as Valkey does. KEEL_ERR: refused. */
-static int api_call_flags(int argc, uint32_t *flags, int *is_write) {
+ * when the script becomes unkillable: looked up until the first one). The
+ * server refuses what the flags forbid (writes and may-replicate commands
+ * in a read-only script, deny-oom ones over maxmemory) and counts the
+ * refusal in errorstats and the command's rejected calls. */
+static uint32_t api_call_flags(int *is_write) {
     engine_state *st = &engine_cur;
-    uint32_t cmd = 0;
-    *is_write = 0;
-    (void)argc;
-    if ((st->read_only || !st->pub.wrote) &&
-        engine_kapi->call->command_flags(call_argv[0], call_lens[0], &cmd) == KEEL_OK) {
-        if (st->read_only && (cmd & (KEEL_CMD_WRITE | KEEL_CMD_MAY_REPLICATE))) return KEEL_ERR;
-        *is_write = !!(cmd & KEEL_CMD_WRITE);
-    }
-    *flags = KEEL_CALL_SCRIPT;
-    if (st->resp == 3) *flags |= KEEL_CALL_RESP3;
-    if (st->read_only) *flags |= KEEL_CALL_NO_WRITES;
-    if (!st->allow_oom && !st->pub.wrote) *flags |= KEEL_CALL_CHECK_OOM;
-    return KEEL_OK;
+    uint32_t cmd = 0, flags = KEEL_CALL_SCRIPT;
+    *is_write = !st->pub.wrote && !st->read_only &&
+                engine_kapi->call->command_flags(call_argv[0], call_lens[0], &cmd) == KEEL_OK &&
+                (cmd & KEEL_CMD_WRITE);
+    if (st->resp == 3) flags |= KEEL_CALL_RESP3;
+    if (st->read_only) flags |= KEEL_CALL_NO_WRITES;
+    if (!st->allow_oom) flags |= KEEL_CALL_CHECK_OOM;
+    return flags;
 }
 
 /* Runs the collected command; pushes its reply (or error table). Returns 1
@@ -242,14 +239,8 @@ static int api_call_flags(int argc, uint32_t *flags, int *is_write) {
 static int api_run_command(lua_State *L, int argc) {
     engine_state *st = &engine_cur;
     const keel_api *api = engine_kapi;
-    uint32_t flags;
     int is_write;
-    if (api_call_flags(argc, &flags, &is_write) != KEEL_OK) {
-        lua_settop(L, 0);
-        api_push_errorf(L, api_refusal(KEEL_CALL_WRITE));
-        api_mark_no_stats(L);
-        return 1;
-    }
+    uint32_t flags = api_call_flags(&is_write);
     keel_call_args args = {sizeof(args), flags, argc, call_argv, call_lens};
     keel_reply *reply = NULL;
     st->in_call = 1;

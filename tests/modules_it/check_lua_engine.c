@@ -283,7 +283,7 @@ static int f_call(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
         *reply = node_s(KEEL_REPLY_ERROR, "ERR noscript");
         return KEEL_CALL_NOSCRIPT;
     }
-    if ((a->flags & KEEL_CALL_NO_WRITES) && (flags & KEEL_CMD_WRITE)) {
+    if ((a->flags & KEEL_CALL_NO_WRITES) && (flags & (KEEL_CMD_WRITE | KEEL_CMD_MAY_REPLICATE))) {
         *reply = node_s(KEEL_REPLY_ERROR, "ERR write");
         return KEEL_CALL_WRITE;
     }
