@@ -38,6 +38,10 @@ void engine_setup(keel_ctx *self, const keel_api *api) {
     engine_random_seed((int32_t)api->core->ustime());
 }
 
+void engine_teardown(void) {
+    engine_api_teardown();
+}
+
 const keel_api *engine_api(void) {
     return engine_kapi;
 }

@@ -30,6 +30,9 @@ typedef struct engine engine;
 
 /* Called once from the module's init, before anything else here. */
 void engine_setup(keel_ctx *self, const keel_api *api);
+/* Frees what runs kept between them (the call arguments' buffers); from
+ * the module's deinit, after every engine is destroyed. */
+void engine_teardown(void);
 const keel_api *engine_api(void);
 keel_ctx *engine_self(void);
 

@@ -5,6 +5,7 @@
  * Valkey's script_lua.c) and a script's result into the client's reply. */
 #include "engine_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -34,6 +35,16 @@ static int api_argv_grow(int argc) {
     if (!argv || !lens || !nums) return KEEL_ERR;
     call_cap = cap;
     return KEEL_OK;
+}
+
+void engine_api_teardown(void) {
+    engine_kapi->core->free(call_argv);
+    engine_kapi->core->free(call_lens);
+    engine_kapi->core->free(call_nums);
+    call_argv = NULL;
+    call_lens = NULL;
+    call_nums = NULL;
+    call_cap = 0;
 }
 
 /* A Lua number as an argument: an integer when it is one (a command may
@@ -623,7 +634,7 @@ static void api_reply_table(keel_ctx *ctx, lua_State *L, int resp) {
 /* Lua numbers are truncated to integers, as C casts them on x86 (NaN and
  * out-of-range values become LLONG_MIN). */
 static long long api_number_to_ll(lua_Number n) {
-    if (!(n >= -9.2233720368547758e18 && n < 9.2233720368547758e18)) return (long long)1 << 63;
+    if (!(n >= -9.2233720368547758e18 && n < 9.2233720368547758e18)) return LLONG_MIN;
     return (long long)n;
 }
 

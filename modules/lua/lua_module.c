@@ -161,6 +161,7 @@ static int lua_init(keel_ctx *ctx, const keel_api *a, int argc, const char *cons
 static int lua_deinit(keel_ctx *ctx) {
     (void)ctx;
     eval_teardown();
+    engine_teardown();
     return KEEL_OK;
 }
 

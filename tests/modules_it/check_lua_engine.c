@@ -437,6 +437,7 @@ static void setup(void) {
 
 static void teardown(void) {
     eval_teardown();
+    engine_teardown();
 }
 
 /* ---- Lua -> reply ---- */
