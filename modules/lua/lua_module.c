@@ -129,11 +129,21 @@ static void lua_info_engines(keel_info *info, void *priv) {
              used, overhead);
 }
 
+/* INFO stats: the server shows evicted_scripts:0; this value takes its
+ * place. */
+static void lua_info_stats(keel_info *info, void *priv) {
+    (void)priv;
+    eval_info ev;
+    eval_stats(&ev);
+    api->info->field(info, "evicted_scripts:%lld", ev.evicted);
+}
+
 static int lua_register_info(keel_ctx *ctx) {
     if (api->info->add_section(ctx, "scriptingengines", lua_info_engines, NULL) != KEEL_OK)
         return KEEL_ERR;
     if (!KEEL_API_HAS(api, info, add_fields)) return KEEL_OK;
-    return api->info->add_fields(ctx, "memory", lua_info_memory, NULL);
+    if (api->info->add_fields(ctx, "memory", lua_info_memory, NULL) != KEEL_OK) return KEEL_ERR;
+    return api->info->add_fields(ctx, "stats", lua_info_stats, NULL);
 }
 
 /* ---- load/unload ---- */

@@ -229,6 +229,17 @@ START_TEST(test_info) {
     ck_assert_int_eq(it_info_int(C, "memory", "used_memory_lua"),
                      it_info_int(C, "memory", "used_memory_vm_eval"));
     ck_assert_int_eq(it_info_int(C, "scriptingengines", "engines_count"), 1);
+    /* The module's value replaces the server's field in place: one line. */
+    redisReply *r = it_cmd(C, "INFO memory");
+    const char *first = strstr(r->str, "used_memory_vm_eval:");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "used_memory_vm_eval:"));
+    ck_assert(first < strstr(r->str, "maxmemory:"));
+    /* EVAL keeps 500 scripts: the 501st evicts the oldest. */
+    for (int i = 0; i < 501; i++)
+        expect_int(C, i, "EVAL %s 0", it_fmt("return %d", i));
+    ck_assert_int_eq(it_info_int(C, "stats", "evicted_scripts"), 1);
+    ck_assert_int_eq(it_info_int(C, "memory", "number_of_cached_scripts"), 500);
     char *e = it_info_str(C, "scriptingengines", "engine_0");
     ck_assert_ptr_nonnull(e);
     ck_assert_msg(!strncmp(e, "name=LUA,module=lua,", 20), "%s", e);
