@@ -141,6 +141,8 @@ engine *engine_create(void) {
         return NULL;
     }
     lua_atpanic(e->L, engine_panic);
+    lua_pushboolean(e->L, 0);
+    e->fn_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
     lua_pushcfunction(e->L, engine_init_state);
     lua_pushlightuserdata(e->L, e);
     if (lua_pcall(e->L, 1, 0, 0) != 0) {
@@ -282,11 +284,14 @@ static int engine_error_handler(lua_State *L) {
         lua_setfield(L, -2, "err");
         lua_replace(L, 1);
     }
+    /* Raw: a script's error table may have a metatable of its own. */
     if (where) {
+        lua_pushliteral(L, "source");
         lua_pushstring(L, ar.source);
-        lua_setfield(L, 1, "source");
+        lua_rawset(L, 1);
+        lua_pushliteral(L, "line");
         lua_pushinteger(L, ar.currentline);
-        lua_setfield(L, 1, "line");
+        lua_rawset(L, 1);
     }
     lua_settop(L, 1);
     return 1;
@@ -300,6 +305,12 @@ static void engine_reply_err(keel_ctx *ctx, const char *msg, size_t len, int no_
         api->command->reply_error(ctx, msg);
 }
 
+/* t[name] of the table at idx (a negative index below the top), raw. */
+static void engine_rawfield(lua_State *L, int idx, const char *name) {
+    lua_pushstring(L, name);
+    lua_rawget(L, idx - 1);
+}
+
 /* The error of a failed run, on top of the stack (popped). */
 static void engine_reply_failure(keel_ctx *ctx, lua_State *L, const char *name) {
     char buf[512];
@@ -311,10 +322,12 @@ static void engine_reply_failure(keel_ctx *ctx, lua_State *L, const char *name) 
         lua_pop(L, 1);
         return;
     }
-    lua_getfield(L, -1, "err");
-    lua_getfield(L, -2, "source");
-    lua_getfield(L, -3, "line");
-    lua_getfield(L, -4, "ignore_error_stats_update");
+    /* Raw reads: this runs outside the protected call, where a metamethod
+     * of the script's error table raising an error would end the server. */
+    engine_rawfield(L, -1, "err");
+    engine_rawfield(L, -2, "source");
+    engine_rawfield(L, -3, "line");
+    engine_rawfield(L, -4, "ignore_error_stats_update");
     int no_stats = lua_toboolean(L, -1);
     const char *err = lua_isstring(L, -4) ? lua_tostring(L, -4) : "ERR unknown error";
     if (lua_isstring(L, -3) && lua_isstring(L, -2)) {
@@ -416,6 +429,49 @@ static void engine_begin(keel_ctx *ctx, const engine_run *run) {
     engine_cur.allow_oom = !compat && (run->flags & ENGINE_ALLOW_OOM);
 }
 
+typedef struct engine_job {
+    engine *e;
+    keel_ctx *ctx;
+    const engine_run *run;
+    int replied;
+} engine_job;
+
+/* Everything of a run that allocates in Lua, under a protected call: a
+ * userdata's __gc (newproxy) raising while KEYS are built or while the
+ * collector steps must fail the run, not end the server. */
+static int engine_run_protected(lua_State *L) {
+    engine_job *job = lua_touserdata(L, 1);
+    engine *e = job->e;
+    const engine_run *run = job->run;
+    int argc = engine_kapi->command->argc(job->ctx), nargs = 0;
+    lua_settop(L, 0);
+    lua_pushcfunction(L, engine_error_handler);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fn_ref);
+    if (run->eval) {
+        engine_set_eval_globals(e, job->ctx, run, argc);
+    } else {
+        engine_push_array(L, job->ctx, run->first_key, run->nkeys);
+        engine_push_array(L, job->ctx, run->first_key + run->nkeys,
+                          argc - run->first_key - run->nkeys);
+        nargs = 2;
+    }
+    int hooked = KEEL_API_HAS(engine_kapi, call, busy_yield);
+    if (hooked) lua_sethook(L, engine_count_hook, LUA_MASKCOUNT, ENGINE_HOOK_COUNT);
+    int failed = lua_pcall(L, nargs, 1, 1);
+    if (hooked) lua_sethook(L, NULL, 0, 0);
+    /* No collection while the result becomes the reply: nothing but the
+     * conversion may run then (a half-sent reply cannot be taken back). */
+    lua_gc(L, LUA_GCSTOP, 0);
+    if (failed)
+        engine_reply_failure(job->ctx, L, run->name);
+    else
+        engine_reply_value(job->ctx, L, engine_cur.resp);
+    job->replied = 1;
+    lua_gc(L, LUA_GCRESTART, 0);
+    if (++e->runs % ENGINE_GC_PERIOD == 0) lua_gc(L, LUA_GCSTEP, ENGINE_GC_PERIOD);
+    return 0;
+}
+
 void engine_call(engine *e, keel_ctx *ctx, const engine_run *run) {
     lua_State *L = e->L;
     if (engine_cur.active || !engine_may_run(ctx, run)) {
@@ -423,29 +479,29 @@ void engine_call(engine *e, keel_ctx *ctx, const engine_run *run) {
         lua_pop(L, 1);
         return;
     }
-    int argc = engine_kapi->command->argc(ctx);
-    lua_pushcfunction(L, engine_error_handler);
-    lua_insert(L, -2);
-    int handler = lua_gettop(L) - 1, nargs = 0;
+    /* The function waits in its registry slot (set in place: no
+     * allocation) for the protected call to take it. */
+    lua_rawseti(L, LUA_REGISTRYINDEX, e->fn_ref);
+    engine_job job = {e, ctx, run, 0};
     engine_begin(ctx, run);
-    if (run->eval) {
-        engine_set_eval_globals(e, ctx, run, argc);
-    } else {
-        engine_push_array(L, ctx, run->first_key, run->nkeys);
-        engine_push_array(L, ctx, run->first_key + run->nkeys, argc - run->first_key - run->nkeys);
-        nargs = 2;
+    if (lua_cpcall(L, engine_run_protected, &job) != 0) {
+        const char *msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "execution failure";
+        if (!job.replied) {
+            char buf[256];
+            int n =
+                snprintf(buf, sizeof(buf), "ERR Error running script %s, %.100s", run->name, msg);
+            engine_reply_err(ctx, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1, 0);
+        } else {
+            engine_kapi->core->log(engine_self_ctx, KEEL_LOG_WARNING,
+                                   "Lua error after a script's reply: %s", msg);
+        }
+        lua_pop(L, 1);
+        lua_sethook(L, NULL, 0, 0);
+        lua_gc(L, LUA_GCRESTART, 0);
     }
-    int hooked = KEEL_API_HAS(engine_kapi, call, busy_yield);
-    if (hooked) lua_sethook(L, engine_count_hook, LUA_MASKCOUNT, ENGINE_HOOK_COUNT);
-    int failed = lua_pcall(L, nargs, 1, handler);
-    if (hooked) lua_sethook(L, NULL, 0, 0);
-    if (failed)
-        engine_reply_failure(ctx, L, run->name);
-    else
-        engine_reply_value(ctx, L, engine_cur.resp);
-    lua_pop(L, 1); /* the handler */
+    lua_pushboolean(L, 0);
+    lua_rawseti(L, LUA_REGISTRYINDEX, e->fn_ref);
     engine_cur.active = 0;
-    if (++e->runs % ENGINE_GC_PERIOD == 0) lua_gc(L, LUA_GCSTEP, ENGINE_GC_PERIOD);
 }
 
 /* ---- kill ---- */

@@ -15,6 +15,7 @@ struct engine {
     int globals_ref;  /* registry ref of the real globals table */
     int readonly_ref; /* registry ref of {view = table} for every readonly view */
     unsigned runs;    /* for the periodic collector step */
+    int fn_ref;       /* registry slot of the function being run */
 };
 
 /* The running script: engine_running plus what server.call needs. */

@@ -539,6 +539,22 @@ START_TEST(test_call_errors) {
 }
 END_TEST
 
+/* The result becomes the reply outside the protected call: neither an
+ * error table's metamethods nor a userdata's __gc may run Lua code then. */
+START_TEST(test_hostile_results) {
+    expect_prefix(EVAL("error(setmetatable({}, {__index = function() error('boom') end}))", "0"),
+                  "-ERR unknown error script: f_");
+    /* Garbage with a raising __gc left for later runs: wherever the
+     * collector meets it (building KEYS, the periodic step, another
+     * script), a run fails at worst. */
+    for (int i = 0; i < 200; i++)
+        EVAL("local p = newproxy(true) getmetatable(p).__gc = function() error('gc') end "
+             "local t = {} for i = 1, 100 do t[i] = {ok = 'x' .. i} end return t",
+             "1", "k");
+    expect(EVAL("return 1", "0"), ":1");
+}
+END_TEST
+
 START_TEST(test_reply_nesting_limits) {
     /* A reply nested deeper than the Lua stack can take. */
     expect(EVAL("return redis.call('nest', '5')", "0"), "*1 *1 *1 *1 *1 *0");
@@ -884,6 +900,7 @@ int main(void) {
     tcase_add_test(tc, test_keys_argv);
     tcase_add_test(tc, test_call_conversions);
     tcase_add_test(tc, test_call_errors);
+    tcase_add_test(tc, test_hostile_results);
     tcase_add_test(tc, test_reply_nesting_limits);
     tcase_add_test(tc, test_globals_protection);
     tcase_add_test(tc, test_readonly_libraries);
