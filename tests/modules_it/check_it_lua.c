@@ -215,6 +215,21 @@ START_TEST(test_unkillable) {
 }
 END_TEST
 
+/* The busy script's server still stops on SHUTDOWN NOSAVE, cleanly. */
+START_TEST(test_busy_shutdown_nosave) {
+    expect_ok(C, "CONFIG SET busy-reply-threshold 50");
+    it_raw *r = it_raw_connect(S);
+    it_raw_cmd(r, "EVAL", "while true do end", "0", NULL);
+    it_sleep_ms(200);
+    redisContext *c2 = it_connect(S);
+    expect_error_prefix(c2, "BUSY", "SHUTDOWN SAVE");
+    redisReply *rep = it_try_cmd(c2, "SHUTDOWN NOSAVE");
+    ck_assert(!rep || rep->type != REDIS_REPLY_ERROR);
+    int st = it_wait_exit(S, 10000);
+    ck_assert_msg(st == 0, "exit status %d; log:\n%s", st, it_log_tail(S));
+}
+END_TEST
+
 START_TEST(test_command_info_and_keys) {
     expect_reply(C, "[\"a\",\"b\"]", "COMMAND GETKEYS EVAL %s 2 a b c", "return 1");
     redisReply *r = it_cmd(C, "COMMAND INFO eval eval_ro script");
@@ -271,6 +286,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_pause_write);
     tcase_add_test(tc, test_busy_and_kill);
     tcase_add_test(tc, test_unkillable);
+    tcase_add_test(tc, test_busy_shutdown_nosave);
     tcase_add_test(tc, test_command_info_and_keys);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_module_unload);
