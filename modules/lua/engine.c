@@ -132,6 +132,9 @@ static int engine_init_state(lua_State *L) {
     return 0;
 }
 
+static int engine_error_handler(lua_State *L);
+static int engine_run_protected(lua_State *L);
+
 engine *engine_create(void) {
     engine *e = engine_kapi->core->calloc(1, sizeof(*e));
     if (!e) return NULL;
@@ -143,6 +146,10 @@ engine *engine_create(void) {
     lua_atpanic(e->L, engine_panic);
     lua_pushboolean(e->L, 0);
     e->fn_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushcfunction(e->L, engine_error_handler);
+    e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushcfunction(e->L, engine_run_protected);
+    e->runner_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
     lua_pushcfunction(e->L, engine_init_state);
     lua_pushlightuserdata(e->L, e);
     if (lua_pcall(e->L, 1, 0, 0) != 0) {
@@ -445,7 +452,7 @@ static int engine_run_protected(lua_State *L) {
     const engine_run *run = job->run;
     int argc = engine_kapi->command->argc(job->ctx), nargs = 0;
     lua_settop(L, 0);
-    lua_pushcfunction(L, engine_error_handler);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->fn_ref);
     if (run->eval) {
         engine_set_eval_globals(e, job->ctx, run, argc);
@@ -459,15 +466,14 @@ static int engine_run_protected(lua_State *L) {
     if (hooked) lua_sethook(L, engine_count_hook, LUA_MASKCOUNT, ENGINE_HOOK_COUNT);
     int failed = lua_pcall(L, nargs, 1, 1);
     if (hooked) lua_sethook(L, NULL, 0, 0);
-    /* No collection while the result becomes the reply: nothing but the
-     * conversion may run then (a half-sent reply cannot be taken back). */
-    lua_gc(L, LUA_GCSTOP, 0);
+    /* No script code runs while the result becomes the reply (a half-sent
+     * reply cannot be taken back): the conversion reads raw, and no
+     * userdata of a script has a __gc (engine_sandbox.c). */
     if (failed)
         engine_reply_failure(job->ctx, L, run->name);
     else
         engine_reply_value(job->ctx, L, engine_cur.resp);
     job->replied = 1;
-    lua_gc(L, LUA_GCRESTART, 0);
     if (++e->runs % ENGINE_GC_PERIOD == 0) lua_gc(L, LUA_GCSTEP, ENGINE_GC_PERIOD);
     return 0;
 }
@@ -484,7 +490,11 @@ void engine_call(engine *e, keel_ctx *ctx, const engine_run *run) {
     lua_rawseti(L, LUA_REGISTRYINDEX, e->fn_ref);
     engine_job job = {e, ctx, run, 0};
     engine_begin(ctx, run);
-    if (lua_cpcall(L, engine_run_protected, &job) != 0) {
+    /* lua_cpcall would allocate a closure per run: the protected entry is
+     * kept in the registry instead. */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->runner_ref);
+    lua_pushlightuserdata(L, &job);
+    if (lua_pcall(L, 1, 0, 0) != 0) {
         const char *msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "execution failure";
         if (!job.replied) {
             char buf[256];
@@ -497,7 +507,6 @@ void engine_call(engine *e, keel_ctx *ctx, const engine_run *run) {
         }
         lua_pop(L, 1);
         lua_sethook(L, NULL, 0, 0);
-        lua_gc(L, LUA_GCRESTART, 0);
     }
     lua_pushboolean(L, 0);
     lua_rawseti(L, LUA_REGISTRYINDEX, e->fn_ref);

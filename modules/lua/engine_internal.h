@@ -16,6 +16,8 @@ struct engine {
     int readonly_ref; /* registry ref of {view = table} for every readonly view */
     unsigned runs;    /* for the periodic collector step */
     int fn_ref;       /* registry slot of the function being run */
+    int handler_ref;  /* the runs' message handler */
+    int runner_ref;   /* the protected part of a run (engine_run_protected) */
 };
 
 /* The running script: engine_running plus what server.call needs. */

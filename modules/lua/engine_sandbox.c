@@ -140,6 +140,49 @@ static int sandbox_ipairs(lua_State *L) {
     return 3;
 }
 
+/* __newindex of a proxy's metatable view: any field but __gc goes to the
+ * metatable (upvalue 1). A __gc would run script code wherever the
+ * collector happens to run, even while a result becomes the reply. */
+static int sandbox_proxy_newindex(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TSTRING && !strcmp(lua_tostring(L, 2), "__gc"))
+        return luaL_error(L, RO_ERROR);
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_rawset(L, lua_upvalueindex(1));
+    return 0;
+}
+
+/* newproxy(true)'s fresh metatable is handed out as a view that takes
+ * every field but __gc. The original newproxy is upvalue 1. */
+static int sandbox_newproxy(lua_State *L) {
+    int fresh = lua_toboolean(L, 1) && lua_type(L, 1) == LUA_TBOOLEAN;
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, 1, 1);
+    if (!fresh || !lua_getmetatable(L, -1)) return 1;
+    int mt = lua_gettop(L);
+    engine *e = sandbox_engine(L);
+    lua_newtable(L); /* the view */
+    lua_createtable(L, 0, 3);
+    lua_pushvalue(L, mt);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, mt);
+    lua_pushcclosure(L, sandbox_proxy_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->readonly_ref);
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, mt);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+    lua_setfield(L, mt, "__metatable"); /* getmetatable(proxy) is the view */
+    lua_pop(L, 1);
+    return 1;
+}
+
 /* Valkey's pcall: an error table comes back as its message. */
 static int sandbox_pcall(lua_State *L) {
     luaL_checkany(L, 1);
@@ -409,6 +452,7 @@ void engine_sandbox_libs(engine *e) {
     sandbox_set(L, "load", sandbox_load);
     sandbox_wrap(L, NULL, "setmetatable", sandbox_setmetatable);
     sandbox_wrap(L, NULL, "setfenv", sandbox_setfenv);
+    sandbox_wrap(L, NULL, "newproxy", sandbox_newproxy);
     lua_getglobal(L, "math");
     lua_pushcfunction(L, sandbox_random);
     lua_setfield(L, -2, "random");

@@ -280,11 +280,7 @@ static eval_script *eval_add(keel_ctx *ctx, const char *body, size_t len, int fr
     e->len = len;
     e->flags = flags;
     e->hash = eval_hash(body, len);
-    /* luaL_ref may allocate: no collection (and no __gc of a script's
-     * userdata) outside a protected call. */
-    lua_gc(L, LUA_GCSTOP, 0);
     e->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_gc(L, LUA_GCRESTART, 0);
     e->name[0] = 'f';
     e->name[1] = '_';
     eval_sha1(body, len, e->name + 2);

@@ -544,11 +544,19 @@ END_TEST
 START_TEST(test_hostile_results) {
     expect_prefix(EVAL("error(setmetatable({}, {__index = function() error('boom') end}))", "0"),
                   "-ERR unknown error script: f_");
-    /* Garbage with a raising __gc left for later runs: wherever the
-     * collector meets it (building KEYS, the periodic step, another
-     * script), a run fails at worst. */
+    /* A userdata's __gc would run script code wherever the collector
+     * runs (building KEYS, the reply, the periodic step): refused. */
+    expect_contains(EVAL("local p = newproxy(true) getmetatable(p).__gc = function() end", "0"),
+                    "Attempt to modify a readonly table");
+    expect_contains(EVAL("local p = newproxy(true) rawset(getmetatable(p), '__gc', error)", "0"),
+                    "Attempt to modify a readonly table");
+    /* Other fields still work. */
+    expect(EVAL("local p = newproxy(true) getmetatable(p).__index = function() return 9 end "
+                "local q = newproxy(p) return {p.x, q.y, type(newproxy(false))}",
+                "0"),
+           "*3 :9 :9 $userdata");
     for (int i = 0; i < 200; i++)
-        EVAL("local p = newproxy(true) getmetatable(p).__gc = function() error('gc') end "
+        EVAL("local p = newproxy(true) pcall(function() getmetatable(p).__gc = error end) "
              "local t = {} for i = 1, 100 do t[i] = {ok = 'x' .. i} end return t",
              "1", "k");
     expect(EVAL("return 1", "0"), ":1");
