@@ -357,8 +357,10 @@ static eval_script *eval_lookup(keel_ctx *ctx, int sha, const char **arg, size_t
 uint32_t eval_call_flags(keel_ctx *ctx, uint32_t flags) {
     const char *arg;
     size_t len;
-    int sha = eval_is_sha_cmd(ctx);
     hint = NULL;
+    /* The hook runs before the arity check. */
+    if (api->command->argc(ctx) < 3) return flags;
+    int sha = eval_is_sha_cmd(ctx);
     eval_script *e = eval_lookup(ctx, sha, &arg, &len);
     uint32_t script_flags;
     if (e) {

@@ -35,6 +35,8 @@ START_TEST(test_eval_basics) {
     expect_error(C, "My Error", "EVAL %s 0", "return {err = 'My Error'}");
     expect_error(C, "ERR Number of keys can't be greater than number of args", "EVAL %s 2 a",
                  "return 1");
+    expect_error(C, "ERR wrong number of arguments for 'eval' command", "EVAL %s", "return 1");
+    expect_error(C, "ERR wrong number of arguments for 'evalsha' command", "EVALSHA");
     /* A SELECT in a script stays in the script. */
     expect_ok(C, "EVAL %s 0", "redis.call('select', 9) return redis.call('set', 'in9', 1)");
     expect_nil(C, "GET in9");
