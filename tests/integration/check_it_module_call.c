@@ -18,7 +18,8 @@ static it_server *srv;
 static redisContext *cl;
 
 static void start(void) {
-    srv = it_start("--loadmodule", KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
+    srv = it_start("--enable-module-command", "yes", "--loadmodule",
+                   KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
     cl = it_connect(srv);
 }
 
@@ -263,6 +264,13 @@ START_TEST(test_info_fields) {
     ck_assert_ptr_nonnull(all);
     /* Not in a section it did not name. */
     ck_assert_ptr_null(it_info_str(cl, "clients", "callmod_info_calls"));
+    /* Gone with the module, and its key specs and calls with it. */
+    expect_call("0 +OK", "- set k v");
+    expect_ok(cl, "MODULE UNLOAD callmod");
+    ck_assert_ptr_null(it_info_str(cl, "server", "callmod_info_calls"));
+    expect_error_prefix(cl, "ERR Invalid command specified", "COMMAND GETKEYS callmod.kn 1 a");
+    expect_ok(cl, "MODULE LOAD %s", KEEL_TEST_MODULE_DIR "/callmod.so");
+    expect_call("0 s:v", "- get k");
 }
 END_TEST
 
