@@ -37,6 +37,9 @@ static client *clients_head;
 static unsigned long connected_clients;
 static uint64_t next_client_id;
 static client *current_client;
+/* The client whose request is served: current_client, or around a
+ * module's nested call the client that called. */
+static client *serving_client;
 static hashtable *clients_by_id; /* the same clients, by id */
 
 void session_setup(const session_options *o, session_metrics *m) {
@@ -64,6 +67,10 @@ unsigned long client_count(void) {
 
 client *client_current(void) {
     return current_client;
+}
+
+client *client_serving(void) {
+    return serving_client;
 }
 
 #define CLIENT_WRITEV_IOVS 128
@@ -105,7 +112,8 @@ static void client_link(client *c) {
 }
 
 static void client_unlink(client *c) {
-    hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL);
+    /* A detached client was never linked. */
+    if (!hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL)) return;
     if (c->prev) c->prev->next = c->next;
     else
         clients_head = c->next;
@@ -130,7 +138,7 @@ static void client_unschedule_write(client *c) {
     c->flags &= ~CLIENT_PENDING_WRITE;
 }
 
-client *client_create(conn *cn) {
+static client *client_alloc(conn *cn) {
     client *c = km_calloc(1, sizeof(*c));
     c->id = ++next_client_id;
     c->conn = cn;
@@ -147,8 +155,17 @@ client *client_create(conn *cn) {
             conn_set_keepalive(cn, session_opts()->tcp_keepalive);
         conn_set_read_handler(cn, client_read_handler);
     }
+    return c;
+}
+
+client *client_create(conn *cn) {
+    client *c = client_alloc(cn);
     client_link(c);
     return c;
+}
+
+client *client_create_detached(void) {
+    return client_alloc(NULL);
 }
 
 void client_set_db(client *c, int id) {
@@ -617,7 +634,7 @@ static int client_resolve(client *c) {
 
 static int client_multi_needs_memory(const client *c) {
     for (int i = 0; i < c->mcount; i++)
-        if (c->mcmds[i].cmd->flags & CMD_DENYOOM) return 1;
+        if (c->mcmds[i].flags & CMD_DENYOOM) return 1;
     return 0;
 }
 
@@ -630,9 +647,12 @@ static int client_check_maxmemory(void) {
     return rc;
 }
 
-/* Checks that fail a command before it runs; replies and returns 0. */
-static int client_precheck(client *c) {
+/* Checks that fail a command before it runs; replies and returns 0. A
+ * nested run (a module's call) leaves the memory limit to its caller: the
+ * call must not evict, and checks it only when asked to. */
+static int client_precheck(client *c, int nested) {
     command *cmd = c->cmd;
+    uint32_t flags = c->cmd_flags;
     if (!client_arity_ok(cmd, c->argc)) {
         char err[160];
         snprintf(err, sizeof(err), "ERR wrong number of arguments for '%s' command", cmd->fullname);
@@ -640,29 +660,28 @@ static int client_precheck(client *c) {
         return 0;
     }
     if (session_opts()->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) &&
-        !(cmd->flags & CMD_NO_AUTH)) {
+        !(flags & CMD_NO_AUTH)) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
     /* A monitor is a replica to Valkey, kept out of the keyspace. */
-    if ((c->flags & CLIENT_MONITOR) &&
-        (cmd->flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
+    if ((c->flags & CLIENT_MONITOR) && (flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
         client_reject(c, "ERR Replica can't interact with the keyspace");
         return 0;
     }
-    if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI)) {
+    if ((c->flags & CLIENT_MULTI) && (flags & CMD_NO_MULTI)) {
         client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
     int needs_memory =
-        (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
-    if (needs_memory && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
+        (flags & CMD_DENYOOM) || ((flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
+    if (needs_memory && !nested && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
     /* A RESP2 connection with subscriptions reads messages, not replies:
      * only commands marked for that context run (a RESP3 one may run any). */
-    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2 && !(cmd->flags & CMD_PUBSUB_CONTEXT)) {
+    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2 && !(flags & CMD_PUBSUB_CONTEXT)) {
         char err[192];
         snprintf(err, sizeof(err),
                  "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
@@ -694,22 +713,25 @@ void client_execute(client *c) {
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;
     current_client = c;
+    if (!outer) serving_client = c;
     if (K_UNLIKELY(tracking_active())) tracking_enforce_limit();
     int held = 0;
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
-        if (!client_precheck(c)) {
+        c->cmd_flags = command_call_flags(c->cmd, c);
+        if (!client_precheck(c, outer != NULL)) {
             /* refused: client_reject replied */
         } else if (K_UNLIKELY(pause_covers(c))) {
             pause_hold(c); /* processed again when the pause ends */
             held = 1;
-        } else if ((c->flags & CLIENT_MULTI) && !(c->cmd->flags & CMD_TXN_CONTROL)) {
+        } else if ((c->flags & CLIENT_MULTI) && !(c->cmd_flags & CMD_TXN_CONTROL)) {
             txn_ops->queue(c);
         } else {
             call(c);
         }
     }
     current_client = outer;
+    if (!outer) serving_client = NULL;
     /* A command a pause holds has not run yet: CLIENT CACHING and CLIENT
      * REPLY SKIP still apply to it when it does. */
     if (!held) client_command_done(c);
@@ -723,9 +745,11 @@ void client_execute(client *c) {
 void client_rerun(client *c) {
     client *outer = current_client;
     current_client = c;
+    if (!outer) serving_client = c;
     c->cmd_errors = 0;
     call(c);
     current_client = outer;
+    if (!outer) serving_client = NULL;
     if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 

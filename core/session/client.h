@@ -164,6 +164,7 @@ typedef struct reply_block {
 
 typedef struct multi_cmd {
     command *cmd;
+    uint32_t flags; /* the call's flags when it was queued */
     int argc;
     karg *argv; /* owned copies */
 } multi_cmd;
@@ -199,6 +200,10 @@ typedef struct client {
     karg *argv;
     int argv_cap;
     command *cmd;
+    uint32_t cmd_flags; /* cmd's flags for this call (command_call_flags) */
+    /* A detached client's origin as MONITOR shows it ("[0 lua]"): the name
+     * of the module whose call runs on it; NULL otherwise. */
+    const char *origin;
     command *lastcmd;
     uint64_t cmd_start_us;
     long long cmd_errors; /* error replies during this command */
@@ -273,6 +278,11 @@ static inline const client_buffer_limit *client_obuf_limit(const client *c) {
 client *client_list_head(void);
 unsigned long client_count(void);
 client *client_current(void);
+/* The client whose request runs now: client_current(), except inside a
+ * module's call, where it is the calling client (whose reply the call's
+ * invalidations and messages to itself must follow, and whom NOLOOP
+ * spares). NULL between commands. */
+client *client_serving(void);
 
 /* The transaction code's part in dispatch (commands/multi.c sets it): the
  * dispatcher queues commands inside MULTI through `queue`, aborts a
@@ -287,6 +297,10 @@ void client_set_txn_ops(const client_txn_ops *ops);
 int client_watch_count(const client *c);
 
 client *client_create(conn *cn);
+/* A connection-less client that is on no list (CLIENT LIST, INFO
+ * connected_clients and CLIENT KILL never see it): a module's calls run on
+ * one. Freed with client_free. */
+client *client_create_detached(void);
 /* Frees now, or at the end of the current command when the client is busy. */
 void client_free(client *c);
 void client_free_async(client *c);
