@@ -312,7 +312,7 @@ static int api_command_flags(const char *name, size_t len, uint32_t *flags) {
 
 static int api_db_index(keel_ctx *ctx) {
     MODULE_ASSERT_MAIN();
-    return ctx && ctx->c ? ctx->c->db->id : 0;
+    return ctx ? module_ctx_db(ctx)->id : 0;
 }
 
 const keel_api_call module_api_call = {

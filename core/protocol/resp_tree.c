@@ -113,7 +113,7 @@ static int tree_double(tree_pass *tp, resp_node *out) {
     buf[len] = '\0';
     char *endp;
     double d = strtod(buf, &endp);
-    if (*endp) return K_ERR;
+    if (endp != buf + len) return K_ERR; /* also a NUL inside the line */
     if (out) {
         out->type = RESP_TREE_DOUBLE;
         out->v.d = d;

@@ -460,7 +460,6 @@ void blocking_end_module(client *c, int failed) {
     mops->ended(c, mpriv);
 }
 
-
 int blocking_unblock(client *c, int as_error) {
     if (!c->bstate || c->bstate->rerunning) return 0;
     blocking_end_unserved(c, as_error);

@@ -38,6 +38,9 @@ static client *clients_head;
 static unsigned long connected_clients;
 static uint64_t next_client_id;
 static client *current_client;
+/* The client whose request is served: current_client, or around a
+ * module's nested call the client that called. */
+static client *serving_client;
 static hashtable *clients_by_id; /* the same clients, by id */
 
 void session_setup(const session_options *o, session_metrics *m) {
@@ -65,6 +68,10 @@ unsigned long client_count(void) {
 
 client *client_current(void) {
     return current_client;
+}
+
+client *client_serving(void) {
+    return serving_client;
 }
 
 #define CLIENT_WRITEV_IOVS 128
@@ -672,7 +679,7 @@ static int client_precheck(client *c, int nested) {
         client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
-    if (K_UNLIKELY(nested && c->conn) && !(cmd->flags & CMD_ALLOW_BUSY) && busy_refusal()) {
+    if (K_UNLIKELY(nested && c->conn) && !(flags & CMD_ALLOW_BUSY) && busy_refusal()) {
         client_reject(c, busy_refusal());
         return 0;
     }
@@ -716,6 +723,7 @@ void client_execute(client *c) {
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;
     current_client = c;
+    if (!outer) serving_client = c;
     if (K_UNLIKELY(tracking_active())) tracking_enforce_limit();
     int held = 0;
     if (client_resolve(c)) {
@@ -733,6 +741,7 @@ void client_execute(client *c) {
         }
     }
     current_client = outer;
+    if (!outer) serving_client = NULL;
     /* A command a pause holds has not run yet: CLIENT CACHING and CLIENT
      * REPLY SKIP still apply to it when it does. */
     if (!held) client_command_done(c);
@@ -746,9 +755,11 @@ void client_execute(client *c) {
 void client_rerun(client *c) {
     client *outer = current_client;
     current_client = c;
+    if (!outer) serving_client = c;
     c->cmd_errors = 0;
     call(c);
     current_client = outer;
+    if (!outer) serving_client = NULL;
     if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 

@@ -278,6 +278,11 @@ static inline const client_buffer_limit *client_obuf_limit(const client *c) {
 client *client_list_head(void);
 unsigned long client_count(void);
 client *client_current(void);
+/* The client whose request runs now: client_current(), except inside a
+ * module's call, where it is the calling client (whose reply the call's
+ * invalidations and messages to itself must follow, and whom NOLOOP
+ * spares). NULL between commands. */
+client *client_serving(void);
 
 /* The transaction code's part in dispatch (commands/multi.c sets it): the
  * dispatcher queues commands inside MULTI through `queue`, aborts a

@@ -381,7 +381,7 @@ static void pubsub_frames_release(pubsub_frames *f) {
 static long long pubsub_publish_kind(pubsub_kind kind, const char *channel, size_t chlen,
                                      const char *msg, size_t msglen) {
     long long receivers = 0;
-    client *current = client_current();
+    client *current = client_serving();
     publish_quiesced = 0;
     pubsub_frames f = {current, NULL, kind, channel, msg, chlen, msglen, {NULL, NULL}};
     const pubsub_name *n =

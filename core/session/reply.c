@@ -475,6 +475,7 @@ int reply_deferred_open(const client *c) {
 /* ---- capturing replies ---- */
 
 static void reply_buf_append(reply_buf *out, const char *s, size_t len) {
+    if (!len) return; /* an emptied block reply_take kept */
     if (out->cap - out->len < len) {
         size_t cap = out->cap ? out->cap : 256;
         while (cap - out->len < len) cap *= 2;

@@ -165,7 +165,7 @@ static void tracking_send(client *c, const char *proto, size_t len) {
     uint64_t redirect = c->tracking ? c->tracking->redirect : 0;
     client *to = redirect ? client_by_id(redirect) : c;
     if (to && (to->flags & CLIENT_CLOSE_ASAP)) to = NULL;
-    if ((to ? to : c) == client_current() && call_executing()) {
+    if ((to ? to : c) == client_serving() && call_executing()) {
         tracking_queue(c, proto, len);
         return;
     }
@@ -209,7 +209,7 @@ static void tracking_invalidate_entry(track_key *k) {
     char buf[256];
     size_t plen;
     char *proto = tracking_key_proto(k->key, k->len, buf, sizeof(buf), &plen);
-    client *current = client_current();
+    client *current = client_serving();
     for (uint32_t i = 0; i < k->nids; i++) {
         client *target = client_by_id(k->ids[i]);
         if (!target || !(target->flags & CLIENT_TRACKING) ||
@@ -262,7 +262,7 @@ static void tracking_on_change(const db_change *ch, void *priv) {
     if (nprefixes) {
         /* An expiry or eviction is nobody's own change. */
         client *writer =
-            ch->event == DB_EV_EXPIRED || ch->event == DB_EV_EVICTED ? NULL : client_current();
+            ch->event == DB_EV_EXPIRED || ch->event == DB_EV_EVICTED ? NULL : client_serving();
         tracking_collect_bcast(ch->key, ch->len, writer ? writer->id : 0);
     }
     track_key *k = hashtable_size(table) ? hashtable_find(table, ch->key, ch->len) : NULL;

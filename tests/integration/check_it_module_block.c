@@ -263,6 +263,19 @@ START_TEST(test_busy_shutdown_nosave) {
 }
 END_TEST
 
+/* SIGTERM stops a busy command too: the server exits within it_stop's
+ * 10 s although the command would run 30 s. */
+START_TEST(test_busy_sigterm) {
+    it_server *s = bp_start("--busy-reply-threshold", "50");
+    redisContext *c = it_connect(s);
+    it_raw *busy = it_raw_connect(s);
+    busy_start(c, busy, "30000");
+    long long t0 = it_mstime();
+    it_stop(s);
+    ck_assert_int_lt(it_mstime() - t0, 5000);
+}
+END_TEST
+
 START_TEST(test_busy_threshold_config) {
     it_server *s = bp_start(NULL, NULL);
     redisContext *c = it_connect(s);
@@ -363,6 +376,7 @@ static Suite *module_block_suite(void) {
     tcase_add_test(tc, test_busy_refuses_others);
     tcase_add_test(tc, test_busy_defers_unblock);
     tcase_add_test(tc, test_busy_shutdown_nosave);
+    tcase_add_test(tc, test_busy_sigterm);
     tcase_add_test(tc, test_busy_threshold_config);
     tcase_add_test(tc, test_busy_io_threads);
     tc = it_tcase_bare(s, "events");

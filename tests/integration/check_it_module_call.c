@@ -18,7 +18,8 @@ static it_server *srv;
 static redisContext *cl;
 
 static void start(void) {
-    srv = it_start("--loadmodule", KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
+    srv = it_start("--enable-module-command", "yes", "--loadmodule",
+                   KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
     cl = it_connect(srv);
 }
 
@@ -234,6 +235,36 @@ START_TEST(test_tracking_for_caller) {
     expect_raw(r, "\"0 s:1\"");
     expect_ok(cl, "SET foo 2");
     expect_raw(r, ">[\"invalidate\",[\"foo\"]]");
+    /* A key the caller read changed by its own call: the invalidation
+     * follows the call's reply, as after its own SET. */
+    it_raw_cmd(r, "callmod.call", "-", "get", "foo", NULL);
+    expect_raw(r, "\"0 s:2\"");
+    it_raw_cmd(r, "callmod.call", "-", "set", "foo", "3", NULL);
+    expect_raw(r, "\"0 +OK\"");
+    expect_raw(r, ">[\"invalidate\",[\"foo\"]]");
+    /* NOLOOP spares the caller whose call changed it. */
+    it_raw_cmd(r, "CLIENT", "TRACKING", "ON", "NOLOOP", NULL);
+    expect_raw(r, "+OK");
+    it_raw_cmd(r, "callmod.call", "-", "get", "foo", NULL);
+    expect_raw(r, "\"0 s:3\"");
+    it_raw_cmd(r, "callmod.call", "-", "set", "foo", "4", NULL);
+    expect_raw(r, "\"0 +OK\"");
+    it_raw_cmd(r, "PING", NULL);
+    expect_raw(r, "+PONG");
+}
+END_TEST
+
+/* A message the caller's call publishes to the caller follows the reply. */
+START_TEST(test_publish_to_caller) {
+    start();
+    it_raw *r = it_raw_connect(srv);
+    it_raw_cmd(r, "HELLO", "3", NULL);
+    ck_assert_ptr_nonnull(it_raw_read(r));
+    it_raw_cmd(r, "SUBSCRIBE", "ch", NULL);
+    expect_raw(r, ">[\"subscribe\",\"ch\",:1]");
+    it_raw_cmd(r, "callmod.call", "-", "publish", "ch", "hi", NULL);
+    expect_raw(r, "\"0 :1\"");
+    expect_raw(r, ">[\"message\",\"ch\",\"hi\"]");
 }
 END_TEST
 
@@ -264,6 +295,13 @@ START_TEST(test_info_fields) {
     ck_assert_ptr_nonnull(all);
     /* Not in a section it did not name. */
     ck_assert_ptr_null(it_info_str(cl, "clients", "callmod_info_calls"));
+    /* Gone with the module, and its key specs and calls with it. */
+    expect_call("0 +OK", "- set k v");
+    expect_ok(cl, "MODULE UNLOAD callmod");
+    ck_assert_ptr_null(it_info_str(cl, "server", "callmod_info_calls"));
+    expect_error_prefix(cl, "ERR Invalid command specified", "COMMAND GETKEYS callmod.kn 1 a");
+    expect_ok(cl, "MODULE LOAD %s", KEEL_TEST_MODULE_DIR "/callmod.so");
+    expect_call("0 s:v", "- get k");
 }
 END_TEST
 
@@ -282,6 +320,7 @@ int main(void) {
     tcase_add_test(tc, test_call_flags_pause);
     tcase_add_test(tc, test_call_flags_oom);
     tcase_add_test(tc, test_tracking_for_caller);
+    tcase_add_test(tc, test_publish_to_caller);
     tcase_add_test(tc, test_replies);
     tcase_add_test(tc, test_info_fields);
     return it_run(s);

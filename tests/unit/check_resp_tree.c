@@ -211,6 +211,37 @@ START_TEST(test_garbage) {
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         ck_assert_msg(resp_tree_parse(bad[i], strlen(bad[i]), NULL) == NULL, "%s", bad[i]);
     ck_assert_ptr_null(resp_tree_parse(NULL, 0, NULL));
+    static const char nul_in_double[] = ",1\0x\r\n";
+    ck_assert_ptr_null(resp_tree_parse(nul_in_double, sizeof(nul_in_double) - 1, NULL));
+}
+END_TEST
+
+/* Every byte of valid replies changed to every value: a tree or NULL, never
+ * a read past the input (the sanitizer builds check that). */
+START_TEST(test_mutations) {
+    static const char *const valid[] = {
+        "*2\r\n:1\r\n$3\r\nabc\r\n",
+        "%1\r\n+a\r\n~1\r\n,1.5\r\n",
+        "=7\r\ntxt:abc\r\n",
+        "|1\r\n+a\r\n*1\r\n_\r\n:1\r\n",
+        "!3\r\nERR\r\n",
+        ">1\r\n#t\r\n",
+    };
+    for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+        size_t len = strlen(valid[i]);
+        for (size_t at = 0; at < len; at++) {
+            for (int v = 0; v < 256; v++) {
+                char *buf = malloc(len);
+                memcpy(buf, valid[i], len);
+                buf[at] = (char)v;
+                size_t used = 0;
+                resp_node *t = resp_tree_parse(buf, len, &used);
+                if (t) ck_assert_uint_le(used, len);
+                resp_tree_free(t);
+                free(buf);
+            }
+        }
+    }
 }
 END_TEST
 
@@ -237,6 +268,7 @@ static Suite *resp_tree_suite(void) {
     tc = tcase_create("malformed");
     tcase_add_test(tc, test_truncated);
     tcase_add_test(tc, test_garbage);
+    tcase_add_test(tc, test_mutations);
     suite_add_tcase(s, tc);
     return s;
 }
