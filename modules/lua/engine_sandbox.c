@@ -162,7 +162,9 @@ static int sandbox_newproxy(lua_State *L) {
     lua_call(L, 1, 1);
     if (!fresh || !lua_getmetatable(L, -1)) return 1;
     int mt = lua_gettop(L);
-    engine *e = sandbox_engine(L);
+    /* Not in the readonly map (which keeps what it holds): the view and the
+     * metatable go with the proxy. A raw write lands in the view itself,
+     * never in the metatable. */
     lua_newtable(L); /* the view */
     lua_createtable(L, 0, 3);
     lua_pushvalue(L, mt);
@@ -173,11 +175,6 @@ static int sandbox_newproxy(lua_State *L) {
     lua_pushvalue(L, -2);
     lua_setfield(L, -2, "__metatable");
     lua_setmetatable(L, -2);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->readonly_ref);
-    lua_pushvalue(L, -2);
-    lua_pushvalue(L, mt);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
     lua_setfield(L, mt, "__metatable"); /* getmetatable(proxy) is the view */
     lua_pop(L, 1);
     return 1;
