@@ -210,24 +210,6 @@ static int api_push_reply(lua_State *L, const keel_reply *r, int resp3) {
 
 /* ---- server.call / server.pcall ---- */
 
-/* Valkey's words for a command a script may not run. */
-static const char *api_refusal(int rc) {
-    switch (rc) {
-    case KEEL_CALL_UNKNOWN:
-        return "Unknown command called from script";
-    case KEEL_CALL_ARITY:
-        return "Wrong number of args calling command from script";
-    case KEEL_CALL_NOSCRIPT:
-        return "This Redis command is not allowed from script";
-    case KEEL_CALL_WRITE:
-        return "Write commands are not allowed from read-only scripts.";
-    case KEEL_CALL_OOM:
-        return "-OOM command not allowed when used memory > 'maxmemory'.";
-    default:
-        return NULL;
-    }
-}
-
 /* The flags a call runs with, and whether the command is a write (to know
  * when the script becomes unkillable: looked up until the first one). The
  * server refuses what the flags forbid (writes and may-replicate commands
@@ -259,11 +241,11 @@ static int api_run_command(lua_State *L, int argc) {
     st->in_call = 0;
     if (rc == KEEL_CALL_RAN && is_write) st->pub.wrote = 1;
     lua_settop(L, 0); /* the arguments are no longer needed: room for the reply */
-    const char *refused = rc == KEEL_CALL_RAN ? NULL : api_refusal(rc);
-    if (refused || !reply) {
-        if (reply) api->call->reply_free(reply);
-        api_push_errorf(L, refused ? refused : "ERR the server could not run the command");
-        api_mark_no_stats(L);
+    /* A refusal's reply is its error, in Valkey's words for scripts
+     * (KEEL_CALL_SCRIPT), counted by the server like a command's. */
+    if (!reply) {
+        api_push_errorf(L, rc == KEEL_CALL_RAN ? "ERR the command gave no reply"
+                                               : "ERR the server refused the command");
         return 1;
     }
     int is_error = api->call->reply_type(reply) == KEEL_REPLY_ERROR;

@@ -163,7 +163,7 @@ struct keel_reply {
     int type;
     long long i;
     double d;
-    char s[64];
+    char s[96];
     size_t len;
     size_t n;
     struct keel_reply *el[8];
@@ -276,20 +276,22 @@ static int f_call(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
     last_call_flags = a->flags;
     *reply = NULL;
     if (f_command_flags(a->argv[0], a->lens[0], &flags) != KEEL_OK) {
-        *reply = node_s(KEEL_REPLY_ERROR, "ERR unknown command");
+        *reply = node_s(KEEL_REPLY_ERROR, "ERR Unknown command called from script");
         return KEEL_CALL_UNKNOWN;
     }
     if ((a->flags & KEEL_CALL_SCRIPT) && (flags & KEEL_CMD_NOSCRIPT)) {
-        *reply = node_s(KEEL_REPLY_ERROR, "ERR noscript");
+        *reply = node_s(KEEL_REPLY_ERROR, "ERR This Redis command is not allowed from script");
         return KEEL_CALL_NOSCRIPT;
     }
     if ((a->flags & KEEL_CALL_NO_WRITES) && (flags & (KEEL_CMD_WRITE | KEEL_CMD_MAY_REPLICATE))) {
-        *reply = node_s(KEEL_REPLY_ERROR, "ERR write");
+        *reply =
+            node_s(KEEL_REPLY_ERROR, "ERR Write commands are not allowed from read-only scripts.");
         return KEEL_CALL_WRITE;
     }
     if ((a->flags & KEEL_CALL_CHECK_OOM) && (flags & KEEL_CMD_DENYOOM) && fake_max &&
         fake_used > fake_max) {
-        *reply = node_s(KEEL_REPLY_ERROR, "OOM no");
+        *reply =
+            node_s(KEEL_REPLY_ERROR, "OOM command not allowed when used memory > 'maxmemory'.");
         return KEEL_CALL_OOM;
     }
     int resp3 = !!(a->flags & KEEL_CALL_RESP3);
@@ -297,11 +299,12 @@ static int f_call(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
         *reply = node_s(KEEL_REPLY_STATUS, "PONG");
     } else if (name_is(a, "echo")) {
         if (a->argc != 2) {
-            *reply = node_s(KEEL_REPLY_ERROR, "ERR wrong number of arguments");
+            *reply =
+                node_s(KEEL_REPLY_ERROR, "ERR Wrong number of args calling command from script");
             return KEEL_CALL_ARITY;
         }
         *reply = node(KEEL_REPLY_STRING);
-        (*reply)->len = a->lens[1] < 63 ? a->lens[1] : 63;
+        (*reply)->len = a->lens[1] < 95 ? a->lens[1] : 95;
         memcpy((*reply)->s, a->argv[1], (*reply)->len);
     } else if (name_is(a, "incr")) {
         *reply = node(KEEL_REPLY_INTEGER);
