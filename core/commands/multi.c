@@ -201,6 +201,7 @@ static void multi_queue(client *c) {
     }
     multi_cmd *mc = &c->mcmds[c->mcount++];
     mc->cmd = c->cmd;
+    mc->flags = c->cmd_flags;
     mc->argc = c->argc;
     mc->argv = client_copy_args(c->argc, c->argv);
     /* Queued commands have not run yet, so, as in Valkey, they count as
@@ -307,6 +308,7 @@ static void multi_exec_queued(client *c) {
     int saved_argc = c->argc;
     karg *saved_argv = c->argv;
     command *exec_cmd = c->cmd;
+    uint32_t exec_flags = c->cmd_flags;
     size_t saved_consumed = c->parser.consumed;
     c->parser.consumed = 0; /* request sizes of queued commands come from args */
     reply_array(c, c->mcount);
@@ -317,12 +319,14 @@ static void multi_exec_queued(client *c) {
         c->argc = mc->argc;
         c->argv = mc->argv;
         c->cmd = mc->cmd;
+        c->cmd_flags = mc->flags;
         call(c);
     }
     c->flags &= ~CLIENT_DENY_BLOCKING;
     c->argc = saved_argc;
     c->argv = saved_argv;
     c->cmd = exec_cmd;
+    c->cmd_flags = exec_flags;
     c->parser.consumed = saved_consumed;
 }
 

@@ -126,19 +126,29 @@ size_t evict_free_memory(size_t need) {
     return freed;
 }
 
+static void evict_refresh_used_memory(void) {
+    if (used_memory_fresh) return;
+    /* Large buffers an I/O thread is about to free, and values on the
+     * lazy-free thread's queue, still count in the allocator's total:
+     * evicting for them again would evict too much. */
+    size_t used = km_used_memory(), pending = db_pending_free();
+    used_memory_cache = used > pending ? used - pending : 0;
+    used_memory_fresh = 1;
+}
+
+int evict_over_maxmemory(void) {
+    const db_options *o = db_opts();
+    if (!o->maxmemory) return 0;
+    evict_refresh_used_memory();
+    return used_memory_cache > o->maxmemory;
+}
+
 int evict_check_maxmemory(void) {
     const db_options *o = db_opts();
     /* Deferred removals (CLIENT PAUSE): writes are held anyway, and those
      * that run (a transaction's) may use the memory. */
     if (!o->maxmemory || db_removals_deferred()) return K_OK;
-    if (!used_memory_fresh) {
-        /* Large buffers an I/O thread is about to free, and values on the
-         * lazy-free thread's queue, still count in the allocator's total:
-         * evicting for them again would evict too much. */
-        size_t used = km_used_memory(), pending = db_pending_free();
-        used_memory_cache = used > pending ? used - pending : 0;
-        used_memory_fresh = 1;
-    }
+    evict_refresh_used_memory();
     if (used_memory_cache <= o->maxmemory) return K_OK;
     if (o->maxmemory_policy == MAXMEMORY_NOEVICTION) return K_ERR;
     size_t need = used_memory_cache - o->maxmemory;

@@ -49,6 +49,9 @@ int evict_check_maxmemory(void);
  * before-sleep does once per event-loop iteration; for callers without an
  * event loop (the fuzz targets, between two reads). */
 void evict_invalidate_used_memory(void);
+/* 1 if used memory is over maxmemory (0 without a limit), evicting
+ * nothing: a module's call refusing deny-oom commands. */
+int evict_over_maxmemory(void);
 
 void evict_teardown(void);
 

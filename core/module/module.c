@@ -392,4 +392,5 @@ void module_teardown(void) {
         module_destroy(m);
     }
     module_config_teardown();
+    module_call_teardown();
 }

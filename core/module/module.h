@@ -32,6 +32,9 @@ typedef struct module_env {
     void (*info_remove_owner)(void *owner);
     /* One INFO counter or gauge by field name; K_ERR if unknown. */
     int (*info_stat_get)(const char *name, long long *value);
+    /* INFO: fields fn appends to the server's own section (K_ERR if there
+     * is none of that name), removed with their owner. */
+    int (*info_add_fields)(const char *section, module_info_section_fn fn, void *priv, void *owner);
 } module_env;
 
 /* Borrows env; before any module loads (the transports' I/O-thread jobs are

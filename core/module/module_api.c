@@ -109,4 +109,5 @@ const keel_api module_api = {
     .hooks = &module_api_hooks,
     .info = &module_api_info,
     .transport = &module_api_transport,
+    .call = &module_api_call,
 };

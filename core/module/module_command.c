@@ -4,11 +4,16 @@
  * A module command is an ordinary entry of the command table (so COMMAND
  * INFO/COUNT/DOCS, key extraction and the hooks see it like a built-in)
  * embedded in a module_command that remembers the module's function. The
- * table calls one trampoline for all of them, which builds the context. */
+ * table calls one trampoline for all of them, which builds the context.
+ * Key specs a module gives are converted to the core's (held in a
+ * command_docs of the module_command, which key extraction and COMMAND
+ * read as a built-in's), and a per-call flags function is called through
+ * the command's call_flags hook. */
 #include "session/command.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "module/module_internal.h"
+#include "session/call.h"
 #include "session/reply.h"
 
 #include <ctype.h>
@@ -24,6 +29,9 @@ struct module_command {
     command cmd; /* first: c->cmd points here while it runs */
     module *mod;
     keel_command_fn fn;
+    uint32_t (*call_flags)(keel_ctx *ctx, uint32_t flags);
+    command_docs docs; /* its key specs, when it gave some */
+    key_spec *specs;
     module_command *next;
 };
 
@@ -35,6 +43,16 @@ static void module_command_proc(client *c) {
     module_command *mc = (module_command *)c->cmd;
     keel_ctx ctx = {.mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN};
     mc->fn(&ctx);
+}
+
+/* The module answers in KEEL_CMD_* bits; the core's own bits (module,
+ * movablekeys, the dispatcher's) stay as registered. */
+static uint32_t module_command_call_flags(client *c) {
+    module_command *mc = (module_command *)c->cmd;
+    keel_ctx ctx = {.mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN};
+    uint32_t keel = mc->call_flags(&ctx, call_keel_cmd_flags(mc->cmd.flags));
+    uint32_t mapped = call_cmd_flags_from_keel(UINT32_MAX);
+    return (mc->cmd.flags & ~mapped) | call_cmd_flags_from_keel(keel);
 }
 
 static const struct {
@@ -50,8 +68,15 @@ static const struct {
     {"no-multi", CMD_NO_MULTI},
     {"allow-busy", CMD_ALLOW_BUSY},
     {"skip-slowlog", CMD_SKIP_SLOWLOG},
+    {"no-slowlog", CMD_SKIP_SLOWLOG},
     {"no-monitor", CMD_SKIP_MONITOR},
     {"may-replicate", CMD_MAY_REPLICATE},
+    {"pubsub", CMD_PUBSUB},
+    {"no-script", CMD_NOSCRIPT},
+    {"deny-script", CMD_NOSCRIPT},
+    {"blocking", CMD_BLOCKING},
+    {"allow-stale", CMD_STALE},
+    {"no-mandatory-keys", CMD_NO_MANDATORY_KEYS},
 };
 
 static int module_flag_lookup(const char *word, size_t len, uint32_t *flag) {
@@ -125,6 +150,98 @@ static int module_check_command(keel_ctx *ctx, const keel_command_def *d) {
     return K_ERR;
 }
 
+/* ---- key specs ---- */
+
+static uint32_t module_key_spec_flags(uint32_t keel) {
+    static const struct {
+        uint32_t keel, core;
+    } map[] = {
+        {KEEL_KEY_SPEC_RO, KEY_SPEC_RO},
+        {KEEL_KEY_SPEC_RW, KEY_SPEC_RW},
+        {KEEL_KEY_SPEC_OW, KEY_SPEC_OW},
+        {KEEL_KEY_SPEC_RM, KEY_SPEC_RM},
+        {KEEL_KEY_SPEC_ACCESS, KEY_SPEC_ACCESS},
+        {KEEL_KEY_SPEC_UPDATE, KEY_SPEC_UPDATE},
+        {KEEL_KEY_SPEC_INSERT, KEY_SPEC_INSERT},
+        {KEEL_KEY_SPEC_DELETE, KEY_SPEC_DELETE},
+        {KEEL_KEY_SPEC_NOT_KEY, KEY_SPEC_NOT_KEY},
+        {KEEL_KEY_SPEC_INCOMPLETE, KEY_SPEC_INCOMPLETE},
+        {KEEL_KEY_SPEC_VARIABLE_FLAGS, KEY_SPEC_VARIABLE_FLAGS},
+    };
+    uint32_t out = 0;
+    for (size_t i = 0; i < K_ARRAY_LEN(map); i++)
+        if (keel & map[i].keel) out |= map[i].core;
+    return out;
+}
+
+/* One spec as the core's; NULL, or why it is invalid. */
+static const char *module_key_spec_convert(const keel_key_spec *s, key_spec *out) {
+    *out = (key_spec){.flags = module_key_spec_flags(s->flags)};
+    if (s->begin_type == KEEL_KEY_BEGIN_INDEX) {
+        if (s->begin_index < 1) return "begin_index must be at least 1";
+        out->begin = KEY_BEGIN_INDEX;
+        out->bs.index = s->begin_index;
+    } else if (s->begin_type == KEEL_KEY_BEGIN_KEYWORD) {
+        if (!s->begin_keyword || !*s->begin_keyword) return "begin_keyword is missing";
+        out->begin = KEY_BEGIN_KEYWORD;
+        out->bs.keyword.keyword = km_strdup(s->begin_keyword);
+        out->bs.keyword.startfrom = s->begin_startfrom;
+    } else {
+        return "unknown begin_type";
+    }
+    if (s->find_type == KEEL_KEY_FIND_RANGE) {
+        if (s->range_step < 1 || s->range_limit < 0)
+            return "range_step or range_limit out of range";
+        out->find = KEY_FIND_RANGE;
+        out->fk.range.lastkey = s->range_lastkey;
+        out->fk.range.step = s->range_step;
+        out->fk.range.limit = s->range_limit;
+    } else if (s->find_type == KEEL_KEY_FIND_KEYNUM) {
+        if (s->keynum_index < 0 || s->keynum_firstkey < 1 || s->keynum_step < 1)
+            return "keynum_index, keynum_firstkey or keynum_step out of range";
+        out->find = KEY_FIND_KEYNUM;
+        out->fk.keynum.keynumidx = s->keynum_index;
+        out->fk.keynum.firstkey = s->keynum_firstkey;
+        out->fk.keynum.step = s->keynum_step;
+    } else {
+        return "unknown find_type";
+    }
+    return NULL;
+}
+
+static void module_key_specs_free(key_spec *specs, int n) {
+    for (int i = 0; specs && i < n; i++)
+        if (specs[i].begin == KEY_BEGIN_KEYWORD) km_free((char *)specs[i].bs.keyword.keyword);
+    km_free(specs);
+}
+
+/* The def's key specs as the core's, into *out (NULL: none given). All
+ * specs have the size of the first. */
+static int module_key_specs(keel_ctx *ctx, const keel_command_def *d, key_spec **out) {
+    *out = NULL;
+    if (!d->key_specs || d->num_key_specs <= 0) return K_OK;
+    size_t stride = d->key_specs[0].size;
+    if (stride < sizeof(keel_key_spec) || d->num_key_specs > 256) {
+        module_reg_error(ctx, "command '%s': key_specs too small or too many", d->name);
+        return K_ERR;
+    }
+    key_spec *specs = km_calloc((size_t)d->num_key_specs, sizeof(key_spec));
+    for (int i = 0; i < d->num_key_specs; i++) {
+        keel_key_spec s;
+        const char *why = "the specs differ in size";
+        const char *src = (const char *)d->key_specs + stride * (size_t)i;
+        if (module_copy_def(&s, sizeof(s), src, sizeof(keel_key_spec)) == K_OK)
+            why = module_key_spec_convert(&s, &specs[i]);
+        if (why) {
+            module_reg_error(ctx, "command '%s': key spec %d: %s", d->name, i, why);
+            module_key_specs_free(specs, i + 1);
+            return K_ERR;
+        }
+    }
+    *out = specs;
+    return K_OK;
+}
+
 static char *module_lowercase(const char *s) {
     char *copy = km_strdup(s);
     for (char *p = copy; *p; p++)
@@ -132,8 +249,8 @@ static char *module_lowercase(const char *s) {
     return copy;
 }
 
-static module_command *module_command_new(keel_ctx *ctx, const keel_command_def *d,
-                                          uint32_t flags) {
+static module_command *module_command_new(keel_ctx *ctx, const keel_command_def *d, uint32_t flags,
+                                          key_spec *specs) {
     module_command *mc = km_calloc(1, sizeof(*mc));
     mc->cmd = (command){
         .name = module_lowercase(d->name),
@@ -151,10 +268,22 @@ static module_command *module_command_new(keel_ctx *ctx, const keel_command_def 
     };
     mc->mod = ctx->mod;
     mc->fn = d->fn;
+    if (d->call_flags) {
+        mc->call_flags = d->call_flags;
+        mc->cmd.call_flags = module_command_call_flags;
+    }
+    if (specs) {
+        mc->specs = specs;
+        mc->docs = (command_docs){.fullname = mc->cmd.name, .group = "module"};
+        mc->docs.key_specs = specs;
+        mc->docs.num_key_specs = d->num_key_specs;
+        command_set_docs(&mc->cmd, &mc->docs);
+    }
     return mc;
 }
 
 static void module_command_free(module_command *mc) {
+    module_key_specs_free(mc->specs, mc->docs.num_key_specs);
     km_free((char *)mc->cmd.name);
     km_free((char *)mc->cmd.summary);
     km_free(mc);
@@ -169,10 +298,12 @@ static int api_register_command(keel_ctx *ctx, const keel_command_def *def) {
         module_reg_error(ctx, "register_command: missing or too small keel_command_def");
         return KEEL_ERR;
     }
+    key_spec *specs;
     if (module_check_command(ctx, &d) != K_OK ||
-        module_parse_flags(ctx, d.name, d.flags, &flags) != K_OK)
+        module_parse_flags(ctx, d.name, d.flags, &flags) != K_OK ||
+        module_key_specs(ctx, &d, &specs) != K_OK)
         return KEEL_ERR;
-    module_command *mc = module_command_new(ctx, &d, flags);
+    module_command *mc = module_command_new(ctx, &d, flags, specs);
     if (command_register(&mc->cmd) != K_OK) {
         module_reg_error(ctx, "command '%s': the name is already taken", mc->cmd.name);
         module_command_free(mc);
@@ -336,6 +467,40 @@ static void api_reply_wrong_arity(keel_ctx *ctx) {
     if (c) reply_wrong_arity(c);
 }
 
+static void api_reply_set(keel_ctx *ctx, long long count) {
+    client *c = reply_target(ctx);
+    if (c && count < 0)
+        reply_null(c);
+    else if (c)
+        reply_set(c, count);
+}
+
+static int bignum_valid(const char *s, size_t len) {
+    size_t i = len && s[0] == '-';
+    if (i == len) return 0;
+    for (; i < len; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return 1;
+}
+
+static void api_reply_bignum(keel_ctx *ctx, const char *digits, size_t len) {
+    client *c = reply_target(ctx);
+    if (!c) return;
+    if (!digits || !bignum_valid(digits, len))
+        reply_error(c, "ERR invalid big number");
+    else
+        reply_bignum(c, digits, len);
+}
+
+static void api_reply_error_ex(keel_ctx *ctx, const char *err, size_t len, uint32_t flags) {
+    client *c = reply_target(ctx);
+    if (!c) return;
+    if (!err) err = "", len = 0;
+    if (len && err[0] == '-') err++, len--;
+    if (!len) err = "ERR", len = 3;
+    reply_error_len(c, err, len, !(flags & KEEL_REPLY_ERR_NO_STATS));
+}
+
 /* ---- the client ---- */
 
 static int api_resp(keel_ctx *ctx) {
@@ -388,4 +553,7 @@ const keel_api_command module_api_command = {
     .client_id = api_client_id,
     .client_addr = api_client_addr,
     .client_name = api_client_name,
+    .reply_set = api_reply_set,
+    .reply_bignum = api_reply_bignum,
+    .reply_error_ex = api_reply_error_ex,
 };

@@ -75,7 +75,7 @@ static const char *module_cmd_name(const command *cmd) {
 static const char *module_filter_tramp(client *c, command *cmd, void *priv) {
     module_hook *h = priv;
     keel_ctx ctx = {.mod = h->mod, .c = c, .phase = MODULE_PHASE_RUN};
-    return h->fn.filter(&ctx, module_cmd_name(cmd), call_keel_cmd_flags(cmd->flags), h->priv);
+    return h->fn.filter(&ctx, module_cmd_name(cmd), call_keel_cmd_flags(c->cmd_flags), h->priv);
 }
 
 int module_keel_client_event(int call_event) {
@@ -259,6 +259,23 @@ static int api_add_section(keel_ctx *ctx, const char *name, keel_info_fn fn, voi
     return KEEL_ERR;
 }
 
+/* Fields in a section of the server's own (ABI 1.2): "server", "stats", ...
+ * The server runs fn after its own fields of that section. */
+static int api_add_fields(keel_ctx *ctx, const char *section, keel_info_fn fn, void *priv) {
+    MODULE_ASSERT_MAIN();
+    if (!module_in_init(ctx, "INFO fields")) return KEEL_ERR;
+    if (!fn || !section) {
+        module_reg_error(ctx, "add_fields: %s", !fn ? "no function" : "no section");
+        return KEEL_ERR;
+    }
+    module_hook *h = module_hook_new(ctx, priv);
+    h->fn.info = fn;
+    if (module_env_get()->info_add_fields(section, module_info_tramp, h, ctx->mod) == K_OK)
+        return KEEL_OK;
+    module_reg_error(ctx, "add_fields: the server has no INFO section '%s'", section);
+    return KEEL_ERR;
+}
+
 /* One "field:value" line; CR and LF would split it, so they become spaces. */
 static void api_info_field(keel_info *info, const char *fmt, ...) {
     MODULE_ASSERT_MAIN();
@@ -315,4 +332,5 @@ const keel_api_info module_api_info = {
     .add_section = api_add_section,
     .field = api_info_field,
     .config_register = module_api_config_register,
+    .add_fields = api_add_fields,
 };

@@ -7,6 +7,7 @@
  *                      rollback), unload, teardown, MODULE LIST data
  *   module_api.c       the keel_api table and its core group
  *   module_command.c   module commands, arguments and replies
+ *   module_call.c      calling commands, reply trees, command flags by name
  *   module_keyspace.c  keys, custom data types, their object hooks
  *   module_hooks.c     filters, observers, client events, timers, cron, INFO
  *   module_config.c    `<module>.<name>` configuration parameters
@@ -34,6 +35,9 @@ struct keel_ctx {
     module *mod;
     client *c; /* the client of a command or filter; NULL otherwise */
     int phase;
+    /* 1 + the database the command's last call left selected; 0 before
+     * its first call (module_call.c). */
+    int call_db;
 };
 
 struct module {
@@ -99,6 +103,7 @@ extern const keel_api_keyspace module_api_keyspace;
 extern const keel_api_hooks module_api_hooks;
 extern const keel_api_info module_api_info;
 extern const keel_api_transport module_api_transport;
+extern const keel_api_call module_api_call;
 extern const keel_api module_api;
 
 /* Unload and rollback: each area frees what the module registered. */
@@ -111,6 +116,8 @@ void module_hooks_release(module *m);
 void module_configs_release(module *m);
 void module_transports_release(module *m);
 uint64_t module_open_conns(const module *m);
+/* Frees the calls' capture clients (server teardown). */
+void module_call_teardown(void);
 
 /* The info group's config_register (module_config.c). */
 int module_api_config_register(keel_ctx *ctx, const keel_config_def *def);

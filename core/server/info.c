@@ -28,21 +28,29 @@
 
 /* ---- module sections ---- */
 
+/* A module's own section, or (in_builtin) fields it appends to one of the
+ * server's sections, named by name. */
 typedef struct info_extra {
     char *name;
     info_section_fn fn;
     void *priv;
     void *owner;
+    int in_builtin;
 } info_extra;
 
 static info_extra *extras;
 static int extras_count;
 
+static void info_extra_add(const char *name, info_section_fn fn, void *priv, void *owner,
+                           int in_builtin) {
+    extras = km_realloc(extras, sizeof(info_extra) * (size_t)(extras_count + 1));
+    extras[extras_count++] = (info_extra){km_strdup(name), fn, priv, owner, in_builtin};
+}
+
 int info_add_section(const char *name, info_section_fn fn, void *priv, void *owner) {
     for (int i = 0; i < extras_count; i++)
-        if (!strcasecmp(extras[i].name, name)) return K_ERR;
-    extras = km_realloc(extras, sizeof(info_extra) * (size_t)(extras_count + 1));
-    extras[extras_count++] = (info_extra){km_strdup(name), fn, priv, owner};
+        if (!extras[i].in_builtin && !strcasecmp(extras[i].name, name)) return K_ERR;
+    info_extra_add(name, fn, priv, owner, 0);
     return K_OK;
 }
 
@@ -515,14 +523,32 @@ static int info_module_section_wanted(const char *name, int argc, const karg *ar
     return 0;
 }
 
+int info_add_fields(const char *section, info_section_fn fn, void *priv, void *owner) {
+    for (size_t i = 0; i < K_ARRAY_LEN(sections); i++) {
+        if (strcmp(sections[i].name, section) != 0) continue;
+        info_extra_add(section, fn, priv, owner, 1);
+        return K_OK;
+    }
+    return K_ERR;
+}
+
+/* The modules' fields of a built-in section, after the server's. */
+static void info_builtin_extras(sbuf *b, const char *section) {
+    for (int i = 0; i < extras_count; i++)
+        if (extras[i].in_builtin && !strcmp(extras[i].name, section))
+            extras[i].fn(b, extras[i].priv);
+}
+
 void info_generate(sbuf *b, int argc, const karg *argv) {
     for (size_t i = 0; i < K_ARRAY_LEN(sections); i++) {
         if (!info_wanted(sections[i].name, sections[i].in_default, argc, argv)) continue;
         if (b->len) sbuf_appendf(b, "\r\n");
         sections[i].fn(b);
+        if (K_UNLIKELY(extras_count)) info_builtin_extras(b, sections[i].name);
     }
     for (int i = 0; i < extras_count; i++) {
-        if (!info_module_section_wanted(extras[i].name, argc, argv)) continue;
+        if (extras[i].in_builtin || !info_module_section_wanted(extras[i].name, argc, argv))
+            continue;
         if (b->len) sbuf_appendf(b, "\r\n");
         sbuf_appendf(b, "# %s\r\n", extras[i].name);
         extras[i].fn(b, extras[i].priv);

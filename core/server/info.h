@@ -13,6 +13,9 @@
 typedef void (*info_section_fn)(sbuf *b, void *priv);
 /* Registers an extra section (modules). Returns -1 if the name is taken. */
 int info_add_section(const char *name, info_section_fn fn, void *priv, void *owner);
+/* Fields fn appends to a built-in section (by its lowercase name) after
+ * the server's own; K_ERR if there is no such section. */
+int info_add_fields(const char *section, info_section_fn fn, void *priv, void *owner);
 void info_remove_owner(void *owner);
 
 /* Builds the INFO text for the given section names (NULL/0: default). */

@@ -400,6 +400,7 @@ static module_env server_module_env = {
     .on_accept = server_on_accept,
     .info_add_section = info_add_section,
     .info_remove_owner = info_remove_owner,
+    .info_add_fields = info_add_fields,
     .info_stat_get = info_stat_get,
 };
 

@@ -83,17 +83,38 @@ void call_client_event(client *c, int event) {
     for (int i = 0; i < events.count; i++) events.items[i].fn.event(c, event, events.items[i].priv);
 }
 
+static const struct {
+    uint32_t cmd, keel;
+} call_flag_map[] = {
+    {CMD_WRITE, KEEL_CMD_WRITE},
+    {CMD_READONLY, KEEL_CMD_READONLY},
+    {CMD_DENYOOM, KEEL_CMD_DENYOOM},
+    {CMD_ADMIN, KEEL_CMD_ADMIN},
+    {CMD_FAST, KEEL_CMD_FAST},
+    {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+    {CMD_PUBSUB, KEEL_CMD_PUBSUB},
+    {CMD_NOSCRIPT, KEEL_CMD_NOSCRIPT},
+    {CMD_BLOCKING, KEEL_CMD_BLOCKING},
+    {CMD_STALE, KEEL_CMD_STALE},
+    {CMD_SKIP_MONITOR, KEEL_CMD_SKIP_MONITOR},
+    {CMD_SKIP_SLOWLOG, KEEL_CMD_SKIP_SLOWLOG},
+    {CMD_MAY_REPLICATE, KEEL_CMD_MAY_REPLICATE},
+    {CMD_NO_MULTI, KEEL_CMD_NO_MULTI},
+    {CMD_ALLOW_BUSY, KEEL_CMD_ALLOW_BUSY},
+    {CMD_NO_MANDATORY_KEYS, KEEL_CMD_NO_MANDATORY_KEYS},
+};
+
 uint32_t call_keel_cmd_flags(uint32_t cmd_flags) {
-    static const struct {
-        uint32_t cmd, keel;
-    } map[] = {
-        {CMD_WRITE, KEEL_CMD_WRITE},     {CMD_READONLY, KEEL_CMD_READONLY},
-        {CMD_DENYOOM, KEEL_CMD_DENYOOM}, {CMD_ADMIN, KEEL_CMD_ADMIN},
-        {CMD_FAST, KEEL_CMD_FAST},       {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
-    };
     uint32_t out = 0;
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (cmd_flags & map[i].cmd) out |= map[i].keel;
+    for (size_t i = 0; i < K_ARRAY_LEN(call_flag_map); i++)
+        if (cmd_flags & call_flag_map[i].cmd) out |= call_flag_map[i].keel;
+    return out;
+}
+
+uint32_t call_cmd_flags_from_keel(uint32_t keel_flags) {
+    uint32_t out = 0;
+    for (size_t i = 0; i < K_ARRAY_LEN(call_flag_map); i++)
+        if (keel_flags & call_flag_map[i].keel) out |= call_flag_map[i].cmd;
     return out;
 }
 
@@ -111,7 +132,7 @@ static void call_notify_observers(client *c, uint64_t us, size_t reply_before, l
     call_info info = {
         .size = sizeof(info),
         .name = cmd->fullname ? cmd->fullname : cmd->name, /* "config|get" for a subcommand */
-        .flags = call_keel_cmd_flags(cmd->flags),
+        .flags = call_keel_cmd_flags(c->cmd_flags),
         .client = (keel_client *)c,
         .duration_us = us,
         .request_bytes = call_request_bytes(c),
@@ -123,6 +144,7 @@ static void call_notify_observers(client *c, uint64_t us, size_t reply_before, l
 
 void call(client *c) {
     command *cmd = c->cmd;
+    uint32_t flags = c->cmd_flags;
     size_t reply_before = c->reply_bytes;
     long long errors_before = c->cmd_errors;
     /* One clock read both times the command and refreshes the cached
@@ -140,15 +162,15 @@ void call(client *c) {
     cmd->proc(c);
     call_depth--;
     if (touch_was >= 0) db_set_access_touch(touch_was);
-    if (K_UNLIKELY(c->flags & CLIENT_TRACKING) && (cmd->flags & CMD_READONLY))
-        tracking_remember_keys(c, cmd);
+    if (K_UNLIKELY(c->flags & CLIENT_TRACKING) && (flags & CMD_READONLY))
+        tracking_remember_keys(c, c, cmd);
     /* Invalidations a command caused to its own client follow its reply
      * (EXEC's: the whole transaction's). */
     if (K_UNLIKELY(tracking_has_pending()) && !call_depth) tracking_flush_pending();
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
     /* Shown once: a blocked command's rerun is not shown again. */
-    if (K_UNLIKELY(monitor_active()) && !(cmd->flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) &&
+    if (K_UNLIKELY(monitor_active()) && !(flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) &&
         !blocking_is_rerun(c))
         monitor_feed(c);
     /* A command that blocked is counted once, when it is served or stops
@@ -162,7 +184,7 @@ void call(client *c) {
     latency_record_command(cmd, us);
     session_stats()->total_commands_processed++;
     c->commands_processed++;
-    if (!(cmd->flags & CMD_SKIP_SLOWLOG))
+    if (!(c->cmd_flags & CMD_SKIP_SLOWLOG))
         commandlog_push(c, us, call_request_bytes(c),
                         c->reply_bytes > reply_before ? c->reply_bytes - reply_before : 0);
     if (observers.count) call_notify_observers(c, us, reply_before, errors_before);

@@ -27,6 +27,8 @@ typedef keel_call_info call_info;
  * core's to renumber, so each bit is mapped by name, never by value; CMD_*
  * bits the SDK does not name are dropped. */
 uint32_t call_keel_cmd_flags(uint32_t cmd_flags);
+/* The reverse: KEEL_CMD_* bits as CMD_* (a module's flags). */
+uint32_t call_cmd_flags_from_keel(uint32_t keel_flags);
 
 /* Returns NULL to let the command run, or an error message (without '-')
  * that is sent instead. The string must stay valid until the next filter

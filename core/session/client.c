@@ -105,7 +105,8 @@ static void client_link(client *c) {
 }
 
 static void client_unlink(client *c) {
-    hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL);
+    /* A detached client was never linked. */
+    if (!hashtable_delete(clients_by_id, &c->id, sizeof(c->id), NULL)) return;
     if (c->prev) c->prev->next = c->next;
     else
         clients_head = c->next;
@@ -130,7 +131,7 @@ static void client_unschedule_write(client *c) {
     c->flags &= ~CLIENT_PENDING_WRITE;
 }
 
-client *client_create(conn *cn) {
+static client *client_alloc(conn *cn) {
     client *c = km_calloc(1, sizeof(*c));
     c->id = ++next_client_id;
     c->conn = cn;
@@ -147,8 +148,17 @@ client *client_create(conn *cn) {
             conn_set_keepalive(cn, session_opts()->tcp_keepalive);
         conn_set_read_handler(cn, client_read_handler);
     }
+    return c;
+}
+
+client *client_create(conn *cn) {
+    client *c = client_alloc(cn);
     client_link(c);
     return c;
+}
+
+client *client_create_detached(void) {
+    return client_alloc(NULL);
 }
 
 void client_set_db(client *c, int id) {
@@ -617,7 +627,7 @@ static int client_resolve(client *c) {
 
 static int client_multi_needs_memory(const client *c) {
     for (int i = 0; i < c->mcount; i++)
-        if (c->mcmds[i].cmd->flags & CMD_DENYOOM) return 1;
+        if (c->mcmds[i].flags & CMD_DENYOOM) return 1;
     return 0;
 }
 
@@ -630,9 +640,12 @@ static int client_check_maxmemory(void) {
     return rc;
 }
 
-/* Checks that fail a command before it runs; replies and returns 0. */
-static int client_precheck(client *c) {
+/* Checks that fail a command before it runs; replies and returns 0. A
+ * nested run (a module's call) leaves the memory limit to its caller: the
+ * call must not evict, and checks it only when asked to. */
+static int client_precheck(client *c, int nested) {
     command *cmd = c->cmd;
+    uint32_t flags = c->cmd_flags;
     if (!client_arity_ok(cmd, c->argc)) {
         char err[160];
         snprintf(err, sizeof(err), "ERR wrong number of arguments for '%s' command", cmd->fullname);
@@ -640,29 +653,28 @@ static int client_precheck(client *c) {
         return 0;
     }
     if (session_opts()->requirepass.ptr && !(c->flags & CLIENT_AUTHENTICATED) &&
-        !(cmd->flags & CMD_NO_AUTH)) {
+        !(flags & CMD_NO_AUTH)) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
     /* A monitor is a replica to Valkey, kept out of the keyspace. */
-    if ((c->flags & CLIENT_MONITOR) &&
-        (cmd->flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
+    if ((c->flags & CLIENT_MONITOR) && (flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
         client_reject(c, "ERR Replica can't interact with the keyspace");
         return 0;
     }
-    if ((c->flags & CLIENT_MULTI) && (cmd->flags & CMD_NO_MULTI)) {
+    if ((c->flags & CLIENT_MULTI) && (flags & CMD_NO_MULTI)) {
         client_reject(c, "ERR Command not allowed inside a transaction");
         return 0;
     }
     int needs_memory =
-        (cmd->flags & CMD_DENYOOM) || ((cmd->flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
-    if (needs_memory && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
+        (flags & CMD_DENYOOM) || ((flags & CMD_TXN_EXEC) && client_multi_needs_memory(c));
+    if (needs_memory && !nested && db_opts()->maxmemory && client_check_maxmemory() != K_OK) {
         client_reject(c, "OOM command not allowed when used memory > 'maxmemory'.");
         return 0;
     }
     /* A RESP2 connection with subscriptions reads messages, not replies:
      * only commands marked for that context run (a RESP3 one may run any). */
-    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2 && !(cmd->flags & CMD_PUBSUB_CONTEXT)) {
+    if ((c->flags & CLIENT_PUBSUB) && c->resp == 2 && !(flags & CMD_PUBSUB_CONTEXT)) {
         char err[192];
         snprintf(err, sizeof(err),
                  "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
@@ -698,12 +710,13 @@ void client_execute(client *c) {
     int held = 0;
     if (client_resolve(c)) {
         c->lastcmd = c->cmd; /* CLIENT LIST shows the running command */
-        if (!client_precheck(c)) {
+        c->cmd_flags = command_call_flags(c->cmd, c);
+        if (!client_precheck(c, outer != NULL)) {
             /* refused: client_reject replied */
         } else if (K_UNLIKELY(pause_covers(c))) {
             pause_hold(c); /* processed again when the pause ends */
             held = 1;
-        } else if ((c->flags & CLIENT_MULTI) && !(c->cmd->flags & CMD_TXN_CONTROL)) {
+        } else if ((c->flags & CLIENT_MULTI) && !(c->cmd_flags & CMD_TXN_CONTROL)) {
             txn_ops->queue(c);
         } else {
             call(c);

@@ -164,6 +164,7 @@ typedef struct reply_block {
 
 typedef struct multi_cmd {
     command *cmd;
+    uint32_t flags; /* the call's flags when it was queued */
     int argc;
     karg *argv; /* owned copies */
 } multi_cmd;
@@ -199,6 +200,7 @@ typedef struct client {
     karg *argv;
     int argv_cap;
     command *cmd;
+    uint32_t cmd_flags; /* cmd's flags for this call (command_call_flags) */
     command *lastcmd;
     uint64_t cmd_start_us;
     long long cmd_errors; /* error replies during this command */
@@ -287,6 +289,10 @@ void client_set_txn_ops(const client_txn_ops *ops);
 int client_watch_count(const client *c);
 
 client *client_create(conn *cn);
+/* A connection-less client that is on no list (CLIENT LIST, INFO
+ * connected_clients and CLIENT KILL never see it): a module's calls run on
+ * one. Freed with client_free. */
+client *client_create_detached(void);
 /* Frees now, or at the end of the current command when the client is busy. */
 void client_free(client *c);
 void client_free_async(client *c);

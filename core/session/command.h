@@ -221,9 +221,20 @@ typedef struct command {
     struct histogram *latency_hist;
     char *fullname; /* "get" or "config|get": as INFO and errors show it */
     /* Metadata of a built-in (command_docs.c), attached at registration;
-     * NULL for module commands, whose one key spec is their range. */
+     * for a module command, its key specs if it gave any (else NULL: its
+     * one key spec is its range). */
     const command_docs *docs;
+    /* The flags of one call, for a command whose flags depend on its
+     * arguments (a module's EVAL): called with c->cmd and c->argv set,
+     * returns all of this call's CMD_* bits. NULL: flags. */
+    uint32_t (*call_flags)(client *c);
 } command;
+
+/* The flags a decision about this call reads (client.c keeps them in
+ * c->cmd_flags): one branch for every command without a hook. */
+static inline uint32_t command_call_flags(command *cmd, client *c) {
+    return __builtin_expect(cmd->call_flags != NULL, 0) ? cmd->call_flags(c) : cmd->flags;
+}
 
 void command_setup(void);
 void command_teardown(void);

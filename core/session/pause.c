@@ -58,10 +58,10 @@ static void pause_start(int64_t end, int actions) {
  * flags, or for EXEC those of any queued command. */
 static int pause_may_replicate(const client *c) {
     const uint32_t mask = CMD_WRITE | CMD_MAY_REPLICATE;
-    if (c->cmd->flags & mask) return 1;
-    if (!(c->cmd->flags & CMD_TXN_EXEC)) return 0;
+    if (c->cmd_flags & mask) return 1;
+    if (!(c->cmd_flags & CMD_TXN_EXEC)) return 0;
     for (int i = 0; i < c->mcount; i++)
-        if (c->mcmds[i].cmd->flags & mask) return 1;
+        if (c->mcmds[i].flags & mask) return 1;
     return 0;
 }
 

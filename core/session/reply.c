@@ -144,8 +144,9 @@ typedef struct errstat {
 static errstat errstats[ERRORSTATS_MAX];
 static int errstats_count;
 
-static void errorstats_add(const char *err) {
-    size_t n = strcspn(err, " ");
+static void errorstats_add(const char *err, size_t len) {
+    const char *space = memchr(err, ' ', len);
+    size_t n = space ? (size_t)(space - err) : len;
     if (n >= sizeof(errstats[0].prefix)) n = sizeof(errstats[0].prefix) - 1;
     for (int i = 0; i < errstats_count; i++) {
         if (strlen(errstats[i].prefix) == n && memcmp(errstats[i].prefix, err, n) == 0) {
@@ -167,18 +168,36 @@ void reply_errorstats_reset(void) {
     errstats_count = 0;
 }
 
-void reply_error(client *c, const char *err) {
+void reply_error_len(client *c, const char *err, size_t len, int counted) {
     reply_raw(c, "-", 1);
     /* Newlines would break the protocol: replace them, as Valkey does. */
-    size_t len = strlen(err);
+    size_t start = 0;
     for (size_t i = 0; i < len; i++) {
-        char ch = (err[i] == '\r' || err[i] == '\n') ? ' ' : err[i];
-        reply_raw(c, &ch, 1);
+        if (err[i] != '\r' && err[i] != '\n') continue;
+        reply_raw(c, err + start, i - start);
+        reply_raw(c, " ", 1);
+        start = i + 1;
     }
+    reply_raw(c, err + start, len - start);
     reply_raw(c, "\r\n", 2);
-    errorstats_add(err);
+    if (!counted) return;
+    errorstats_add(err, len);
     session_stats()->total_error_replies++;
     c->cmd_errors++;
+}
+
+void reply_error(client *c, const char *err) {
+    reply_error_len(c, err, strlen(err), 1);
+}
+
+void reply_bignum(client *c, const char *digits, size_t len) {
+    if (c->resp < 3) {
+        reply_bulk(c, digits, len);
+        return;
+    }
+    reply_raw(c, "(", 1);
+    reply_raw(c, digits, len);
+    reply_raw(c, "\r\n", 2);
 }
 
 void reply_errorf(client *c, const char *fmt, ...) {
@@ -495,7 +514,7 @@ int reply_capture_run(client *c, int argc, const karg *argv, reply_buf *out) {
         c->argv = km_realloc(c->argv, sizeof(karg) * (size_t)argc);
         c->argv_cap = argc;
     }
-    memcpy(c->argv, argv, sizeof(karg) * (size_t)argc);
+    if (argv != c->argv) memcpy(c->argv, argv, sizeof(karg) * (size_t)argc);
     c->argc = argc;
     /* A module command or script runs this inside its own command:
      * client_execute puts that client back as the current one afterwards.

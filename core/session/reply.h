@@ -26,6 +26,10 @@ void reply_simple(client *c, const char *s);
 /* err without the leading '-'; "ERR ..." style. Counted in errorstats. */
 void reply_error(client *c, const char *err);
 void reply_errorf(client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error of len bytes (CR and LF sent as spaces); counted in errorstats,
+ * total_error_replies and the command's failed calls only if counted (an
+ * error passed on from a called command was counted when it failed). */
+void reply_error_len(client *c, const char *err, size_t len, int counted);
 void reply_int(client *c, long long v);
 void reply_bulk(client *c, const char *s, size_t len);
 void reply_bulk_cstr(client *c, const char *s);
@@ -50,6 +54,9 @@ void reply_frame(client *c, kobj *frame);
  * the n lines given, then HELP itself. */
 void reply_help(client *c, const char *container, const char *const *lines, size_t n);
 void reply_verbatim(client *c, const char *s, size_t len, const char *ext);
+/* A big number (its decimal digits, '-' first if negative): RESP3's "(",
+ * a bulk string in RESP2. */
+void reply_bignum(client *c, const char *digits, size_t len);
 
 /* ---- deferred aggregate lengths ----
  *

@@ -288,8 +288,8 @@ void tracking_flush_pending(void) {
 
 /* ---- remembering reads ---- */
 
-void tracking_remember_keys(client *c, const command *cmd) {
-    uint32_t f = c->flags;
+void tracking_remember_keys(client *tracker, const client *c, const command *cmd) {
+    uint32_t f = tracker->flags;
     if (f & CLIENT_TRACKING_BCAST) return;
     if ((f & CLIENT_TRACKING_OPTIN) && !(f & CLIENT_TRACKING_CACHING)) return;
     if ((f & CLIENT_TRACKING_OPTOUT) && (f & CLIENT_TRACKING_CACHING)) return;
@@ -300,7 +300,7 @@ void tracking_remember_keys(client *c, const command *cmd) {
     int n = command_find_keys(cmd, c->argv, c->argc, keys, c->argc);
     for (int i = 0; i < n; i++) {
         const karg *a = &c->argv[keys[i].pos];
-        tracking_table_add(a->ptr, a->len, c->id);
+        tracking_table_add(a->ptr, a->len, tracker->id);
     }
     if (keys != stack) km_free(keys);
 }

@@ -65,9 +65,11 @@ void tracking_client_trackinginfo(client *c);
  * RESET, and the client going away). */
 void tracking_disable(client *c);
 
-/* After a read-only command of a tracking client: remembers its keys
- * (the call path; cmd is the command that ran with c->argv). */
-void tracking_remember_keys(client *c, const command *cmd);
+/* After a read-only command: remembers for tracker the keys of cmd run
+ * with c->argv (the call path: tracker is c; for a module's call, c is the
+ * capture client and tracker the calling client, as Valkey does for
+ * scripts). */
+void tracking_remember_keys(client *tracker, const client *c, const command *cmd);
 /* After a command as a whole (not each one EXEC runs): CLIENT CACHING's
  * choice is spent, unless the command was a CLIENT subcommand. */
 void tracking_command_done(client *c);

@@ -473,14 +473,30 @@ static void pm_cmd_reset(keel_ctx *ctx) {
 
 static int pm_register_commands(keel_ctx *ctx) {
     static const keel_command_def defs[] = {
-        {sizeof(keel_command_def), "payload.histogram", pm_cmd_histogram, -1, "", 0, 0, 0,
-         "Request and reply size histograms, overall or of one command."},
-        {sizeof(keel_command_def), "payload.commands", pm_cmd_commands, 1, "", 0, 0, 0,
-         "Request and reply size summary of every command seen."},
-        {sizeof(keel_command_def), "payload.reset", pm_cmd_reset, -1, "admin", 0, 0, 0,
-         "Resets the size histograms, all or of one command."},
-        {sizeof(keel_command_def), "payload.log", pm_cmd_log, -2, "admin", 0, 0, 0,
-         "The large-request and large-reply logs: GET, LEN, RESET, HELP."},
+        {.size = sizeof(keel_command_def),
+         .name = "payload.histogram",
+         .fn = pm_cmd_histogram,
+         .arity = -1,
+         .flags = "",
+         .summary = "Request and reply size histograms, overall or of one command."},
+        {.size = sizeof(keel_command_def),
+         .name = "payload.commands",
+         .fn = pm_cmd_commands,
+         .arity = 1,
+         .flags = "",
+         .summary = "Request and reply size summary of every command seen."},
+        {.size = sizeof(keel_command_def),
+         .name = "payload.reset",
+         .fn = pm_cmd_reset,
+         .arity = -1,
+         .flags = "admin",
+         .summary = "Resets the size histograms, all or of one command."},
+        {.size = sizeof(keel_command_def),
+         .name = "payload.log",
+         .fn = pm_cmd_log,
+         .arity = -2,
+         .flags = "admin",
+         .summary = "The large-request and large-reply logs: GET, LEN, RESET, HELP."},
     };
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         if (pm_api->command->register_command(ctx, &defs[i]) != KEEL_OK) return KEEL_ERR;

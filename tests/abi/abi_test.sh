@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# abi_test.sh -- ABI 1.0 and 1.1 stay loadable as the SDK grows (see README.md):
-#  1. the frozen headers are byte-for-byte the 1.0 and 1.1 ones
-#     (frozen-1.0.sha256, frozen-1.1.sha256);
-#  2. the current header keeps every 1.0 and 1.1 offset, member size and
+# abi_test.sh -- ABI 1.0, 1.1 and 1.2 stay loadable as the SDK grows (see README.md):
+#  1. the frozen headers are byte-for-byte the 1.0, 1.1 and 1.2 ones
+#     (frozen-1.0.sha256, frozen-1.1.sha256, frozen-1.2.sha256);
+#  2. the current header keeps every 1.0, 1.1 and 1.2 offset, member size and
 #     constant, no struct shrinks, the major is equal and the minor not smaller;
 #  3. fixture_v1_0.so, built against the frozen 1.0 header only, loads from the
 #     config file (args + a module config line) and everything it registered
@@ -10,27 +10,31 @@
 #     with CONFIG GET/SET, filter, observer, client events, timer, cron, INFO,
 #     KEEL_API_HAS probes, deinit refusing, MODULE UNLOAD and LOADEX again;
 #     fixture_v1_1.so, built against the frozen 1.1 header only, loads by
-#     MODULE LOAD and its 1.1 function (core->stat_get) works;
+#     MODULE LOAD and its 1.1 function (core->stat_get) works; fixture_v1_2.so
+#     likewise with some 1.2 functions (a call, key specs, per-call flags,
+#     the new replies, INFO fields);
 #  4. fixture_v1_99.so and fixture_v2_0.so are refused by MODULE LOAD with the
 #     loader's messages (and a log line), the server keeps running, and at
 #     start-up a `loadmodule` of either stops the server with file:line:reason.
 #
 # Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1>
-#                    <layout_current> <source dir>
+#                    <layout_frozen_1_2> <layout_current> <source dir>
 set -uo pipefail
 
-usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_current> <source dir>"
+usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_frozen_1_2> <layout_current> <source dir>"
 server=${1:?$usage}
 fixtures=${2:?$usage}
 layout_frozen=${3:?$usage}
 layout_frozen_1_1=${4:?$usage}
-layout_current=${5:?$usage}
-src=${6:?$usage}
+layout_frozen_1_2=${5:?$usage}
+layout_current=${6:?$usage}
+src=${7:?$usage}
 workdir=$(mktemp -d /tmp/keel-abi-XXXXXX)
 . "$src/tests/sdk/lib.sh"
 
 v10=$fixtures/fixture_v1_0.so
 v11=$fixtures/fixture_v1_1.so
+v12=$fixtures/fixture_v1_2.so
 v199=$fixtures/fixture_v1_99.so
 v20=$fixtures/fixture_v2_0.so
 # The server's ABI is the current header's.
@@ -41,14 +45,14 @@ msg_v199="module $v199: ABI 1.99 is newer than this server's (ABI $smaj.$smin); 
 msg_v20="module $v20: ABI 2.0 is not supported by this server (ABI $smaj.$smin)"
 
 # ---- 1. the frozen headers ----
-for v in 1.0 1.1; do
+for v in 1.0 1.1 1.2; do
     log "frozen $v header checksum"
     (cd "$src/tests/abi" && sha256sum --quiet -c "frozen-$v.sha256") ||
         fail "the frozen ABI $v header in tests/abi was edited (see tests/abi/README.md)"
 done
 # The first line names the version the header defines.
 for f in tests/abi/include/keel/keel_module.h:1.0 tests/abi/include-1.1/keel/keel_module.h:1.1 \
-    "sdk/include/keel/keel_module.h:$smaj.$smin"; do
+    tests/abi/include-1.2/keel/keel_module.h:1.2 "sdk/include/keel/keel_module.h:$smaj.$smin"; do
     [ "$(head -1 "$src/${f%:*}")" = "/* keel_module.h -- the Keel module ABI, version ${f##*:}." ] ||
         fail "${f%:*}: its first line does not say version ${f##*:}"
 done
@@ -83,6 +87,7 @@ check_layout() {
 }
 check_layout "$layout_frozen" 1.0
 check_layout "$layout_frozen_1_1" 1.1
+check_layout "$layout_frozen_1_2" 1.2
 
 # ---- 3. the 1.0 fixture keeps loading and working ----
 conf=$workdir/keel.conf
@@ -167,6 +172,20 @@ n=$("${cli[@]}" abifix11.stat total_commands_processed)
 expect_contains "ABIFIX11.STAT unknown" "ERR no such statistic" "${cli[@]}" abifix11.stat nosuch
 grep -q "<abifix11> abifix11 (ABI 1.1) loaded on server" "$workdir/server.log" || fail "abifix11's init log line is missing"
 expect "MODULE UNLOAD abifix11" "OK" "${cli[@]}" module unload abifix11
+
+# ---- the 1.2 fixture ----
+expect "MODULE LOAD ABI 1.2 fixture" "OK" "${cli[@]}" module load "$v12"
+expect "ABIFIX12.PROBE (KEEL_API_HAS)" $'1\n1\n1\n1\n0' "${cli[@]}" abifix12.probe
+expect "ABIFIX12.INCR (a call)" "1" "${cli[@]}" abifix12.incr abifix12:n
+expect "ABIFIX12.INCR again" "2" "${cli[@]}" abifix12.incr abifix12:n
+expect "COMMAND GETKEYS (a keynum key spec)" $'k1\nk2' "${cli[@]}" command getkeys abifix12.keys 2 k1 k2 x
+expect "ABIFIX12.KEYS (reply_set, reply_bignum)" "12345678901234567890123" "${cli[@]}" abifix12.keys 0
+expect "ABIFIX12.FLAGS get (command_flags, db_index)" $'2050\n0' "${cli[@]}" abifix12.flags get
+expect_contains "ABIFIX12.FAIL (reply_error_ex)" "ABIFIX12 passed on" "${cli[@]}" abifix12.fail
+expect_contains "INFO server (add_fields)" "abifix12_loaded:1" "${cli[@]}" info server
+grep -q "<abifix12> abifix12 (ABI 1.2) loaded on server" "$workdir/server.log" || fail "abifix12's init log line is missing"
+expect "DEL abifix12:n" "1" "${cli[@]}" del abifix12:n
+expect "MODULE UNLOAD abifix12" "OK" "${cli[@]}" module unload abifix12
 stop_server
 
 # ---- start-up refusals: file, line and reason ----

@@ -1,7 +1,8 @@
 /* layout.c -- prints the binary layout of the module ABI as a header defines
  * it: every member's offset and size, every struct's size, every constant.
  * Built against each frozen header (tests/abi/include for 1.0,
- * tests/abi/include-1.1) and against the current one (sdk/include);
+ * tests/abi/include-1.1, tests/abi/include-1.2) and against the current one
+ * (sdk/include);
  * abi_test.sh then requires every frozen offset, member size and constant to
  * be unchanged in the current header, every struct to be at least as large,
  * KEEL_ABI_MAJOR to be equal and KEEL_ABI_MINOR not smaller. That is the
@@ -174,6 +175,139 @@ static void added_1_1(void) {
 #endif
 }
 
+/* Added in ABI 1.2. */
+static void added_1_2(void) {
+#if KEEL_ABI_MINOR >= 2
+    MEMBER(keel_command_def, key_specs);
+    MEMBER(keel_command_def, num_key_specs);
+    MEMBER(keel_command_def, call_flags);
+    SIZE(keel_key_spec);
+    MEMBER(keel_key_spec, size);
+    MEMBER(keel_key_spec, flags);
+    MEMBER(keel_key_spec, begin_type);
+    MEMBER(keel_key_spec, begin_index);
+    MEMBER(keel_key_spec, begin_keyword);
+    MEMBER(keel_key_spec, begin_startfrom);
+    MEMBER(keel_key_spec, find_type);
+    MEMBER(keel_key_spec, range_lastkey);
+    MEMBER(keel_key_spec, range_step);
+    MEMBER(keel_key_spec, range_limit);
+    MEMBER(keel_key_spec, keynum_index);
+    MEMBER(keel_key_spec, keynum_firstkey);
+    MEMBER(keel_key_spec, keynum_step);
+    SIZE(keel_call_args);
+    MEMBER(keel_call_args, size);
+    MEMBER(keel_call_args, flags);
+    MEMBER(keel_call_args, argc);
+    MEMBER(keel_call_args, argv);
+    MEMBER(keel_call_args, lens);
+    SIZE(keel_block_def);
+    MEMBER(keel_block_def, size);
+    MEMBER(keel_block_def, timeout_ms);
+    MEMBER(keel_block_def, on_unblock);
+    MEMBER(keel_block_def, on_timeout);
+    MEMBER(keel_block_def, on_key_ready);
+    MEMBER(keel_block_def, nkeys);
+    MEMBER(keel_block_def, keys);
+    MEMBER(keel_block_def, key_lens);
+    MEMBER(keel_block_def, free_priv);
+    MEMBER(keel_block_def, priv);
+    MEMBER(keel_api, call);
+    MEMBER(keel_api, block);
+    MEMBER(keel_api, events);
+    MEMBER(keel_api_command, reply_set);
+    MEMBER(keel_api_command, reply_bignum);
+    MEMBER(keel_api_command, reply_error_ex);
+    MEMBER(keel_api_info, add_fields);
+    SIZE(keel_api_call);
+    MEMBER(keel_api_call, size);
+    MEMBER(keel_api_call, call);
+    MEMBER(keel_api_call, reply_free);
+    MEMBER(keel_api_call, reply_type);
+    MEMBER(keel_api_call, reply_integer);
+    MEMBER(keel_api_call, reply_double);
+    MEMBER(keel_api_call, reply_string);
+    MEMBER(keel_api_call, reply_format);
+    MEMBER(keel_api_call, reply_length);
+    MEMBER(keel_api_call, reply_element);
+    MEMBER(keel_api_call, command_flags);
+    MEMBER(keel_api_call, busy_yield);
+    MEMBER(keel_api_call, busy_active);
+    MEMBER(keel_api_call, db_index);
+    SIZE(keel_api_block);
+    MEMBER(keel_api_block, size);
+    MEMBER(keel_api_block, block);
+    MEMBER(keel_api_block, unblock);
+    MEMBER(keel_api_block, signal_key_ready);
+    SIZE(keel_api_events);
+    MEMBER(keel_api_events, size);
+    MEMBER(keel_api_events, notify_subscribe);
+    MEMBER(keel_api_events, notify_emit);
+    CONST(KEEL_KEY_SPEC_RO);
+    CONST(KEEL_KEY_SPEC_RW);
+    CONST(KEEL_KEY_SPEC_OW);
+    CONST(KEEL_KEY_SPEC_RM);
+    CONST(KEEL_KEY_SPEC_ACCESS);
+    CONST(KEEL_KEY_SPEC_UPDATE);
+    CONST(KEEL_KEY_SPEC_INSERT);
+    CONST(KEEL_KEY_SPEC_DELETE);
+    CONST(KEEL_KEY_SPEC_NOT_KEY);
+    CONST(KEEL_KEY_SPEC_INCOMPLETE);
+    CONST(KEEL_KEY_SPEC_VARIABLE_FLAGS);
+    CONST(KEEL_KEY_BEGIN_INDEX);
+    CONST(KEEL_KEY_BEGIN_KEYWORD);
+    CONST(KEEL_KEY_FIND_RANGE);
+    CONST(KEEL_KEY_FIND_KEYNUM);
+    CONST(KEEL_CMD_PUBSUB);
+    CONST(KEEL_CMD_NOSCRIPT);
+    CONST(KEEL_CMD_BLOCKING);
+    CONST(KEEL_CMD_STALE);
+    CONST(KEEL_CMD_SKIP_MONITOR);
+    CONST(KEEL_CMD_SKIP_SLOWLOG);
+    CONST(KEEL_CMD_MAY_REPLICATE);
+    CONST(KEEL_CMD_NO_MULTI);
+    CONST(KEEL_CMD_ALLOW_BUSY);
+    CONST(KEEL_CMD_NO_MANDATORY_KEYS);
+    CONST(KEEL_REPLY_ERR_NO_STATS);
+    CONST(KEEL_REPLY_STRING);
+    CONST(KEEL_REPLY_STATUS);
+    CONST(KEEL_REPLY_ERROR);
+    CONST(KEEL_REPLY_INTEGER);
+    CONST(KEEL_REPLY_NULL);
+    CONST(KEEL_REPLY_ARRAY);
+    CONST(KEEL_REPLY_MAP);
+    CONST(KEEL_REPLY_SET);
+    CONST(KEEL_REPLY_DOUBLE);
+    CONST(KEEL_REPLY_BOOL);
+    CONST(KEEL_REPLY_BIGNUM);
+    CONST(KEEL_REPLY_VERBATIM);
+    CONST(KEEL_CALL_RESP3);
+    CONST(KEEL_CALL_NO_WRITES);
+    CONST(KEEL_CALL_CHECK_OOM);
+    CONST(KEEL_CALL_SCRIPT);
+    CONST(KEEL_CALL_RAN);
+    CONST(KEEL_CALL_UNKNOWN);
+    CONST(KEEL_CALL_ARITY);
+    CONST(KEEL_CALL_NOSCRIPT);
+    CONST(KEEL_CALL_WRITE);
+    CONST(KEEL_CALL_OOM);
+    CONST(KEEL_CALL_DENIED);
+    CONST(KEEL_NOTIFY_GENERIC);
+    CONST(KEEL_NOTIFY_STRING);
+    CONST(KEEL_NOTIFY_LIST);
+    CONST(KEEL_NOTIFY_SET);
+    CONST(KEEL_NOTIFY_HASH);
+    CONST(KEEL_NOTIFY_ZSET);
+    CONST(KEEL_NOTIFY_EXPIRED);
+    CONST(KEEL_NOTIFY_EVICTED);
+    CONST(KEEL_NOTIFY_STREAM);
+    CONST(KEEL_NOTIFY_KEY_MISS);
+    CONST(KEEL_NOTIFY_MODULE);
+    CONST(KEEL_NOTIFY_NEW);
+    CONST(KEEL_NOTIFY_ALL);
+#endif
+}
+
 static void constants(void) {
     CONST(KEEL_MODULE_MAGIC);
     printf("abi_major %d\n", KEEL_ABI_MAJOR);
@@ -215,6 +349,7 @@ int main(void) {
     defs();
     groups();
     added_1_1();
+    added_1_2();
     constants();
     return 0;
 }

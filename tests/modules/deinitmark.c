@@ -36,10 +36,18 @@ static int mark_init(keel_ctx *ctx, const keel_api *a, int argc, const char *con
         api->core->set_error(ctx, "the fixture was told to fail");
         return KEEL_ERR;
     }
-    keel_command_def ok = {sizeof(ok), "deinitmark.ok", cmd_noop, 1, "fast", 0, 0, 0, NULL};
+    keel_command_def ok = {
+        .size = sizeof(ok), .name = "deinitmark.ok", .fn = cmd_noop, .arity = 1, .flags = "fast"};
     api->command->register_command(ctx, &ok);
     if (!strcmp(argv[1], "taken")) {
-        keel_command_def get = {sizeof(get), "get", cmd_noop, 2, "readonly", 1, 1, 1, NULL};
+        keel_command_def get = {.size = sizeof(get),
+                                .name = "get",
+                                .fn = cmd_noop,
+                                .arity = 2,
+                                .flags = "readonly",
+                                .first_key = 1,
+                                .last_key = 1,
+                                .key_step = 1};
         api->command->register_command(ctx, &get);
     }
     return KEEL_OK;

@@ -5,7 +5,8 @@
 static void cmd_never(keel_ctx *ctx) {}
 
 static int fail_init(keel_ctx *ctx, const keel_api *api, int argc, const char *const *argv) {
-    keel_command_def def = {sizeof(def), "initfail.cmd", cmd_never, 1, "fast", 0, 0, 0, NULL};
+    keel_command_def def = {
+        .size = sizeof(def), .name = "initfail.cmd", .fn = cmd_never, .arity = 1, .flags = "fast"};
     api->command->register_command(ctx, &def);
     api->core->set_error(ctx, "the fixture always fails");
     return KEEL_ERR;

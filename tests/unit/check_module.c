@@ -201,6 +201,14 @@ START_TEST(test_abi_minor_99) {
 }
 END_TEST
 
+/* The next minor is refused by name: this 1.2 server says 1.3 and 1.2. */
+START_TEST(test_abi_minor_next) {
+    ck_assert_int_eq(KEEL_ABI_MINOR, 2);
+    expect_refused(fixture("minor3"),
+                   ": ABI 1.3 is newer than this server's (ABI 1.2); upgrade the server");
+}
+END_TEST
+
 START_TEST(test_init_fails_and_rolls_back) {
     expect_refused(fixture("initfail"), "init of 'initfail' failed: the fixture always fails");
     ck_assert_ptr_null(command_lookup("initfail.cmd", 12));
@@ -516,18 +524,34 @@ START_TEST(test_abi_flag_translation) {
     static const struct {
         uint32_t cmd, keel;
     } named[] = {
-        {CMD_WRITE, KEEL_CMD_WRITE},     {CMD_READONLY, KEEL_CMD_READONLY},
-        {CMD_DENYOOM, KEEL_CMD_DENYOOM}, {CMD_ADMIN, KEEL_CMD_ADMIN},
-        {CMD_FAST, KEEL_CMD_FAST},       {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+        {CMD_WRITE, KEEL_CMD_WRITE},
+        {CMD_READONLY, KEEL_CMD_READONLY},
+        {CMD_DENYOOM, KEEL_CMD_DENYOOM},
+        {CMD_ADMIN, KEEL_CMD_ADMIN},
+        {CMD_FAST, KEEL_CMD_FAST},
+        {CMD_NO_AUTH, KEEL_CMD_NO_AUTH},
+        /* ABI 1.2 */
+        {CMD_PUBSUB, KEEL_CMD_PUBSUB},
+        {CMD_NOSCRIPT, KEEL_CMD_NOSCRIPT},
+        {CMD_BLOCKING, KEEL_CMD_BLOCKING},
+        {CMD_STALE, KEEL_CMD_STALE},
+        {CMD_SKIP_MONITOR, KEEL_CMD_SKIP_MONITOR},
+        {CMD_SKIP_SLOWLOG, KEEL_CMD_SKIP_SLOWLOG},
+        {CMD_MAY_REPLICATE, KEEL_CMD_MAY_REPLICATE},
+        {CMD_NO_MULTI, KEEL_CMD_NO_MULTI},
+        {CMD_ALLOW_BUSY, KEEL_CMD_ALLOW_BUSY},
+        {CMD_NO_MANDATORY_KEYS, KEEL_CMD_NO_MANDATORY_KEYS},
     };
     uint32_t all_cmd = 0, all_keel = 0;
     for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
         ck_assert_uint_eq(call_keel_cmd_flags(named[i].cmd), named[i].keel);
+        ck_assert_uint_eq(call_cmd_flags_from_keel(named[i].keel), named[i].cmd);
         all_cmd |= named[i].cmd;
         all_keel |= named[i].keel;
     }
     ck_assert_uint_eq(call_keel_cmd_flags(all_cmd), all_keel);
     ck_assert_uint_eq(call_keel_cmd_flags(UINT32_MAX), all_keel);
+    ck_assert_uint_eq(call_cmd_flags_from_keel(UINT32_MAX), all_cmd);
     for (int bit = 0; bit < 32; bit++)
         if (!(all_cmd & (1u << bit))) ck_assert_uint_eq(call_keel_cmd_flags(1u << bit), 0);
     ck_assert_uint_eq(call_keel_cmd_flags(command_lookup("set", 3)->flags),
@@ -668,6 +692,7 @@ static Suite *module_suite(void) {
     tcase_add_test(tc, test_bad_magic);
     tcase_add_test(tc, test_abi_major_2);
     tcase_add_test(tc, test_abi_minor_99);
+    tcase_add_test(tc, test_abi_minor_next);
     tcase_add_test(tc, test_core_stat_get);
     tcase_add_test(tc, test_abi_flag_translation);
     tcase_add_test(tc, test_init_fails_and_rolls_back);

@@ -553,7 +553,9 @@ typedef struct keel_api_transport {
  * every command the calling client could run, with the caller's checks
  * except maxmemory. */
 #define KEEL_CALL_RESP3 (1u << 0)     /* read the reply as a RESP3 client */
-#define KEEL_CALL_NO_WRITES (1u << 1) /* refuse commands flagged write */
+/* Refuse commands flagged write, and may-replicate ones (PUBLISH), as
+ * Valkey's read-only scripts do. */
+#define KEEL_CALL_NO_WRITES (1u << 1)
 /* Refuse commands flagged deny-oom while used memory is over maxmemory
  * (measured when the calling command started, as Valkey's scripts do). */
 #define KEEL_CALL_CHECK_OOM (1u << 2)

@@ -1,0 +1,259 @@
+/* check_it_module_call.c -- the ABI 1.2 call group and its neighbours
+ * against a real keel-server with tests/modules/callmod.so loaded: reply
+ * trees of every type in RESP2 and RESP3, each refusal code with its
+ * message, SELECT lasting for one command's calls only, invalid calls,
+ * command_flags and db_index, a keynum key spec (COMMAND GETKEYS / INFO),
+ * per-call flags (CLIENT PAUSE WRITE and maxmemory see a write), keys a
+ * call reads tracked for the calling client, reply_set / reply_bignum /
+ * reply_error_ex with errorstats, and INFO fields in the server section.
+ *
+ * callmod renders a tree as "<code> <tree>" (see tests/modules/callmod.c). */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static it_server *srv;
+static redisContext *cl;
+
+static void start(void) {
+    srv = it_start("--loadmodule", KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
+    cl = it_connect(srv);
+}
+
+/* The rendered reply of a callmod.call. */
+#define expect_call(want, ...) expect_bulk(cl, want, "callmod.call " __VA_ARGS__)
+
+START_TEST(test_resp2_types) {
+    start();
+    expect_call("0 +OK", "- set k v");
+    expect_call("0 s:v", "- get k");
+    expect_call("0 _", "- get missing");
+    expect_call("0 :1", "- incr n");
+    expect_call("0 -ERR value is not an integer or out of range", "- incr k");
+    expect_call("0 :2", "- rpush l a b");
+    expect_call("0 [s:a,s:b]", "- lrange l 0 -1");
+    expect_call("0 []", "- lrange none 0 -1");
+    expect_call("0 :1", "- hset h f 1");
+    expect_call("0 [s:f,s:1]", "- hgetall h");
+    expect_call("0 :1", "- zadd z 1.5 m");
+    expect_call("0 s:1.5", "- zscore z m");
+    expect_call("0 [s:a,:1]", "- callmod.reply set");
+    expect_call("0 s:-123456789012345678901234567890", "- callmod.reply bignum");
+    expect_call("0 [s:m,s:1.5]", "- zrange z 0 -1 withscores");
+    expect_call("0 _", "- blpop emptylist 0"); /* a blocking command times out at once */
+}
+END_TEST
+
+START_TEST(test_resp3_types) {
+    start();
+    expect_call("0 :1", "3 hset h f 1");
+    expect_call("0 {s:f=s:1}", "3 hgetall h");
+    expect_call("0 :1", "3 sadd s x");
+    expect_call("0 ~(s:x)", "3 smembers s");
+    expect_call("0 :1", "3 zadd z 1.5 m");
+    expect_call("0 ,1.5", "3 zscore z m");
+    expect_call("0 _", "3 get missing");
+    expect_call("0 ~(s:a,:1)", "3 callmod.reply set");
+    expect_call("0 (-123456789012345678901234567890", "3 callmod.reply bignum");
+    expect_call("0 #t", "3 callmod.reply bool");
+    expect_call("0 =txt:some text", "3 callmod.reply verbatim");
+    expect_call("0 [[s:m,,1.5]]", "3 zrange z 0 -1 withscores");
+    /* The calling client's own protocol does not matter. */
+    expect_call("0 [s:f,s:1]", "- hgetall h");
+}
+END_TEST
+
+START_TEST(test_refusals) {
+    start();
+    expect_call("1 -ERR Unknown command called from script", "S nosuch");
+    expect_call("1 -ERR unknown command 'nosuch', with args beginning with: 'a' ", "- nosuch a");
+    expect_call("1 -ERR unknown subcommand 'nosuch'. Try CONFIG HELP.", "- config nosuch");
+    expect_call("2 -ERR Wrong number of args calling command from script", "S get");
+    expect_call("2 -ERR wrong number of arguments for 'get' command", "- get");
+    expect_call("3 -ERR This Redis command is not allowed from script", "S callmod.noscript");
+    expect_call("3 -ERR This Redis command is not allowed from script", "S callmod.denyscript");
+    expect_call("0 :0", "- callmod.noscript");
+    expect_call("4 -ERR Write commands are not allowed from read-only scripts.", "SW set k v");
+    expect_call("4 -ERR Write commands are not allowed from this call", "W publish ch m");
+    expect_call("0 _", "W get k");
+    expect_call("6 -ERR This command is not allowed from a module call", "- multi");
+    expect_call("6 -ERR This command is not allowed from a module call", "- exec");
+    expect_call("6 -ERR This command is not allowed from a module call", "- watch k");
+    expect_call("6 -ERR This command is not allowed from a module call", "- subscribe ch");
+    expect_call("6 -ERR This command is not allowed from a module call", "- monitor");
+    /* A refusal counts as the command's rejected call and in errorstats. */
+    char *cs = it_info_str(cl, "commandstats", "cmdstat_set");
+    ck_assert_msg(strstr(cs, "rejected_calls=1,"), "%s", cs);
+    expect_reply(cl, "[:-1,:1]", "callmod.bad");
+    /* Nothing leaked into the calling client: it is not in a transaction. */
+    expect_error_prefix(cl, "ERR EXEC without MULTI", "EXEC");
+}
+END_TEST
+
+START_TEST(test_oom) {
+    start();
+    expect_call("0 +OK", "M set k v");
+    expect_ok(cl, "CONFIG SET maxmemory 1");
+    expect_call("5 -OOM command not allowed when used memory > 'maxmemory'.", "M set k2 v");
+    expect_call("0 s:v", "M get k");
+    /* Without the flag the call neither refuses nor evicts. */
+    expect_ok(cl, "CONFIG SET maxmemory-policy allkeys-random");
+    expect_call("0 +OK", "- set k3 v");
+    expect_ok(cl, "CONFIG SET maxmemory 0");
+    expect_int(cl, 2, "EXISTS k k3");
+}
+END_TEST
+
+START_TEST(test_select_lasts_one_command) {
+    start();
+    expect_bulk(cl, "0 +OK | 0 +OK | 0 s:v | 0 :5",
+                "callmod.seq - select 5 ; set k v ; get k ; callmod.db");
+    expect_int(cl, 0, "callmod.db");
+    expect_nil(cl, "GET k");
+    /* The next command starts again from the client's database. */
+    expect_call("0 _", "- get k");
+    expect_ok(cl, "SELECT 5");
+    expect_bulk(cl, "v", "GET k");
+    expect_call("0 s:v", "- get k");
+    expect_int(cl, 5, "callmod.db");
+}
+END_TEST
+
+START_TEST(test_command_flags) {
+    start();
+    expect_int(cl, (2 | (1 << 11)), "callmod.flags get");
+    expect_int(cl, (1 << 3) | (1 << 5) | (1 << 8), "callmod.flags config|get");
+    expect_int(cl, -1, "callmod.flags nosuch");
+    expect_int(cl, -1, "callmod.flags config|nosuch");
+    expect_int(cl, (1 << 4) | (1 << 5) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 19),
+               "callmod.flags callmod.noscript");
+    redisReply *r = it_cmd(cl, "COMMAND INFO callmod.noscript");
+    char buf[2048];
+    it_render(r, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "+noscript") && strstr(buf, "+stale") && strstr(buf, "+pubsub") &&
+                      strstr(buf, "+blocking") && strstr(buf, "+skip_slowlog") &&
+                      strstr(buf, "+no_mandatory_keys"),
+                  "%s", buf);
+    it_free(r);
+}
+END_TEST
+
+START_TEST(test_key_specs) {
+    start();
+    expect_reply(cl, "[\"a\",\"b\"]", "COMMAND GETKEYS callmod.kn 2 a b c");
+    expect_error_prefix(cl, "ERR Invalid arguments", "COMMAND GETKEYS callmod.kn 0 c");
+    redisReply *r = it_cmd(cl, "COMMAND INFO callmod.kn");
+    char buf[2048];
+    it_render(r, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "+movablekeys") && strstr(buf, "keynum") && strstr(buf, "RO"), "%s",
+                  buf);
+    it_free(r);
+}
+END_TEST
+
+START_TEST(test_call_flags_pause) {
+    start();
+    expect_ok(cl, "SET k old");
+    expect_ok(cl, "CLIENT PAUSE 100000 WRITE");
+    it_raw *rd = it_raw_connect(srv);
+    it_raw_cmd(rd, "callmod.maybe", "r", "k", NULL);
+    expect_raw(rd, "\"old\"");
+    /* This call's flags make it a write: held like SET. */
+    it_raw_cmd(rd, "callmod.maybe", "w", "k", NULL);
+    it_wait_until(it_info_int(cl, "clients", "blocked_clients") == 1, 5000);
+    expect_bulk(cl, "old", "GET k");
+    expect_ok(cl, "CLIENT UNPAUSE");
+    expect_raw(rd, "+OK");
+    expect_bulk(cl, "w", "GET k");
+}
+END_TEST
+
+START_TEST(test_call_flags_oom) {
+    start();
+    expect_ok(cl, "CONFIG SET maxmemory 1");
+    expect_nil(cl, "callmod.maybe r k");
+    expect_error(cl, "OOM command not allowed when used memory > 'maxmemory'.",
+                 "callmod.maybe w k");
+    /* Refused when queued, as SET would be. */
+    expect_ok(cl, "MULTI");
+    expect_error_prefix(cl, "OOM", "callmod.maybe w k");
+    expect_error_prefix(cl, "EXECABORT", "EXEC");
+    /* Queued before the limit, the call's flags make EXEC need memory. */
+    redisContext *other = it_connect(srv);
+    expect_ok(other, "CONFIG SET maxmemory 0");
+    expect_ok(cl, "MULTI");
+    expect_status(cl, "QUEUED", "callmod.maybe w k");
+    expect_ok(other, "CONFIG SET maxmemory 1");
+    expect_error_prefix(cl, "EXECABORT Transaction discarded because of: OOM", "EXEC");
+    expect_ok(cl, "MULTI");
+    expect_status(cl, "QUEUED", "callmod.maybe r k");
+    expect_reply(cl, "[nil]", "EXEC");
+    expect_ok(cl, "CONFIG SET maxmemory 0");
+    expect_ok(cl, "callmod.maybe w k");
+}
+END_TEST
+
+START_TEST(test_tracking_for_caller) {
+    start();
+    it_raw *r = it_raw_connect(srv);
+    it_raw_cmd(r, "HELLO", "3", NULL);
+    ck_assert_ptr_nonnull(it_raw_read(r));
+    it_raw_cmd(r, "CLIENT", "TRACKING", "ON", NULL);
+    expect_raw(r, "+OK");
+    expect_ok(cl, "SET foo 1");
+    it_raw_cmd(r, "callmod.call", "-", "get", "foo", NULL);
+    expect_raw(r, "\"0 s:1\"");
+    expect_ok(cl, "SET foo 2");
+    expect_raw(r, ">[\"invalidate\",[\"foo\"]]");
+}
+END_TEST
+
+START_TEST(test_replies) {
+    start();
+    expect_ok(cl, "CONFIG RESETSTAT");
+    expect_reply(cl, "[\"a\",:1]", "callmod.reply set");
+    expect_bulk(cl, "-123456789012345678901234567890", "callmod.reply bignum");
+    expect_error(cl, "MYCODE something failed", "callmod.reply error");
+    expect_error(cl, "UNCOUNTED passed on", "callmod.reply errnostats");
+    expect_error(cl, "CRLF a  b", "callmod.reply crlf");
+    /* Counted by their first word, the NO_STATS one not at all. */
+    char *mine = it_info_str(cl, "errorstats", "errorstat_MYCODE");
+    ck_assert_str_eq(mine, "count=1");
+    ck_assert_ptr_null(it_info_str(cl, "errorstats", "errorstat_UNCOUNTED"));
+    ck_assert_int_eq(it_info_int(cl, "stats", "total_error_replies"), 2);
+    char *cs = it_info_str(cl, "commandstats", "cmdstat_callmod.reply");
+    ck_assert_msg(strstr(cs, "calls=5,") && strstr(cs, "failed_calls=2"), "%s", cs);
+}
+END_TEST
+
+START_TEST(test_info_fields) {
+    start();
+    long long n = it_info_int(cl, "server", "callmod_info_calls");
+    ck_assert_int_ge(n, 1);
+    char *all = it_info_str(cl, "everything", "callmod_info_calls");
+    ck_assert_ptr_nonnull(all);
+    /* Not in a section it did not name. */
+    ck_assert_ptr_null(it_info_str(cl, "clients", "callmod_info_calls"));
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("module_call");
+    TCase *tc = it_tcase_bare(s, "call");
+    tcase_add_test(tc, test_resp2_types);
+    tcase_add_test(tc, test_resp3_types);
+    tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_oom);
+    tcase_add_test(tc, test_select_lasts_one_command);
+    tcase_add_test(tc, test_command_flags);
+    tc = it_tcase_bare(s, "registration");
+    tcase_add_test(tc, test_key_specs);
+    tcase_add_test(tc, test_call_flags_pause);
+    tcase_add_test(tc, test_call_flags_oom);
+    tcase_add_test(tc, test_tracking_for_caller);
+    tcase_add_test(tc, test_replies);
+    tcase_add_test(tc, test_info_fields);
+    return it_run(s);
+}
