@@ -285,7 +285,7 @@ static int fn_raise(lua_State *L, const char *msg) {
 
 /* __index of the load API's tables: a name that is not there. */
 static int fn_lua_missing(lua_State *L) {
-    char msg[256];
+    char msg[300];
     const char *k = lua_tostring(L, 2);
     snprintf(msg, sizeof msg, "Script attempted to access nonexistent global variable '%.200s'",
              k ? k : "?");
@@ -532,7 +532,7 @@ static int fn_run_load(fn_lib *lib, const char *body, size_t len, char *err) {
     if (rc != 0) {
         char msg[FN_ERR_LEN];
         fn_error_text(L, msg, sizeof msg);
-        snprintf(err, FN_ERR_LEN, "Error registering functions: %s", msg);
+        snprintf(err, FN_ERR_LEN, "Error registering functions: %.900s", msg);
     }
     lua_settop(L, top);
     return rc == 0;
@@ -1093,13 +1093,13 @@ static int fn_register_commands(keel_ctx *ctx) {
                                      1,
                                      1};
     const keel_command_def defs[] = {
-        {sizeof(keel_command_def), "function", fn_cmd_function, -2, "noscript", 0, 0, 0,
+        {sizeof(keel_command_def), "function", fn_cmd_function, -2, "no-script", 0, 0, 0,
          "A container for function commands.", NULL, 0, fn_function_flags},
         {sizeof(keel_command_def), "fcall", fn_cmd_fcall, -3,
-         "noscript skip-monitor may-replicate no-mandatory-keys allow-stale", 0, 0, 0,
+         "no-script no-monitor may-replicate no-mandatory-keys allow-stale", 0, 0, 0,
          "Invokes a function.", &rw, 1, fn_fcall_flags},
         {sizeof(keel_command_def), "fcall_ro", fn_cmd_fcall_ro, -3,
-         "noscript skip-monitor no-mandatory-keys allow-stale readonly", 0, 0, 0,
+         "no-script no-monitor no-mandatory-keys allow-stale readonly", 0, 0, 0,
          "Invokes a read-only function.", &ro, 1, fn_fcall_flags},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
