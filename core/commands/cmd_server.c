@@ -12,6 +12,7 @@
 #include "io/io_threads.h"
 #include "commands/multi.h"
 #include "session/blocking.h"
+#include "session/busy.h"
 #include "session/call.h"
 #include "session/pubsub.h"
 #include "session/monitor.h"
@@ -566,6 +567,12 @@ static void cmd_shutdown(client *c) {
     if (flags < 0) return;
     if (flags & SHUTDOWN_ABORT) {
         reply_error(c, "ERR No shutdown in progress.");
+        return;
+    }
+    /* A long command is still running: as Valkey, only an exit that saves
+     * nothing may cut it short. */
+    if (!(flags & SHUTDOWN_NOSAVE) && busy_refusal()) {
+        reply_error(c, busy_refusal());
         return;
     }
     if ((flags & SHUTDOWN_SAVE) && !(flags & SHUTDOWN_FORCE)) {

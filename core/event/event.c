@@ -33,6 +33,9 @@ struct event_loop {
     int64_t next_timer_id;
     file_event *events;
     struct epoll_event *fired;
+    /* event_process_files runs inside a handler of the outer iteration,
+     * whose events must survive it. */
+    struct epoll_event *fired_nested;
     timer_event *timers; /* sorted by when_us */
     event_hook_fn before_sleep;
     event_hook_fn after_sleep;
@@ -66,6 +69,7 @@ event_loop *event_loop_create(int setsize) {
     el->setsize = setsize;
     el->events = km_calloc((size_t)setsize, sizeof(file_event));
     el->fired = km_calloc((size_t)setsize, sizeof(struct epoll_event));
+    el->fired_nested = km_calloc((size_t)setsize, sizeof(struct epoll_event));
     return el;
 }
 
@@ -78,6 +82,7 @@ void event_loop_release(event_loop *el) {
     close(el->epfd);
     km_free(el->events);
     km_free(el->fired);
+    km_free(el->fired_nested);
     km_free(el);
 }
 
@@ -90,6 +95,7 @@ int event_loop_resize(event_loop *el, int setsize) {
         if (el->events[fd].mask != EV_NONE) return K_ERR;
     el->events = km_realloc(el->events, sizeof(file_event) * (size_t)setsize);
     el->fired = km_realloc(el->fired, sizeof(struct epoll_event) * (size_t)setsize);
+    el->fired_nested = km_realloc(el->fired_nested, sizeof(struct epoll_event) * (size_t)setsize);
     for (int fd = el->setsize; fd < setsize; fd++) el->events[fd].mask = EV_NONE;
     el->setsize = setsize;
     return K_OK;
@@ -203,14 +209,11 @@ static int event_wait_timeout(event_loop *el, int64_t wait_ms) {
     return (int)wait_ms;
 }
 
-int event_process(event_loop *el, int64_t wait_ms) {
-    int timeout = event_wait_timeout(el, wait_ms);
-    int n = epoll_wait(el->epfd, el->fired, el->setsize, timeout);
-    el->nfired = n > 0 ? n : 0;
-    if (el->after_sleep) el->after_sleep(el);
+/* Runs the handlers of the n events in fired. */
+static void event_dispatch(event_loop *el, const struct epoll_event *fired, int n) {
     for (int i = 0; i < n; i++) {
-        int fd = el->fired[i].data.fd;
-        uint32_t ev = el->fired[i].events;
+        int fd = fired[i].data.fd;
+        uint32_t ev = fired[i].events;
         file_event *fe = &el->events[fd];
         /* Errors and hang-ups are reported to both handlers, whose read or
          * write then observes the condition. */
@@ -227,7 +230,22 @@ int event_process(event_loop *el, int64_t wait_ms) {
                 fe->wfn(el, fd, fe->wdata, EV_WRITABLE);
         }
     }
-    return n + event_process_timers(el);
+}
+
+int event_process(event_loop *el, int64_t wait_ms) {
+    int timeout = event_wait_timeout(el, wait_ms);
+    int n = epoll_wait(el->epfd, el->fired, el->setsize, timeout);
+    el->nfired = n > 0 ? n : 0;
+    if (el->after_sleep) el->after_sleep(el);
+    event_dispatch(el, el->fired, n);
+    return el->nfired + event_process_timers(el);
+}
+
+int event_process_files(event_loop *el) {
+    int n = epoll_wait(el->epfd, el->fired_nested, el->setsize, 0);
+    if (n <= 0) return 0;
+    event_dispatch(el, el->fired_nested, n);
+    return n;
 }
 
 void event_loop_run(event_loop *el) {

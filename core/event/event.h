@@ -48,6 +48,11 @@ void event_loop_stop(event_loop *el);
 int event_fired(const event_loop *el);
 /* One iteration; wait_ms < 0 waits until the next timer. Returns events handled. */
 int event_process(event_loop *el, int64_t wait_ms);
+/* The file events ready now, without waiting, without timers and without
+ * the sleep hooks: what a long-running command serves other clients with
+ * (session/busy.h). Returns the events handled. The nfired count of the
+ * outer iteration is left alone. */
+int event_process_files(event_loop *el);
 
 uint64_t event_now_us(void);
 int64_t event_now_ms(void);

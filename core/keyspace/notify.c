@@ -11,6 +11,9 @@
 
 static const int *enabled;
 static notify_sink_fn sink;
+static const int *observed;
+static notify_observer_fn observer;
+static void *observer_priv;
 
 /* The letters, in the order Valkey's CONFIG GET writes them. */
 static const struct {
@@ -85,6 +88,8 @@ static void notify_publish(const char *kind, int dbid, const char *name, size_t 
 
 void notify_keyspace_event(int classes, const char *event, const char *key, size_t keylen,
                            int dbid) {
+    if (K_UNLIKELY(observed && (*observed & classes)))
+        observer(classes, event, key, keylen, dbid, observer_priv);
     if (K_LIKELY(!enabled || !(*enabled & classes) || !sink)) return;
     size_t evlen = strlen(event);
     if (*enabled & NOTIFY_KEYSPACE) notify_publish("keyspace", dbid, key, keylen, event, evlen);
@@ -108,8 +113,15 @@ void notify_setup(const int *classes, notify_sink_fn fn) {
     db_add_hook(notify_on_change, NULL);
 }
 
+void notify_set_observer(const int *classes, notify_observer_fn fn, void *priv) {
+    observed = fn ? classes : NULL;
+    observer = fn;
+    observer_priv = priv;
+}
+
 void notify_teardown(void) {
     db_remove_hook(notify_on_change, NULL);
     enabled = NULL;
     sink = NULL;
+    notify_set_observer(NULL, NULL, NULL);
 }

@@ -16,6 +16,11 @@
  * change hook when a key actually goes; the hash type emits `hexpired`
  * when fields expire.
  *
+ * A second sink, the observer, gets every event of the classes it asks
+ * for whatever the directive says, before pub/sub does (the module
+ * system's keyspace-event subscriptions: the server wires it, so the
+ * keyspace still knows no module).
+ *
  * Threads: main thread only. */
 #ifndef KEEL_NOTIFY_H
 #define KEEL_NOTIFY_H
@@ -55,8 +60,16 @@ typedef long long (*notify_sink_fn)(const char *channel, size_t chlen, const cha
 void notify_setup(const int *classes, notify_sink_fn sink);
 void notify_teardown(void);
 
-/* Publishes `event` for the key key[0..keylen) of database dbid if one of
- * `classes` is enabled. `event` is a NUL-terminated name ("set", "del"). */
+/* The observer: fn(classes, event, key, keylen, dbid, priv) for events
+ * of one of *observed's classes (read on every event; 0: none). Replaces
+ * any earlier one; NULL removes it. */
+typedef void (*notify_observer_fn)(int classes, const char *event, const char *key, size_t keylen,
+                                   int dbid, void *priv);
+void notify_set_observer(const int *observed, notify_observer_fn fn, void *priv);
+
+/* Tells the observer about `event`, then publishes it for the key
+ * key[0..keylen) of database dbid if one of `classes` is enabled. `event`
+ * is a NUL-terminated name ("set", "del"). */
 void notify_keyspace_event(int classes, const char *event, const char *key, size_t keylen,
                            int dbid);
 

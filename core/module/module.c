@@ -239,6 +239,8 @@ static void module_release(module *m) {
     module_hooks_release(m);
     module_configs_release(m);
     module_transports_release(m);
+    module_events_release(m);
+    module_blocks_release(m);
     module_types_release(m);
 }
 
@@ -328,6 +330,7 @@ static int module_unload_check(module *m, char **err) {
     lazyfree_wait();
     long long live = module_live_values(m);
     uint64_t conns = module_open_conns(m);
+    uint64_t blocked = module_blocked_count(m);
     km_free(m->error); /* only deinit's own set_error explains its refusal */
     m->error = NULL;
     if (live) {
@@ -339,6 +342,10 @@ static int module_unload_check(module *m, char **err) {
         *err = module_errf(
             "Error unloading module: '%s' still has %llu open connection(s) of its transports",
             m->name, (unsigned long long)conns);
+    } else if (blocked) {
+        *err = module_errf("Error unloading module: '%s' has %llu blocked client(s); wait for them "
+                           "to be unblocked and try again",
+                           m->name, (unsigned long long)blocked);
     } else if (m->deinit && m->deinit(&m->ctx) != KEEL_OK) {
         *err = module_errf("Error unloading module: '%s' refused to unload: %s", m->name,
                            m->error ? m->error : "deinit returned an error");
@@ -373,6 +380,7 @@ void module_setup(const module_env *e) {
     env = e;
     module_transport_setup();
     module_cmd_setup();
+    module_block_setup();
 }
 
 const module_env *module_env_get(void) {
@@ -393,4 +401,5 @@ void module_teardown(void) {
     }
     module_config_teardown();
     module_call_teardown();
+    module_block_teardown();
 }

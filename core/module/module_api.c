@@ -110,4 +110,6 @@ const keel_api module_api = {
     .info = &module_api_info,
     .transport = &module_api_transport,
     .call = &module_api_call,
+    .block = &module_api_block,
+    .events = &module_api_events,
 };

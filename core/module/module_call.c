@@ -307,7 +307,7 @@ const keel_api_call module_api_call = {
     .reply_length = api_reply_length,
     .reply_element = api_reply_element,
     .command_flags = api_command_flags,
-    .busy_yield = NULL, /* the long-running calls' file fills these two */
-    .busy_active = NULL,
+    .busy_yield = module_api_busy_yield, /* module_busy.c */
+    .busy_active = module_api_busy_active,
     .db_index = api_db_index,
 };

@@ -41,8 +41,10 @@ static module_command *commands; /* every module's */
 
 static void module_command_proc(client *c) {
     module_command *mc = (module_command *)c->cmd;
-    keel_ctx ctx = {.mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN};
+    keel_ctx ctx = {
+        .mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN, .flags = MODULE_CTX_MAY_BUSY};
     mc->fn(&ctx);
+    module_ctx_done(&ctx);
 }
 
 /* The module answers in KEEL_CMD_* bits; the core's own bits (module,

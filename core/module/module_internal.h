@@ -12,6 +12,9 @@
  *   module_hooks.c     filters, observers, client events, timers, cron, INFO
  *   module_config.c    `<module>.<name>` configuration parameters
  *   module_transport.c connection types provided by modules
+ *   module_busy.c      long-running calls: busy_yield, busy_active
+ *   module_block.c     blocking clients: block, unblock, signal_key_ready
+ *   module_events.c    keyspace events: notify_subscribe, notify_emit
  *
  * Nothing here is visible to modules: they see only sdk/include/keel.
  *
@@ -31,6 +34,11 @@ typedef struct module module;
 #define MODULE_PHASE_INIT 1
 #define MODULE_PHASE_RUN 2
 
+/* keel_ctx.flags. */
+#define MODULE_CTX_MAY_BUSY (1u << 0)  /* a command's: busy_yield may start the busy phase */
+#define MODULE_CTX_BUSY (1u << 1)      /* it did: module_ctx_done ends it */
+#define MODULE_CTX_NO_WRITES (1u << 2) /* a keyspace event's: keys open read-only */
+
 struct keel_ctx {
     module *mod;
     client *c; /* the client of a command or filter; NULL otherwise */
@@ -38,7 +46,15 @@ struct keel_ctx {
     /* 1 + the database the command's last call left selected; 0 before
      * its first call (module_call.c). */
     int call_db;
+    uint32_t flags; /* MODULE_CTX_* */
+    db *db;         /* a ctx without a client in a database (a keyspace event's) */
 };
+
+/* The database a ctx acts in: its client's, its own, else db 0. */
+db *module_ctx_db(const keel_ctx *ctx);
+/* A ctx built by the server for a command or a callback is over: the
+ * busy phase it started ends (module_busy.c). */
+void module_ctx_done(keel_ctx *ctx);
 
 struct module {
     char *name;
@@ -104,6 +120,8 @@ extern const keel_api_hooks module_api_hooks;
 extern const keel_api_info module_api_info;
 extern const keel_api_transport module_api_transport;
 extern const keel_api_call module_api_call;
+extern const keel_api_block module_api_block;
+extern const keel_api_events module_api_events;
 extern const keel_api module_api;
 
 /* Unload and rollback: each area frees what the module registered. */
@@ -118,6 +136,19 @@ void module_transports_release(module *m);
 uint64_t module_open_conns(const module *m);
 /* Frees the calls' capture clients (server teardown). */
 void module_call_teardown(void);
+/* Blocked clients of m's not over yet (MODULE UNLOAD refuses while any). */
+uint64_t module_blocked_count(const module *m);
+/* Frees m's finished handles whose unblock never came (unload, shutdown:
+ * deinit stopped its threads). */
+void module_blocks_release(module *m);
+void module_events_release(module *m);
+
+/* The call group's long-running members (module_busy.c). */
+int module_api_busy_yield(keel_ctx *ctx, const char *busy_error);
+int module_api_busy_active(void);
+/* The block group's event-loop wake-up (module_block.c); module_setup. */
+void module_block_setup(void);
+void module_block_teardown(void);
 
 /* The info group's config_register (module_config.c). */
 int module_api_config_register(keel_ctx *ctx, const keel_config_def *def);

@@ -38,10 +38,17 @@ static keel_key *api_key_open(keel_ctx *ctx, const char *key, size_t len, int mo
     MODULE_ASSERT_MAIN();
     keel_key *k = km_calloc(1, sizeof(*k));
     k->mod = ctx->mod;
-    k->d = ctx->c ? ctx->c->db : db_get(0);
+    k->d = module_ctx_db(ctx);
     k->key = km_strndup(key ? key : "", key ? len : 0);
     k->len = key ? len : 0;
     k->mode = mode;
+    /* A keyspace event's callback runs inside the change it announces
+     * (an expiry cycle, a command's write): it may read, and must neither
+     * write nor expire anything on its lookups. */
+    if (ctx->flags & MODULE_CTX_NO_WRITES) {
+        k->mode &= ~KEEL_KEY_WRITE;
+        return k;
+    }
     /* The lookup a built-in command does: expiry, access clock, and
      * hit/miss statistics for reads. */
     db_lookup(k->d, k->key, k->len, (mode & KEEL_KEY_READ) != 0);
@@ -114,7 +121,7 @@ static int api_expire_set(keel_key *k, int64_t abs_ms) {
 
 static uint64_t api_db_size(keel_ctx *ctx) {
     MODULE_ASSERT_MAIN();
-    return db_size(ctx->c ? ctx->c->db : db_get(0));
+    return db_size(module_ctx_db(ctx));
 }
 
 /* ---- values of module types ---- */

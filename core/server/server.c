@@ -351,6 +351,11 @@ static void server_request_shutdown(void) {
     srv.shutdown_asap = 1;
 }
 
+/* A long command stops at once for SHUTDOWN NOSAVE or a signal. */
+static int server_stopping(void) {
+    return srv.shutdown_asap || shutdown_signal;
+}
+
 /* CONFIG RESETSTAT: every subsystem's counters, the peak, command and
  * error statistics. */
 static void server_reset_stats(void) {
@@ -423,6 +428,7 @@ int server_init_core(char **err) {
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
+    busy_setup(srv.el, &srv.busy, server_stopping);
     tracking_setup(&srv.tracking, &srv.tracking_stats);
     pubsub_setup(&srv.pubsub_stats);
     pause_setup(&srv.blocking_stats);
@@ -477,6 +483,7 @@ void server_teardown(void) {
     }
     pause_teardown();
     blocking_teardown();
+    busy_teardown();
     monitor_teardown();
     notify_teardown(); /* nothing is published once pub/sub is gone */
     tracking_teardown();

@@ -16,6 +16,7 @@
 #include "net/conn.h"
 #include "server/server_compat.h"
 #include "session/blocking.h"
+#include "session/busy.h"
 #include "session/client.h"
 #include "session/tracking.h"
 #include "session/pubsub.h"
@@ -44,6 +45,7 @@ typedef struct server {
     session_options session;
     session_metrics session_stats;
     blocking_metrics blocking_stats; /* gauges: RESETSTAT leaves them */
+    busy_options busy;
     tracking_options tracking;
     tracking_metrics tracking_stats; /* gauges too */
     pubsub_metrics pubsub_stats;     /* gauges too */

@@ -117,7 +117,6 @@ typedef struct server_compat_options {
     long long active_defrag_max_scan_fields;
     long long acllog_max_len;
     long long cluster_blacklist_ttl;
-    long long busy_reply_threshold;
     long long cluster_node_timeout;
     long long cluster_ping_interval;
     unsigned long long repl_backlog_size;

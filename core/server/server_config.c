@@ -324,6 +324,9 @@ static const config_def server_config_table[] = {
     LA("commandlog-reply-larger-than", NULL, session.commandlog[2].threshold, "1048576", -1,
        LLONG_MAX),
     LA("commandlog-large-reply-max-len", NULL, session.commandlog[2].max_len, "128", 0, LONG_MAX),
+    /* How long a command runs before the other clients are answered with
+     * its busy error (session/busy.h). */
+    LA("busy-reply-threshold", "lua-time-limit", busy.reply_threshold_ms, "5000", 0, LONG_MAX),
     L("latency-monitor-threshold", 0, session.latency_monitor_threshold, "0", 0, LLONG_MAX),
     B("latency-tracking", 0, session.latency_tracking, "yes"),
     X("latency-tracking-info-percentiles", 0, NULL, "50 99 99.9", set_percentiles, get_percentiles),

@@ -283,7 +283,6 @@ static const config_def compat_config_table[] = {
     CPL("active-defrag-max-scan-fields", NULL, NE, active_defrag_max_scan_fields, "1000", 1, LONG_MAX),
     CPL("acllog-max-len", NULL, NE, acllog_max_len, "128", 0, LONG_MAX),
     CPL("cluster-blacklist-ttl", NULL, NE, cluster_blacklist_ttl, "60", 0, LLONG_MAX),
-    CPL("busy-reply-threshold", "lua-time-limit", NE, busy_reply_threshold, "5000", 0, LONG_MAX),
     CPL("cluster-node-timeout", NULL, NE, cluster_node_timeout, "15000", 0, LLONG_MAX),
     CPL("cluster-ping-interval", NULL, CFG_HIDDEN | NE, cluster_ping_interval, "0", 0, LLONG_MAX),
     CPM("repl-backlog-size", NULL, NE, repl_backlog_size, "10485760", 1, LLONG_MAX),

@@ -60,6 +60,10 @@ struct blocking_state {
     uint64_t us;   /* time the attempts took so far */
     int rerunning; /* its command runs again now */
     int blocked_again;
+    /* A module's wait (blocking_wait_module): its callbacks instead of a
+     * rerun. NULL for a command's. */
+    const blocking_module_ops *mops;
+    void *mpriv;
 };
 
 /* A ready key, copied: its table entry may go before it is served. */
@@ -314,6 +318,28 @@ static void blocking_reply_null(client *c, blocking_null kind) {
         reply_null_array(c);
 }
 
+/* A wait on up to nkeys keys, not yet in any queue. */
+static struct blocking_state *blocking_state_new(client *c, int nkeys, int64_t deadline_ms) {
+    struct blocking_state *bs = km_calloc(1, sizeof(*bs));
+    bs->c = c;
+    bs->db = c->db;
+    bs->cmd = c->cmd;
+    bs->argc = c->argc;
+    bs->argv = client_copy_args(c->argc, c->argv);
+    bs->deadline = deadline_ms;
+    bs->waiters = km_calloc((size_t)(nkeys > 0 ? nkeys : 1), sizeof(waiter));
+    return bs;
+}
+
+static void blocking_state_start(client *c, struct blocking_state *bs) {
+    c->bstate = bs;
+    stats->blocked_clients++;
+    if (bs->deadline) {
+        heap_push(bs);
+        blocking_arm_timer();
+    }
+}
+
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout) {
     if (c->bstate) { /* a rerun that found nothing: place and deadline stay */
@@ -324,26 +350,29 @@ void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
         blocking_reply_null(c, on_timeout);
         return;
     }
-    struct blocking_state *bs = km_calloc(1, sizeof(*bs));
-    bs->c = c;
-    bs->db = c->db;
-    bs->cmd = c->cmd;
-    bs->argc = c->argc;
-    bs->argv = client_copy_args(c->argc, c->argv);
-    bs->deadline = deadline_ms;
+    struct blocking_state *bs = blocking_state_new(c, nkeys, deadline_ms);
     bs->on_timeout = on_timeout;
     bs->obj_type = blocking_type_of(c->cmd);
-    bs->waiters = km_calloc((size_t)(nkeys > 0 ? nkeys : 1), sizeof(waiter));
     for (int i = 0; i < nkeys; i++) {
         const karg *key = &bs->argv[keypos[i]];
         if (!blocking_key_seen(bs, key)) waiter_add(bs, &bs->waiters[bs->nkeys++], key);
     }
-    c->bstate = bs;
-    stats->blocked_clients++;
-    if (deadline_ms) {
-        heap_push(bs);
-        blocking_arm_timer();
+    blocking_state_start(c, bs);
+}
+
+int blocking_wait_module(client *c, const char *const *keys, const size_t *lens, int nkeys,
+                         int64_t deadline_ms, const blocking_module_ops *ops, void *priv) {
+    if (!blocking_allowed(c) || !tables || c->bstate) return K_ERR;
+    struct blocking_state *bs = blocking_state_new(c, nkeys, deadline_ms);
+    bs->obj_type = -1; /* the module's own test, in its key_ready */
+    bs->mops = ops;
+    bs->mpriv = priv;
+    for (int i = 0; i < nkeys; i++) {
+        karg key = {.ptr = keys[i], .len = lens[i]};
+        if (!blocking_key_seen(bs, &key)) waiter_add(bs, &bs->waiters[bs->nkeys++], &key);
     }
+    blocking_state_start(c, bs);
+    return K_OK;
 }
 
 int blocking_is_rerun(const client *c) {
@@ -378,9 +407,9 @@ static void blocking_release(client *c, int resume) {
     unblocked[unblocked_count++] = c;
 }
 
-/* The statistics of a command that ends without being served: counted
- * once, with the time its attempts took (the slow log sees its
- * arguments). */
+/* The statistics of a command that ends without a rerun serving it (a
+ * timeout, CLIENT UNBLOCK, a module's callback): counted once, with the
+ * time its attempts took (the slow log sees its arguments). */
 static void blocking_count_unserved(client *c, struct blocking_state *bs, int failed) {
     command *cmd = bs->cmd;
     cmd->calls++;
@@ -407,14 +436,30 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
  * statistics, and the client goes on. */
 static void blocking_end_unserved(client *c, int as_error) {
     struct blocking_state *bs = c->bstate;
+    const blocking_module_ops *mops = bs->mops;
+    void *mpriv = bs->mpriv;
     if (c->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
+    long long errors = c->cmd_errors;
     if (as_error)
         reply_error(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    else if (mops)
+        mops->timeout(c, mpriv);
     else
         blocking_reply_null(c, bs->on_timeout);
-    blocking_count_unserved(c, bs, as_error);
+    blocking_count_unserved(c, bs, c->cmd_errors > errors);
     blocking_release(c, 1);
+    if (mops) mops->ended(c, mpriv);
 }
+
+void blocking_end_module(client *c, int failed) {
+    struct blocking_state *bs = c->bstate;
+    const blocking_module_ops *mops = bs->mops;
+    void *mpriv = bs->mpriv;
+    blocking_count_unserved(c, bs, failed);
+    blocking_release(c, 1);
+    mops->ended(c, mpriv);
+}
+
 
 int blocking_unblock(client *c, int as_error) {
     if (!c->bstate || c->bstate->rerunning) return 0;
@@ -423,7 +468,12 @@ int blocking_unblock(client *c, int as_error) {
 }
 
 void blocking_forget(client *c) {
-    if (c->bstate) blocking_release(c, 0);
+    if (c->bstate) {
+        const blocking_module_ops *mops = c->bstate->mops;
+        void *mpriv = c->bstate->mpriv;
+        blocking_release(c, 0);
+        if (mops) mops->ended(c, mpriv);
+    }
     if (!(c->flags & CLIENT_UNBLOCKED)) return;
     c->flags &= ~CLIENT_UNBLOCKED;
     for (size_t i = 0; i < unblocked_count; i++)
@@ -499,6 +549,17 @@ static void blocking_rerun(client *c) {
     if (!bs->blocked_again) blocking_release(c, 1);
 }
 
+/* A module's wait is offered the key through its callback, in the
+ * database it blocked in; a callback that replied served it. */
+static void blocking_offer_module(client *c, const char *key, size_t len) {
+    struct blocking_state *bs = c->bstate;
+    if (c->io_job) io_threads_quiesce(); /* the callback may reply */
+    c->db = bs->db;
+    long long errors = c->cmd_errors;
+    if (bs->mops->key_ready(c, key, len, bs->mpriv) && c->bstate == bs)
+        blocking_end_module(c, c->cmd_errors > errors);
+}
+
 /* Offers the key to its waiters in the order they blocked: those waiting
  * when it became ready, each while the key still offers something. They
  * are protected meanwhile, so a client freed by another's rerun is only
@@ -518,7 +579,11 @@ static void blocking_serve_key(db *d, blocked_key *bk) {
     for (i = 0; i < n; i++) {
         client *c = waiting[i];
         if (!c->bstate || (c->flags & CLIENT_CLOSE_ASAP)) continue;
-        if (blocking_key_offers(d, key, len, c->bstate->obj_type)) blocking_rerun(c);
+        if (!blocking_key_offers(d, key, len, c->bstate->obj_type)) continue;
+        if (c->bstate->mops)
+            blocking_offer_module(c, key, len);
+        else
+            blocking_rerun(c);
     }
     for (i = 0; i < n; i++)
         if (!had[i]) waiting[i]->flags &= ~CLIENT_PROTECTED;
@@ -563,6 +628,12 @@ void blocking_before_sleep(void) {
         client_resume_input(c);
     }
     unblocked_count = 0;
+}
+
+void blocking_signal_key(db *d, const char *key, size_t len) {
+    if (!tables || !stats->total_blocking_keys) return;
+    blocked_key *bk = hashtable_find(blocking_table(d), key, len);
+    if (bk) blocking_mark_ready(d, bk);
 }
 
 /* ---- setup ---- */

@@ -35,6 +35,15 @@
  * total_blocking_keys; CLIENT LIST shows flag b (blocked) and u (unblocked,
  * its pipeline not resumed yet).
  *
+ * A module's wait (blocking_wait_module) is the second kind: the same
+ * queues, deadline, CLIENT UNBLOCK, disconnect and INFO machinery, but its
+ * end calls the module's callbacks instead of rerunning the command: a
+ * ready key is offered to key_ready, a timeout or CLIENT UNBLOCK TIMEOUT
+ * to timeout (CLIENT UNBLOCK ERROR replies the UNBLOCKED error itself),
+ * and the module ends the wait on its own with blocking_end_module. Every
+ * end, the client's disconnect included, is followed by ended. A key is
+ * offered while it exists, whatever its type.
+ *
  * Threads: main thread only. A client whose I/O job is in flight is
  * replied to (served, timed out, unblocked) only after io_threads_quiesce:
  * the job's thread then no longer reads its reply chain. */
@@ -73,6 +82,33 @@ int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms);
  * once. */
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout);
+
+/* A module's wait (module_block.c): callbacks on the main thread, with
+ * priv. */
+typedef struct blocking_module_ops {
+    /* key (in the database c blocked in, which is c->db again) is ready:
+     * returns 1 if it replied, which ends the wait. */
+    int (*key_ready)(client *c, const char *key, size_t len, void *priv);
+    /* The deadline passed or CLIENT UNBLOCK TIMEOUT: replies. */
+    void (*timeout)(client *c, void *priv);
+    /* The wait is over and c no longer blocked: after its reply, or while
+     * c is being freed (then c must not be replied to). */
+    void (*ended)(client *c, void *priv);
+} blocking_module_ops;
+
+/* Blocks the running command's client on the keys (copied; in c->db)
+ * until deadline_ms (0: none). K_ERR where blocking is not allowed or c
+ * waits already: nothing happened. ops is borrowed for the wait. */
+int blocking_wait_module(client *c, const char *const *keys, const size_t *lens, int nkeys,
+                         int64_t deadline_ms, const blocking_module_ops *ops, void *priv);
+/* The module replied to c (waiting in blocking_wait_module): the wait
+ * ends, counted once (failed: the reply was an error), and c's pipeline
+ * goes on. A job of c in flight must have been quiesced before replying. */
+void blocking_end_module(client *c, int failed);
+/* Marks key of d ready when a client waits on it (a module's own types,
+ * which the keyspace hook cannot judge): served after the running
+ * command, or in before-sleep. */
+void blocking_signal_key(db *d, const char *key, size_t len);
 
 /* 1 while the running command is a blocked client's rerun. call() already
  * counts a blocked command once (the first run that blocks is not counted,

@@ -158,9 +158,15 @@ void call(client *c) {
      * through here too). */
     int touch_was = -1;
     if (K_UNLIKELY(c->flags & CLIENT_NO_TOUCH)) touch_was = db_set_access_touch(!strcmp(cmd->fullname, "touch"));
+    /* A long command measures its run from here (session/busy.h); a
+     * command nested on the same client gives the outer one its start
+     * back. */
+    uint64_t outer_start = c->cmd_start_us;
+    c->cmd_start_us = start;
     call_depth++;
     cmd->proc(c);
     call_depth--;
+    c->cmd_start_us = outer_start;
     if (touch_was >= 0) db_set_access_touch(touch_was);
     if (K_UNLIKELY(c->flags & CLIENT_TRACKING) && (flags & CMD_READONLY))
         tracking_remember_keys(c, c, cmd);

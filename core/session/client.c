@@ -13,6 +13,7 @@
 #include "ds/hashtable.h"
 #include "io/io_threads.h"
 #include "session/blocking.h"
+#include "session/busy.h"
 #include "session/call.h"
 #include "session/pubsub.h"
 #include "session/latency.h"
@@ -233,7 +234,10 @@ void client_free_closed(void) {
     size_t keep = 0;
     for (size_t i = 0; i < close_count; i++) {
         client *c = close_list[i];
-        if (c->io_job) close_list[keep++] = c;
+        /* A protected one is the busy client of a long command, whose
+         * rounds close others: it goes once its command is over. */
+        if (c->io_job || (c->flags & CLIENT_PROTECTED))
+            close_list[keep++] = c;
         else client_free_now(c);
     }
     close_count = keep;
@@ -642,7 +646,9 @@ static int client_check_maxmemory(void) {
 
 /* Checks that fail a command before it runs; replies and returns 0. A
  * nested run (a module's call) leaves the memory limit to its caller: the
- * call must not evict, and checks it only when asked to. */
+ * call must not evict, and checks it only when asked to. A
+ * nested command with a connection is another client's, served from
+ * inside a long command's busy phase (session/busy.h). */
 static int client_precheck(client *c, int nested) {
     command *cmd = c->cmd;
     uint32_t flags = c->cmd_flags;
@@ -664,6 +670,10 @@ static int client_precheck(client *c, int nested) {
     }
     if ((c->flags & CLIENT_MULTI) && (flags & CMD_NO_MULTI)) {
         client_reject(c, "ERR Command not allowed inside a transaction");
+        return 0;
+    }
+    if (K_UNLIKELY(nested && c->conn) && !(flags & CMD_ALLOW_BUSY) && busy_refusal()) {
+        client_reject(c, busy_refusal());
         return 0;
     }
     int needs_memory =
@@ -853,10 +863,16 @@ static void client_write_handler(conn *cn) {
 }
 
 void client_handle_pending_writes(void) {
+    client *held = NULL;
     while (pending_head) {
         client *c = pending_head;
         client_unschedule_write(c);
         if (c->flags & CLIENT_CLOSE_ASAP) continue;
+        /* The busy client's reply may be half built: written after. */
+        if (K_UNLIKELY(c->flags & CLIENT_PROTECTED) && busy_holds(c)) {
+            held = c;
+            continue;
+        }
         if (!c->conn) { /* fake clients (modules) have nowhere to write */
             client_free_reply(c);
             continue;
@@ -864,6 +880,7 @@ void client_handle_pending_writes(void) {
         /* A job in flight: its finish looks at the replies again. */
         if (!c->io_job) client_start_write(c);
     }
+    if (held) client_schedule_write(held);
 }
 
 /* ---- I/O jobs ---- */
@@ -884,7 +901,8 @@ static void client_job_done(void *item) {
     int kind = c->io_job;
     c->io_job = 0;
     if (c->flags & CLIENT_CLOSE_ASAP) return; /* client_free_closed frees it */
-    if (!c->conn->read_handler) conn_set_read_handler(c->conn, client_read_handler);
+    if (!c->conn->read_handler && !busy_holds(c))
+        conn_set_read_handler(c->conn, client_read_handler);
     if ((kind == IO_JOB_READ ? client_read_done(c) : client_write_done(c)) != K_OK) return;
     if (c->flags & CLIENT_RESUME_INPUT) client_resume_input(c);
     if (c->reply_bytes && !(c->flags & CLIENT_PENDING_WRITE) && !c->conn->write_handler)

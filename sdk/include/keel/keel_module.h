@@ -695,7 +695,7 @@ typedef struct keel_api_block {
 #define KEEL_NOTIFY_KEY_MISS (1u << 9) /* m (never in "all") */
 #define KEEL_NOTIFY_MODULE (1u << 10) /* d */
 #define KEEL_NOTIFY_NEW (1u << 11)    /* n (never in "all") */
-#define KEEL_NOTIFY_ALL 0x1ffu        /* g$lshzxet and d, as 'A' */
+#define KEEL_NOTIFY_ALL 0x5ffu        /* g$lshzxet and d, as 'A' */
 
 /* A keyspace event: cls is one KEEL_NOTIFY_* bit, event its name ("set",
  * "lpush", "expired"), key and event borrowed for the call. ctx is in the
