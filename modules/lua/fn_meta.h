@@ -16,8 +16,8 @@ typedef struct fn_meta {
 
 /* Parses the shebang of code (quoting as Valkey's argument splitter:
  * "..." with \n \r \t \b \a \xHH escapes, '...' with \'). scratch must hold
- * len bytes. 1 on success; 0 with Valkey's message in err (errlen bytes,
- * NUL-terminated). */
+ * the first line's bytes (len when there is no newline). 1 on success; 0 with Valkey's message in
+ * err (errlen bytes, NUL-terminated). */
 int fn_meta_parse(const char *code, size_t len, fn_meta *out, char *scratch, char *err,
                   size_t errlen);
 

@@ -542,7 +542,9 @@ static int fn_run_load(fn_lib *lib, const char *body, size_t len, char *err) {
  * library of the same name, which comes back if the load fails. Returns the
  * library, or NULL with Valkey's message in err. */
 static fn_lib *fn_create(fn_reg *r, const char *code, size_t len, int replace, char *err) {
-    char *scratch = fn_alloc(len);
+    /* The shebang's words decode into at most the first line's bytes. */
+    const char *nl = memchr(code, '\n', len);
+    char *scratch = fn_alloc(nl ? (size_t)(nl - code) : len);
     fn_meta m;
     fn_lib *lib = NULL, *old = NULL;
     const fn_func *dup;

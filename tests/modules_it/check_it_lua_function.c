@@ -71,6 +71,17 @@ START_TEST(test_load_and_call) {
     expect_bulk(L, "foo", "GET x");
     load(lib_code("echo", "echo", "return {#KEYS, #ARGV, KEYS[1], ARGV[2]}"), "echo");
     expect_reply(L, "[:2,:2,\"a\",\"d\"]", "FCALL echo 2 a b c d");
+    /* RESP3: the same functions, and RESP3 types through server.setresp. */
+    load("#!lua name=r3\nserver.register_function{function_name='r3', callback=function(KEYS) "
+         "server.setresp(3) return {server.call('hgetall', KEYS[1]), {double=1.5}, "
+         "server.call('exists', KEYS[1]) == 1} end, flags={'no-writes'}}",
+         "r3");
+    expect_int(L, 1, "HSET h f v");
+    it_raw *r3 = it_raw_connect_resp3(LS);
+    it_raw_cmd(r3, "FCALL", "echo", "1", "a", "b", NULL);
+    expect_raw(r3, "[:1,:1,\"a\"]"); /* a nil ends a Lua array */
+    it_raw_cmd(r3, "FCALL_RO", "r3", "1", "h", NULL);
+    expect_raw(r3, "[{\"f\":\"v\"},,1.5,#t]");
 }
 END_TEST
 
