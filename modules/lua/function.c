@@ -376,7 +376,7 @@ static void fn_positional_args(lua_State *L) {
 /* server.register_function(name, callback) or
  * server.register_function{function_name=, callback=, flags=, description=}:
  * adds a function to the library being loaded. Everything is checked before
- * anything is allocated, so an error leaves nothing behind. */
+ * anything is kept, so an error leaves nothing behind. */
 static int fn_lua_register(lua_State *L) {
     fn_lib *lib = fn.loading;
     if (!lib)
@@ -395,11 +395,13 @@ static int fn_lua_register(lua_State *L) {
     const char *desc = lua_isnil(L, FN_ARG_DESC) ? NULL : lua_tolstring(L, FN_ARG_DESC, &dlen);
     if (!fn_name_valid(name, len)) return fn_raise(L, FN_NAME_RULE);
     if (fn_lib_func(lib, name, len)) return fn_raise(L, "Function already exists in the library");
+    /* The reference first: it is the one step that may raise (Lua out of
+     * memory), and nothing is allocated yet. */
+    lua_pushvalue(L, FN_ARG_CB);
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX);
     fn_func *f = fn_alloc(sizeof *f);
     *f = (fn_func){
-        fn_strdup(name, len), len, desc ? fn_strdup(desc, dlen) : NULL, dlen, flags, 0, lib};
-    lua_pushvalue(L, FN_ARG_CB);
-    f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        fn_strdup(name, len), len, desc ? fn_strdup(desc, dlen) : NULL, dlen, flags, ref, lib};
     fn_reserve(&lib->funcs, &lib->cap, lib->nfuncs, sizeof *lib->funcs);
     lib->funcs[lib->nfuncs++] = f;
     return 0;
@@ -441,8 +443,8 @@ static void fn_build_load_api(lua_State *L) {
     lua_getglobal(L, "server");
     int server = lua_gettop(L);
     fn_push_strict(L);
-    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
-        if (lua_istable(L, server)) fn_copy_field(L, server, shared[i]);
+    for (size_t i = 0; lua_istable(L, server) && i < sizeof shared / sizeof shared[0]; i++)
+        fn_copy_field(L, server, shared[i]);
     lua_pushcfunction(L, fn_lua_register);
     lua_setfield(L, -2, "register_function");
     engine_push_readonly(L);
