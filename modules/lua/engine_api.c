@@ -5,6 +5,7 @@
  * Valkey's script_lua.c) and a script's result into the client's reply. */
 #include "engine_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -632,7 +633,7 @@ static void api_reply_table(keel_ctx *ctx, lua_State *L, int resp) {
 /* Lua numbers are truncated to integers, as C casts them on x86 (NaN and
  * out-of-range values become LLONG_MIN). */
 static long long api_number_to_ll(lua_Number n) {
-    if (!(n >= -9.2233720368547758e18 && n < 9.2233720368547758e18)) return (long long)1 << 63;
+    if (!(n >= -9.2233720368547758e18 && n < 9.2233720368547758e18)) return LLONG_MIN;
     return (long long)n;
 }
 
