@@ -23,6 +23,7 @@
 #include "protocol/resp_tree.h"
 #include "session/call.h"
 #include "session/command.h"
+#include "session/monitor.h"
 #include "session/reply.h"
 #include "session/tracking.h"
 
@@ -64,7 +65,7 @@ static command *call_resolve(const client *cc) {
 
 /* The refusal code for running argv on cc (KEEL_CALL_RAN: none) and its
  * message; NULL message: the capture client's own checks word it. */
-static int call_check(client *cc, uint32_t call_flags, const char **msg) {
+static int call_check(client *cc, const keel_ctx *ctx, uint32_t call_flags, const char **msg) {
     int script = (call_flags & KEEL_CALL_SCRIPT) != 0;
     command *cmd = call_resolve(cc);
     *msg = NULL;
@@ -92,7 +93,10 @@ static int call_check(client *cc, uint32_t call_flags, const char **msg) {
                       : "ERR Write commands are not allowed from this call";
         return KEEL_CALL_WRITE;
     }
-    if ((call_flags & KEEL_CALL_CHECK_OOM) && (flags & CMD_DENYOOM) && evict_over_maxmemory()) {
+    /* Once the command wrote, stopping it halfway would be worse than the
+     * memory: Valkey's scripts check only until their first write. */
+    if ((call_flags & KEEL_CALL_CHECK_OOM) && (flags & CMD_DENYOOM) && !ctx->call_wrote &&
+        evict_over_maxmemory()) {
         *msg = "OOM command not allowed when used memory > 'maxmemory'.";
         return KEEL_CALL_OOM;
     }
@@ -121,6 +125,7 @@ static void call_prepare(client *cc, keel_ctx *ctx, uint32_t call_flags) {
     client *caller = ctx->c;
     client_set_db(cc, ctx->call_db ? ctx->call_db - 1 : caller->db->id);
     cc->resp = (call_flags & KEEL_CALL_RESP3) ? 3 : 2;
+    cc->origin = ctx->mod->name;
     /* The caller runs a command, so it passed AUTH; a CLIENT REPLY the
      * capture client ran last time must not drop this reply. */
     cc->flags |= CLIENT_AUTHENTICATED;
@@ -143,7 +148,31 @@ static void call_track(client *caller, client *cc, int argc) {
     cc->argc = 0;
 }
 
+/* Runs the checked call on the slot's client. A rejection by the capture
+ * client's own checks can only be a filter's here (the others were made
+ * before or cannot apply): DENIED. */
+static int call_execute(keel_ctx *ctx, call_slot *slot, int code) {
+    client *cc = slot->c;
+    command *cmd = cc->cmd;
+    long long rejected = cmd ? cmd->rejected_calls : 0;
+    int argc = cc->argc;
+    call_depth++;
+    int alive = reply_capture_run(cc, cc->argc, cc->argv, &slot->out) == K_OK;
+    call_depth--;
+    if (!alive) slot->c = NULL; /* closed: freed with the closed clients */
+    if (code != KEEL_CALL_RAN) return code;
+    if (cmd->rejected_calls > rejected) return KEEL_CALL_DENIED;
+    if (cc->cmd_flags & CMD_WRITE) ctx->call_wrote = 1;
+    if (alive) {
+        ctx->call_db = cc->db->id + 1;
+        call_track(ctx->c, cc, argc);
+    }
+    return code;
+}
+
 static int call_run(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
+    /* The calling command shows in MONITOR before what it calls. */
+    if (K_UNLIKELY(monitor_active())) monitor_feed_early(ctx->c);
     call_slot *slot = &slots[call_depth];
     client *cc = call_client(call_depth);
     slot->out.len = 0;
@@ -151,20 +180,11 @@ static int call_run(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) 
     call_prepare(cc, ctx, a->flags);
     cc->cmd = NULL;
     const char *msg;
-    int code = call_check(cc, a->flags, &msg);
-    if (msg) {
+    int code = call_check(cc, ctx, a->flags, &msg);
+    if (msg)
         call_refuse(cc, msg);
-    } else {
-        call_depth++;
-        int alive = reply_capture_run(cc, cc->argc, cc->argv, &slot->out) == K_OK;
-        call_depth--;
-        if (!alive)
-            slot->c = NULL; /* closed: freed with the closed clients */
-        else if (code == KEEL_CALL_RAN) {
-            ctx->call_db = cc->db->id + 1;
-            call_track(ctx->c, cc, a->argc);
-        }
-    }
+    else
+        code = call_execute(ctx, slot, code);
     resp_node *tree = resp_tree_parse(slot->out.ptr, slot->out.len, NULL);
     /* Only a command that replied nothing (CLIENT REPLY OFF) leaves no
      * value: it reads as a null. */

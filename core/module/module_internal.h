@@ -46,6 +46,7 @@ struct keel_ctx {
     /* 1 + the database the command's last call left selected; 0 before
      * its first call (module_call.c). */
     int call_db;
+    int call_wrote; /* a call of the command ran a write */
     uint32_t flags; /* MODULE_CTX_* */
     db *db;         /* a ctx without a client in a database (a keyspace event's) */
 };

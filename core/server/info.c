@@ -532,19 +532,60 @@ int info_add_fields(const char *section, info_section_fn fn, void *priv, void *o
     return K_ERR;
 }
 
-/* The modules' fields of a built-in section, after the server's. */
-static void info_builtin_extras(sbuf *b, const char *section) {
-    for (int i = 0; i < extras_count; i++)
-        if (extras[i].in_builtin && !strcmp(extras[i].name, section))
-            extras[i].fn(b, extras[i].priv);
+/* Where the line "name:..." of b starts (at or after from), or -1. */
+static long info_find_field(const sbuf *b, size_t from, const char *name, size_t len) {
+    for (size_t p = from; p + len < b->len;) {
+        if (!memcmp(b->data + p, name, len) && b->data[p + len] == ':') return (long)p;
+        const char *nl = memchr(b->data + p, '\n', b->len - p);
+        if (!nl) break;
+        p = (size_t)(nl - b->data) + 1;
+    }
+    return -1;
+}
+
+/* One module line: a field the section already shows (a placeholder such
+ * as used_memory_lua:0 for a feature a module provides) takes the module's
+ * value in its place, so Valkey's order holds; any other is appended. */
+static void info_merge_line(sbuf *b, size_t from, const char *line, size_t len) {
+    const char *colon = memchr(line, ':', len);
+    long at = colon ? info_find_field(b, from, line, (size_t)(colon - line)) : -1;
+    if (at < 0) {
+        sbuf_append(b, line, len);
+        return;
+    }
+    const char *end = memchr(b->data + at, '\n', b->len - (size_t)at);
+    size_t tail = end ? (size_t)(end + 1 - b->data) : b->len;
+    sbuf out = {0};
+    sbuf_append(&out, b->data, (size_t)at);
+    sbuf_append(&out, line, len);
+    sbuf_append(&out, b->data + tail, b->len - tail);
+    km_free(b->data);
+    *b = out;
+}
+
+/* The modules' fields of a built-in section (which starts at from). */
+static void info_builtin_extras(sbuf *b, size_t from, const char *section) {
+    for (int i = 0; i < extras_count; i++) {
+        if (!extras[i].in_builtin || strcmp(extras[i].name, section)) continue;
+        sbuf add = {0};
+        extras[i].fn(&add, extras[i].priv);
+        for (size_t p = 0; p < add.len;) {
+            const char *nl = memchr(add.data + p, '\n', add.len - p);
+            size_t next = nl ? (size_t)(nl - add.data) + 1 : add.len;
+            info_merge_line(b, from, add.data + p, next - p);
+            p = next;
+        }
+        km_free(add.data);
+    }
 }
 
 void info_generate(sbuf *b, int argc, const karg *argv) {
     for (size_t i = 0; i < K_ARRAY_LEN(sections); i++) {
         if (!info_wanted(sections[i].name, sections[i].in_default, argc, argv)) continue;
         if (b->len) sbuf_appendf(b, "\r\n");
+        size_t from = b->len;
         sections[i].fn(b);
-        if (K_UNLIKELY(extras_count)) info_builtin_extras(b, sections[i].name);
+        if (K_UNLIKELY(extras_count)) info_builtin_extras(b, from, sections[i].name);
     }
     for (int i = 0; i < extras_count; i++) {
         if (extras[i].in_builtin || !info_module_section_wanted(extras[i].name, argc, argv))

@@ -176,8 +176,8 @@ void call(client *c) {
     uint64_t end = event_now_us();
     uint64_t us = end > start ? end - start : 0;
     /* Shown once: a blocked command's rerun is not shown again. */
-    if (K_UNLIKELY(monitor_active()) && !(flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) &&
-        !blocking_is_rerun(c))
+    if (K_UNLIKELY(monitor_active()) && !monitor_fed_early(c) &&
+        !(flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) && !blocking_is_rerun(c))
         monitor_feed(c);
     /* A command that blocked is counted once, when it is served or stops
      * waiting (blocking.c). */

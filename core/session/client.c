@@ -646,9 +646,9 @@ static int client_check_maxmemory(void) {
 
 /* Checks that fail a command before it runs; replies and returns 0. A
  * nested run (a module's call) leaves the memory limit to its caller: the
- * call must not evict, and checks it only when asked to. A
- * nested command with a connection is another client's, served from
- * inside a long command's busy phase (session/busy.h). */
+ * call must not evict, and checks it only when asked to. A nested command
+ * with a connection is another client's, served from inside a long
+ * command's busy phase (session/busy.h). */
 static int client_precheck(client *c, int nested) {
     command *cmd = c->cmd;
     uint32_t flags = c->cmd_flags;

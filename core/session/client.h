@@ -201,6 +201,9 @@ typedef struct client {
     int argv_cap;
     command *cmd;
     uint32_t cmd_flags; /* cmd's flags for this call (command_call_flags) */
+    /* A detached client's origin as MONITOR shows it ("[0 lua]"): the name
+     * of the module whose call runs on it; NULL otherwise. */
+    const char *origin;
     command *lastcmd;
     uint64_t cmd_start_us;
     long long cmd_errors; /* error replies during this command */

@@ -67,6 +67,8 @@ static void monitor_append_origin(sbuf *b, client *c) {
         snprintf(addr, sizeof(addr), "unix:%s", path);
     } else if (c->conn) {
         conn_addr(c->conn, addr, sizeof(addr), 1);
+    } else if (c->origin) {
+        snprintf(addr, sizeof(addr), "%s", c->origin);
     }
     sbuf_appendf(b, "[%d %s] ", c->db->id, addr);
 }
@@ -96,13 +98,30 @@ void monitor_feed(client *c) {
     km_free(line.data);
 }
 
+/* The client whose command monitor_feed_early showed, until its call()
+ * ends: calls nest, but only one command at a time calls others first. */
+static const client *fed_early;
+
+void monitor_feed_early(client *c) {
+    if (fed_early == c || (c->cmd_flags & (CMD_SKIP_MONITOR | CMD_ADMIN))) return;
+    monitor_feed(c);
+    fed_early = c;
+}
+
+int monitor_fed_early(client *c) {
+    if (fed_early != c) return 0;
+    fed_early = NULL;
+    return 1;
+}
+
 void monitor_forget(client *c) {
     if (!(c->flags & CLIENT_MONITOR)) return;
     c->flags &= ~CLIENT_MONITOR;
     for (size_t i = 0; i < monitor_count; i++) {
         if (monitors[i] != c) continue;
         memmove(&monitors[i], &monitors[i + 1], (monitor_count - i - 1) * sizeof(*monitors));
-        monitor_count--;
+        /* Without monitors call() stops asking whether a command was shown. */
+        if (!--monitor_count) fed_early = NULL;
         return;
     }
 }

@@ -495,16 +495,23 @@ void reply_take(client *c, reply_buf *out) {
     assert(!c->reply_deferred);
     km_free(c->reply_deferred);
     c->reply_deferred = NULL;
-    reply_block *b = c->reply_head;
+    /* The last buffer block is kept, emptied: a module's next call on the
+     * same capture client needs no allocation for a small reply. */
+    reply_block *b = c->reply_head, *keep = NULL;
     while (b) {
         reply_block *next = b->next;
         const char *base = b->obj ? b->obj->v.ptr : b->buf;
         reply_buf_append(out, base + b->sent, b->used - b->sent);
+        if (!next && !b->obj) {
+            b->used = b->sent = 0;
+            keep = b;
+            break;
+        }
         if (b->obj) obj_decref(b->obj);
         km_free(b);
         b = next;
     }
-    c->reply_head = c->reply_tail = NULL;
+    c->reply_head = c->reply_tail = keep;
     c->reply_bytes = 0;
 }
 

@@ -89,8 +89,9 @@ typedef struct reply_buf {
 } reply_buf;
 
 void reply_buf_free(reply_buf *b);
-/* Appends c's pending replies to out and empties c's reply chain. Only for a
- * client nothing else sends from: connection-less, between commands. */
+/* Appends c's pending replies to out and empties c's reply chain (an
+ * emptied buffer block may stay for the next reply). Only for a client
+ * nothing else sends from: connection-less, between commands. */
 void reply_take(client *c, reply_buf *out);
 /* Runs argv (argc >= 1; the arguments stay the caller's) on c, a
  * connection-less client created with client_create(NULL), and appends its

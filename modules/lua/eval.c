@@ -345,7 +345,12 @@ static int eval_is_ro_cmd(keel_ctx *ctx) {
 
 static eval_script *eval_lookup(keel_ctx *ctx, int sha, const char **arg, size_t *len) {
     *arg = api->command->argv(ctx, 1, len);
-    if (hint && *arg == hint_arg && *len == hint_len) return hint;
+    /* The hint is the script whose body (or SHA1) sat at these bytes when
+     * the flags hook ran; a later command may reuse the buffer, so the
+     * bytes are compared too (cheaper than hashing them). */
+    if (hint && *arg == hint_arg && *len == hint_len &&
+        (sha ? !strncasecmp(*arg, hint->name + 2, 40) : !memcmp(*arg, hint->body, *len)))
+        return hint;
     return sha ? eval_find_sha(*arg, *len) : eval_find_body(*arg, *len);
 }
 

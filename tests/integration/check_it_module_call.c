@@ -83,6 +83,9 @@ START_TEST(test_refusals) {
     expect_call("6 -ERR This command is not allowed from a module call", "- watch k");
     expect_call("6 -ERR This command is not allowed from a module call", "- subscribe ch");
     expect_call("6 -ERR This command is not allowed from a module call", "- monitor");
+    /* A filter's refusal. */
+    expect_call("6 -ERR time is filtered", "- time");
+    expect_error(cl, "ERR time is filtered", "TIME");
     /* A refusal counts as the command's rejected call and in errorstats. */
     char *cs = it_info_str(cl, "commandstats", "cmdstat_set");
     ck_assert_msg(strstr(cs, "rejected_calls=1,"), "%s", cs);
@@ -98,11 +101,15 @@ START_TEST(test_oom) {
     expect_ok(cl, "CONFIG SET maxmemory 1");
     expect_call("5 -OOM command not allowed when used memory > 'maxmemory'.", "M set k2 v");
     expect_call("0 s:v", "M get k");
+    /* Only until the command's first write, as Valkey's scripts. */
+    expect_bulk(cl, "0 _ | 5 -OOM command not allowed when used memory > 'maxmemory'.",
+                "callmod.seq M get x ; set b 2");
+    expect_bulk(cl, "0 :0 | 0 +OK", "callmod.seq M del x ; set b 2");
     /* Without the flag the call neither refuses nor evicts. */
     expect_ok(cl, "CONFIG SET maxmemory-policy allkeys-random");
     expect_call("0 +OK", "- set k3 v");
     expect_ok(cl, "CONFIG SET maxmemory 0");
-    expect_int(cl, 2, "EXISTS k k3");
+    expect_int(cl, 3, "EXISTS k k3 b");
 }
 END_TEST
 
@@ -118,6 +125,26 @@ START_TEST(test_select_lasts_one_command) {
     expect_bulk(cl, "v", "GET k");
     expect_call("0 s:v", "- get k");
     expect_int(cl, 5, "callmod.db");
+}
+END_TEST
+
+/* MONITOR shows a called command with the calling module as its origin,
+ * as Valkey shows a script's "[0 lua]". */
+START_TEST(test_monitor) {
+    start();
+    it_raw *m = it_raw_connect(srv);
+    it_raw_cmd(m, "MONITOR", NULL);
+    expect_raw(m, "+OK");
+    expect_call("0 +OK", "- set mk v");
+    it_value *v = it_raw_read(m);
+    ck_assert_ptr_nonnull(v);
+    char buf[512];
+    it_vrender(v, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "\"callmod.call\" \"-\" \"set\""), "%s", buf);
+    v = it_raw_read(m);
+    ck_assert_ptr_nonnull(v);
+    it_vrender(v, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "[0 callmod] \"set\" \"mk\" \"v\""), "%s", buf);
 }
 END_TEST
 
@@ -248,6 +275,7 @@ int main(void) {
     tcase_add_test(tc, test_oom);
     tcase_add_test(tc, test_select_lasts_one_command);
     tcase_add_test(tc, test_command_flags);
+    tcase_add_test(tc, test_monitor);
     tc = it_tcase_bare(s, "registration");
     tcase_add_test(tc, test_key_specs);
     tcase_add_test(tc, test_call_flags_pause);

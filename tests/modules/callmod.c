@@ -240,6 +240,11 @@ static void cmd_reply(keel_ctx *ctx) {
     }
 }
 
+/* Refuses TIME, run directly or called. */
+static const char *time_filter(keel_ctx *ctx, const char *name, uint32_t flags, void *priv) {
+    return strcmp(name, "time") ? NULL : "ERR time is filtered";
+}
+
 static long long info_calls;
 
 static void info_fields(keel_info *info, void *priv) {
@@ -296,6 +301,7 @@ static int callmod_init(keel_ctx *ctx, const keel_api *a, int argc, const char *
     if (a->command->register_command(ctx, &kn) != KEEL_OK ||
         a->command->register_command(ctx, &maybe) != KEEL_OK)
         return KEEL_ERR;
+    if (a->hooks->add_filter(ctx, time_filter, NULL) != KEEL_OK) return KEEL_ERR;
     return a->info->add_fields(ctx, "server", info_fields, NULL) == KEEL_OK ? KEEL_OK : KEEL_ERR;
 }
 

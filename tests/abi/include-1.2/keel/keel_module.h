@@ -557,7 +557,8 @@ typedef struct keel_api_transport {
  * Valkey's read-only scripts do. */
 #define KEEL_CALL_NO_WRITES (1u << 1)
 /* Refuse commands flagged deny-oom while used memory is over maxmemory
- * (measured when the calling command started, as Valkey's scripts do). */
+ * (measured when the calling command started, and only until one of its
+ * calls ran a write, as Valkey's scripts do). */
 #define KEEL_CALL_CHECK_OOM (1u << 2)
 #define KEEL_CALL_SCRIPT (1u << 3)    /* refuse commands flagged no-script */
 
