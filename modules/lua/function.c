@@ -1000,6 +1000,14 @@ static void fn_cmd_function(keel_ctx *ctx) {
         fn_reply_errf(ctx, "ERR unknown subcommand '%.*s'. Try FUNCTION HELP.", name, len);
         return;
     }
+    /* The running function's name and code belong to the registry: only
+     * the allow-busy subcommands may run while it runs, whatever flags the
+     * server went by. */
+    const engine_running *run = engine_current();
+    if (run && !(sub->flags & KEEL_CMD_ALLOW_BUSY)) {
+        FN_CMD->reply_error(ctx, engine_busy_error(run->eval));
+        return;
+    }
     int argc = FN_CMD->argc(ctx);
     if ((sub->arity > 0 && argc != sub->arity) || (sub->arity < 0 && argc < -sub->arity)) {
         char msg[128];
