@@ -518,6 +518,11 @@ START_TEST(test_kill) {
     ck_assert_str_eq(run->element[3]->element[0]->str, "FCALL");
     ck_assert(run->element[5]->integer >= 0);
     expect_error_prefix(L, "BUSY ", "SCRIPT KILL");
+    /* Nothing may change the libraries while one of them runs. */
+    expect_error_prefix(L, "BUSY ", "FUNCTION FLUSH");
+    expect_error_prefix(L, "BUSY ", "FUNCTION DELETE busy");
+    expect_error_prefix(L, "BUSY ", "FUNCTION LOAD REPLACE %s",
+                        lib_code("busy", "busy", "return 1"));
     expect_ok(L, "FUNCTION KILL");
     it_value *v = it_raw_read(rd);
     ck_assert_ptr_nonnull(v); /* Valkey words it so for functions too */
