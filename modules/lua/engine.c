@@ -156,6 +156,7 @@ void engine_destroy(engine *e) {
     if (!e) return;
     if (e->L) lua_close(e->L);
     engine_kapi->core->free(e);
+    engine_api_release();
 }
 
 lua_State *engine_lua(engine *e) {

@@ -37,6 +37,17 @@ static int api_argv_grow(int argc) {
     return KEEL_OK;
 }
 
+void engine_api_release(void) {
+    const keel_api *api = engine_kapi;
+    if (call_argv) api->core->free(call_argv);
+    if (call_lens) api->core->free(call_lens);
+    if (call_nums) api->core->free(call_nums);
+    call_argv = NULL;
+    call_lens = NULL;
+    call_nums = NULL;
+    call_cap = 0;
+}
+
 /* A Lua number as an argument: an integer when it is one (a command may
  * not take 1e+15), else the shortest text that reads back the same. */
 static size_t api_format_number(char *buf, lua_Number n) {

@@ -32,6 +32,9 @@ extern const keel_api *engine_kapi;
 
 /* engine_api.c */
 void engine_api_register(lua_State *L); /* the server table, as global "server" and "redis" */
+/* Frees server.call's argument buffers (they are kept between calls; the
+ * next call allocates them again). */
+void engine_api_release(void);
 /* Replies to ctx with the Lua value on top of the stack (popped). */
 void engine_reply_value(keel_ctx *ctx, lua_State *L, int resp);
 
