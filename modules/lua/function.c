@@ -153,11 +153,13 @@ static void fn_lib_free(fn_lib *lib) {
     fn_free(lib);
 }
 
-/* The function of lib named exactly name (a library's own names are
- * case-sensitive, as Valkey's). */
+/* The function of lib named name, case-insensitively: FCALL finds
+ * functions so, hence two names that differ only in case cannot both be
+ * called (Valkey registers both and one is unreachable; Keel refuses the
+ * second). */
 static fn_func *fn_lib_func(const fn_lib *lib, const char *name, size_t len) {
     for (size_t i = 0; i < lib->nfuncs; i++)
-        if (lib->funcs[i]->name_len == len && memcmp(lib->funcs[i]->name, name, len) == 0)
+        if (lib->funcs[i]->name_len == len && strncasecmp(lib->funcs[i]->name, name, len) == 0)
             return lib->funcs[i];
     return NULL;
 }

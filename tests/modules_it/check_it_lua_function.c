@@ -133,6 +133,9 @@ START_TEST(test_register_errors) {
         {"server.register_function('f', function() end) server.register_function('f', "
          "function() end)",
          "Function already exists in the library"},
+        {"server.register_function('f', function() end) server.register_function('F', "
+         "function() end)",
+         "Function already exists in the library"},
         {"server.register_function{function_name=function() end, callback=function() end}",
          "function_name argument given to server.register_function must be a string"},
         {"server.register_function{function_name='f', callback='bad'}",
