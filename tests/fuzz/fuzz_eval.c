@@ -13,7 +13,8 @@
  *   job   := mode:u8 body
  *   mode  % 8: 0-4 EVAL of a chunk, 5 FUNCTION LOAD REPLACE of the chunk as
  *         a library's function then FCALL or FCALL_RO of it, 6 FUNCTION
- *         RESTORE of the next len:u8 raw bytes, 7 FUNCTION DUMP and FUNCTION
+ *         RESTORE of the next len:u8 bytes (odd len: sealed with a valid
+ *         envelope, fe_restore_raw), 7 FUNCTION DUMP and FUNCTION
  *         LIST WITHCODE (the writers, over what earlier jobs loaded)
  *   chunk := nstmt:u8 stmt* expr         the statements, then `return expr`
  *
@@ -28,6 +29,8 @@
  * end of every run SCRIPT FLUSH and FUNCTION FLUSH put the module back to
  * its initial state, as fuzz_reset_run does for the core. */
 #include "fuzz_common.h"
+
+#include "fn_dump.h"
 
 #include "module/module.h"
 #include "session/client.h"
@@ -67,9 +70,11 @@ static int fe_tracing;
 /* ---- buffers and input ---- */
 
 static void fe_append(fe_buf *b, const void *p, size_t n) {
+    if (n == 0) return; /* also keeps a still empty buffer's NULL out of memcpy */
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n) cap *= 2;
+        while (cap < b->len + n)
+            cap *= 2;
         b->ptr = realloc(b->ptr, cap);
         if (!b->ptr) fuzz_die("out of memory", NULL);
         b->cap = cap;
@@ -104,9 +109,21 @@ static void fe_expr(fe_run *r, int depth);
 
 /* A Lua string literal of up to 15 input bytes, every byte as \ddd. */
 static void fe_string(fe_run *r) {
-    static const char *const words[] = {"k1", "k2", "field", "0", "-1", "1.5", "inf", "nan",
-                                        "{\"a\":[1,2,{\"b\":null}]}", "[[[[[[[[[[]]]]]]]]]]",
-                                        "\\x93\\x01\\xa1a\\xc0", "ok", "err", "", "9007199254740993",
+    static const char *const words[] = {"k1",
+                                        "k2",
+                                        "field",
+                                        "0",
+                                        "-1",
+                                        "1.5",
+                                        "inf",
+                                        "nan",
+                                        "{\"a\":[1,2,{\"b\":null}]}",
+                                        "[[[[[[[[[[]]]]]]]]]]",
+                                        "\\x93\\x01\\xa1a\\xc0",
+                                        "ok",
+                                        "err",
+                                        "",
+                                        "9007199254740993",
                                         ">i4"};
     uint8_t b = fe_byte(r);
     if (b < 0xc0) {
@@ -115,17 +132,20 @@ static void fe_string(fe_run *r) {
     }
     int n = b & 0x0f;
     fe_puts(&r->src, "'");
-    for (int i = 0; i < n; i++) fe_printf(&r->src, "\\%u", fe_byte(r));
+    for (int i = 0; i < n; i++)
+        fe_printf(&r->src, "\\%u", fe_byte(r));
     fe_puts(&r->src, "'");
 }
 
 static void fe_number(fe_run *r) {
-    static const char *const nums[] = {"0",    "1",         "-1",        "2^53",  "-2^63",
-                                       "0.1",  "1/0",       "-(1/0)",    "0/0",   "2^31",
-                                       "1e308", "4294967295", "-2147483649", "3", "255", "65536"};
+    static const char *const nums[] = {
+        "0",   "1",    "-1",    "2^53",       "-2^63",       "0.1", "1/0", "-(1/0)",
+        "0/0", "2^31", "1e308", "4294967295", "-2147483649", "3",   "255", "65536"};
     uint8_t b = fe_byte(r);
-    if (b < 0xc0) fe_puts(&r->src, nums[b % (sizeof nums / sizeof nums[0])]);
-    else fe_printf(&r->src, "%d", (int8_t)fe_byte(r));
+    if (b < 0xc0)
+        fe_puts(&r->src, nums[b % (sizeof nums / sizeof nums[0])]);
+    else
+        fe_printf(&r->src, "%d", (int8_t)fe_byte(r));
 }
 
 /* A struct format from a small alphabet, counts included. */
@@ -143,14 +163,30 @@ static void fe_struct_format(fe_run *r) {
 /* A command for server.call / pcall, on the two keys or KEYS[1]. */
 static void fe_command(fe_run *r, int depth) {
     static const char *const cmds[] = {
-        "'set', KEYS[1] or 'k1', ",     "'get', KEYS[1] or 'k1'",     "'incr', 'k2'",
-        "'del', 'k1', 'k2'",            "'lpush', 'k2', ",            "'lrange', 'k2', 0, -1",
-        "'hset', 'h', 'f', ",           "'hgetall', 'h'",             "'sadd', 's', ",
-        "'smembers', 's'",              "'zadd', 'z', 1, ",           "'zrange', 'z', 0, -1, 'withscores'",
-        "'expire', 'k1', ",             "'type', 'k1'",               "'ping'",
-        "'echo', ",                     "'exists', 'k1', 'k2'",       "'incrbyfloat', 'k2', ",
-        "'nosuchcommand'",              "'eval', 'return 1', 0",      "'hello', 3",
-        "'object', 'encoding', 'k1'",   "'setrange', 'k1', 0, ",      "'getrange', 'k1', 0, -1",
+        "'set', KEYS[1] or 'k1', ",
+        "'get', KEYS[1] or 'k1'",
+        "'incr', 'k2'",
+        "'del', 'k1', 'k2'",
+        "'lpush', 'k2', ",
+        "'lrange', 'k2', 0, -1",
+        "'hset', 'h', 'f', ",
+        "'hgetall', 'h'",
+        "'sadd', 's', ",
+        "'smembers', 's'",
+        "'zadd', 'z', 1, ",
+        "'zrange', 'z', 0, -1, 'withscores'",
+        "'expire', 'k1', ",
+        "'type', 'k1'",
+        "'ping'",
+        "'echo', ",
+        "'exists', 'k1', 'k2'",
+        "'incrbyfloat', 'k2', ",
+        "'nosuchcommand'",
+        "'eval', 'return 1', 0",
+        "'hello', 3",
+        "'object', 'encoding', 'k1'",
+        "'setrange', 'k1', 0, ",
+        "'getrange', 'k1', 0, -1",
     };
     const char *c = cmds[fe_byte(r) % (sizeof cmds / sizeof cmds[0])];
     fe_puts(&r->src, c);
@@ -160,11 +196,11 @@ static void fe_command(fe_run *r, int depth) {
 
 /* Calls whose one argument is an expression. */
 static const char *const fe_unary[] = {
-    "tostring(",          "tonumber(",          "type(",              "#tostring(",
-    "cjson.encode(",      "cjson.decode(",      "cmsgpack.pack(",     "cmsgpack.unpack(",
-    "redis.sha1hex(",     "string.upper(",      "string.byte(",       "math.floor(",
-    "bit.tobit(",         "bit.bnot(",          "bit.tohex(",         "server.status_reply(",
-    "server.error_reply(", "table.concat(",     "unpack(",            "select('#', ",
+    "tostring(",           "tonumber(",     "type(",          "#tostring(",
+    "cjson.encode(",       "cjson.decode(", "cmsgpack.pack(", "cmsgpack.unpack(",
+    "redis.sha1hex(",      "string.upper(", "string.byte(",   "math.floor(",
+    "bit.tobit(",          "bit.bnot(",     "bit.tohex(",     "server.status_reply(",
+    "server.error_reply(", "table.concat(", "unpack(",        "select('#', ",
 };
 
 /* Operators and two-argument calls: "a OP b" or "f(a, b)". */
@@ -172,8 +208,14 @@ static const char *const fe_binary[] = {
     " .. ", " + ", " - ", " * ", " / ", " % ", " == ", " < ", " and ", " or ",
 };
 static const char *const fe_calls2[] = {
-    "string.rep(", "string.sub(", "bit.band(", "bit.lshift(", "bit.bxor(",
-    "math.max(", "cmsgpack.unpack_one(", "string.format('%s %d', ",
+    "string.rep(",
+    "string.sub(",
+    "bit.band(",
+    "bit.lshift(",
+    "bit.bxor(",
+    "math.max(",
+    "cmsgpack.unpack_one(",
+    "string.format('%s %d', ",
 };
 
 static void fe_call2(fe_run *r, int depth) {
@@ -181,8 +223,10 @@ static void fe_call2(fe_run *r, int depth) {
     fe_puts(&r->src, f);
     fe_expr(r, depth + 1);
     fe_puts(&r->src, ", ");
-    if (!strcmp(f, "string.rep(")) fe_printf(&r->src, "%d", fe_byte(r) % 9); /* a small count */
-    else fe_expr(r, depth + 1);
+    if (!strcmp(f, "string.rep("))
+        fe_printf(&r->src, "%d", fe_byte(r) % 9); /* a small count */
+    else
+        fe_expr(r, depth + 1);
     fe_puts(&r->src, ")");
 }
 
@@ -214,14 +258,24 @@ static void fe_expr(fe_run *r, int depth) {
     uint8_t b = fe_byte(r);
     if (depth >= FE_MAX_DEPTH) b %= 4;
     switch (b % 16) {
-    case 0: fe_number(r); break;
-    case 1: fe_string(r); break;
-    case 2:
-        if (r->locals) fe_printf(&r->src, "v%d", 1 + fe_byte(r) % r->locals);
-        else fe_puts(&r->src, "nil");
+    case 0:
+        fe_number(r);
         break;
-    case 3: fe_puts(&r->src, (fe_byte(r) & 1) ? "KEYS[1]" : "ARGV[1]"); break;
-    case 4: fe_table(r, depth); break;
+    case 1:
+        fe_string(r);
+        break;
+    case 2:
+        if (r->locals)
+            fe_printf(&r->src, "v%d", 1 + fe_byte(r) % r->locals);
+        else
+            fe_puts(&r->src, "nil");
+        break;
+    case 3:
+        fe_puts(&r->src, (fe_byte(r) & 1) ? "KEYS[1]" : "ARGV[1]");
+        break;
+    case 4:
+        fe_table(r, depth);
+        break;
     case 5:
     case 6:
         fe_puts(&r->src, fe_unary[fe_byte(r) % (sizeof fe_unary / sizeof fe_unary[0])]);
@@ -235,7 +289,9 @@ static void fe_expr(fe_run *r, int depth) {
         fe_expr(r, depth + 1);
         fe_puts(&r->src, ")");
         break;
-    case 8: fe_call2(r, depth); break;
+    case 8:
+        fe_call2(r, depth);
+        break;
     case 9:
     case 10:
         fe_puts(&r->src, (b & 0x10) ? "server.pcall(" : "server.call(");
@@ -247,7 +303,9 @@ static void fe_expr(fe_run *r, int depth) {
         fe_expr(r, depth + 1);
         fe_puts(&r->src, " end))");
         break;
-    case 12: fe_struct(r, depth); break;
+    case 12:
+        fe_struct(r, depth);
+        break;
     case 13:
         fe_puts(&r->src, "cjson.encode(cjson.decode(");
         fe_string(r);
@@ -309,11 +367,13 @@ static void fe_chunk(fe_run *r) {
     r->src.len = 0;
     r->locals = 0;
     r->loops = 0;
-    fe_printf(&r->src, "local function S(x) if type(x) == 'string' and #x > %d then "
-                       "return x:sub(1, %d) end return x end\n",
+    fe_printf(&r->src,
+              "local function S(x) if type(x) == 'string' and #x > %d then "
+              "return x:sub(1, %d) end return x end\n",
               FE_MAX_STR, FE_MAX_STR);
     int n = fe_byte(r) % (FE_MAX_STMTS + 1);
-    for (int i = 0; i < n && r->src.len < FE_MAX_SCRIPT; i++) fe_stmt(r);
+    for (int i = 0; i < n && r->src.len < FE_MAX_SCRIPT; i++)
+        fe_stmt(r);
     fe_puts(&r->src, "return ");
     fe_expr(r, 1);
     fe_puts(&r->src, "\n");
@@ -346,7 +406,8 @@ static void fe_send(fe_run *r, int argc, const char *const *argv, const size_t *
 
 static void fe_send_words(fe_run *r, int argc, const char *const *argv) {
     size_t lens[8];
-    for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
     fe_send(r, argc, argv, lens);
 }
 
@@ -373,12 +434,28 @@ static void fe_fcall(fe_run *r) {
     fe_send_words(r, 5, call);
 }
 
+/* FUNCTION RESTORE of the next len bytes: as they are (the envelope
+ * check), or, when len is odd, sealed as the payload's body (magic and
+ * version before, a valid CRC-64 after) so the count, the lengths and the
+ * libraries behind the checksum are what gets fuzzed. */
 static void fe_restore_raw(fe_run *r) {
     size_t n = fe_byte(r);
+    int seal = n & 1;
     if (n > r->left) n = r->left;
-    const char *argv[] = {"FUNCTION", "RESTORE", (const char *)r->in, "REPLACE"};
-    size_t lens[] = {8, 7, n, 7};
+    fe_buf p = {0};
+    if (seal) fe_append(&p, "KEELFN\x01", 7);
+    fe_append(&p, r->in, n);
+    if (seal) {
+        uint64_t crc = fn_dump_crc64(0, (const unsigned char *)p.ptr, p.len);
+        unsigned char le[8];
+        for (int i = 0; i < 8; i++)
+            le[i] = (unsigned char)(crc >> (8 * i));
+        fe_append(&p, le, 8);
+    }
+    const char *argv[] = {"FUNCTION", "RESTORE", p.len ? p.ptr : "", "REPLACE"};
+    size_t lens[] = {8, 7, p.len, 7};
     fe_send(r, 4, argv, lens);
+    free(p.ptr);
     r->in += n;
     r->left -= n;
 }
@@ -391,10 +468,17 @@ static void fe_dump(fe_run *r) {
 
 static void fe_job(fe_run *r) {
     switch (fe_byte(r) % 8) {
-    case 5: fe_fcall(r); break;
-    case 6: fe_restore_raw(r); break;
-    case 7: fe_dump(r); break;
-    default: fe_eval(r);
+    case 5:
+        fe_fcall(r);
+        break;
+    case 6:
+        fe_restore_raw(r);
+        break;
+    case 7:
+        fe_dump(r);
+        break;
+    default:
+        fe_eval(r);
     }
 }
 
@@ -418,7 +502,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r.left = size;
     r.c = NULL;
     fuzz_begin_run();
-    for (int n = 0; r.left > 0 && n < FE_MAX_JOBS; n++) fe_job(&r);
+    for (int n = 0; r.left > 0 && n < FE_MAX_JOBS; n++)
+        fe_job(&r);
     const char *sflush[] = {"SCRIPT", "FLUSH"}, *fflush[] = {"FUNCTION", "FLUSH"};
     fe_send_words(&r, 2, sflush);
     fe_send_words(&r, 2, fflush);
