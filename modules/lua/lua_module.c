@@ -10,6 +10,7 @@
  * per-call flags, and info add_fields. */
 #include "engine.h"
 #include "eval.h"
+#include "function.h"
 
 #include <keel/keel_module.h>
 
@@ -161,7 +162,9 @@ static int lua_init(keel_ctx *ctx, const keel_api *a, int argc, const char *cons
         api->core->set_error(ctx, "lua: could not create the Lua state");
         return KEEL_ERR;
     }
-    if (lua_register_commands(ctx) != KEEL_OK || lua_register_info(ctx) != KEEL_OK) {
+    if (function_setup(ctx, api) != KEEL_OK || lua_register_commands(ctx) != KEEL_OK ||
+        lua_register_info(ctx) != KEEL_OK) {
+        function_teardown();
         eval_teardown();
         return KEEL_ERR;
     }
@@ -170,6 +173,7 @@ static int lua_init(keel_ctx *ctx, const keel_api *a, int argc, const char *cons
 
 static int lua_deinit(keel_ctx *ctx) {
     (void)ctx;
+    function_teardown();
     eval_teardown();
     engine_teardown();
     return KEEL_OK;
