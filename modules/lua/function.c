@@ -1110,10 +1110,10 @@ static int fn_register_commands(keel_ctx *ctx) {
         {sizeof(keel_command_def), "function", fn_cmd_function, -2, "no-script", 0, 0, 0,
          "A container for function commands.", NULL, 0, fn_function_flags},
         {sizeof(keel_command_def), "fcall", fn_cmd_fcall, -3,
-         "no-script no-monitor may-replicate no-mandatory-keys allow-stale", 0, 0, 0,
+         "no-script may-replicate no-mandatory-keys allow-stale", 0, 0, 0,
          "Invokes a function.", &rw, 1, fn_fcall_flags},
         {sizeof(keel_command_def), "fcall_ro", fn_cmd_fcall_ro, -3,
-         "no-script no-monitor no-mandatory-keys allow-stale readonly", 0, 0, 0,
+         "no-script no-mandatory-keys allow-stale readonly", 0, 0, 0,
          "Invokes a read-only function.", &ro, 1, fn_fcall_flags},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)

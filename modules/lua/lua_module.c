@@ -46,8 +46,8 @@ static const keel_key_spec eval_keys_ro[] = {{
     .keynum_step = 1,
 }};
 
-#define EVAL_FLAGS "no-script no-monitor may-replicate no-mandatory-keys allow-stale"
-#define EVAL_RO_FLAGS "no-script no-monitor no-mandatory-keys allow-stale readonly"
+#define EVAL_FLAGS "no-script may-replicate no-mandatory-keys allow-stale"
+#define EVAL_RO_FLAGS "no-script no-mandatory-keys allow-stale readonly"
 
 static const keel_command_def lua_commands[] = {
     {sizeof(keel_command_def), "eval", eval_cmd_eval, -3, EVAL_FLAGS, 0, 0, 0,
