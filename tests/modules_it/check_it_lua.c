@@ -263,6 +263,37 @@ START_TEST(test_info) {
 }
 END_TEST
 
+/* MONITOR shows EVAL and FCALL themselves, then each command they call with
+ * the origin "lua", as Valkey does. */
+static const char *lua_monitor_args(it_raw *m) {
+    it_value *v = it_raw_read(m);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(v->type, '+');
+    const char *origin = strchr(v->str, '[');
+    ck_assert_ptr_nonnull(origin);
+    return origin;
+}
+
+START_TEST(test_monitor) {
+    it_raw *m = it_raw_connect(S);
+    it_raw_cmd(m, "MONITOR", NULL);
+    expect_raw(m, "+OK");
+    expect_int(C, 1, "EVAL %s 1 %s", "return redis.call('incr', KEYS[1])", "mon");
+    const char *line = lua_monitor_args(m);
+    ck_assert_msg(strncmp(line, "[0 127.0.0.1:", 13) == 0 && strstr(line, "] \"EVAL\" "), "%s", line);
+    ck_assert_str_eq(lua_monitor_args(m), "[0 lua] \"incr\" \"mon\"");
+    expect_reply(C, "\"l\"", "FUNCTION LOAD %s",
+                 "#!lua name=l\nredis.register_function('f', function(k) return redis.call('get', k[1]) end)");
+    line = lua_monitor_args(m);
+    ck_assert_msg(strstr(line, "] \"FUNCTION\" \"LOAD\" ") != NULL, "%s", line);
+    expect_bulk(C, "1", "FCALL f 1 mon");
+    line = lua_monitor_args(m);
+    ck_assert_msg(strstr(line, "] \"FCALL\" \"f\" \"1\" \"mon\"") != NULL, "%s", line);
+    ck_assert_str_eq(lua_monitor_args(m), "[0 lua] \"get\" \"mon\"");
+    it_raw_close(m);
+}
+END_TEST
+
 START_TEST(test_module_unload) {
     expect_int(C, 1, "EVAL %s 0", "return 1");
     expect_ok(C, "MODULE UNLOAD lua");
@@ -291,6 +322,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_busy_shutdown_nosave);
     tcase_add_test(tc, test_command_info_and_keys);
     tcase_add_test(tc, test_info);
+    tcase_add_test(tc, test_monitor);
     tcase_add_test(tc, test_module_unload);
     suite_add_tcase(s, tc);
     return s;
