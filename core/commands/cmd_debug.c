@@ -76,6 +76,8 @@ static void debug_help(client *c) {
         "    Setting it to 0 disables expiring keys in background when they are not",
         "    accessed (otherwise the behavior). Setting it to 1 reenables back the",
         "    default.",
+        "SET-DISABLE-DENY-SCRIPTS <0|1>",
+        "    Setting it to 1 lets scripts call commands flagged no-script (tests).",
         "SLEEP <seconds>",
         "    Stop the server for <seconds>. Decimals allowed.",
         "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
@@ -299,6 +301,11 @@ static void cmd_debug(client *c) {
         reply_ok(c);
     } else if (karg_eq(sub, "pause-cron") && c->argc == 3) {
         *commands_env_get()->cron_paused = arg_atoi(&c->argv[2]) != 0;
+        reply_ok(c);
+    } else if (karg_eq(sub, "set-disable-deny-scripts") && c->argc == 3) {
+        /* A test knob as Valkey's: scripts may then call commands flagged
+         * no-script (DEBUG PROTOCOL, CLIENT LIST). */
+        *commands_env_get()->disable_deny_scripts = arg_atoi(&c->argv[2]) != 0;
         reply_ok(c);
     } else if (karg_eq(sub, "quicklist-packed-threshold") && c->argc == 3) {
         debug_packed_threshold(c);

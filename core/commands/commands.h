@@ -52,6 +52,8 @@ typedef struct commands_env {
     const int *enable_protected_configs; /* the same for CONFIG SET of dir, dbfilename */
     int *active_expire_enabled;   /* DEBUG SET-ACTIVE-EXPIRE */
     int *cron_paused;             /* DEBUG PAUSE-CRON */
+    int *disable_deny_scripts;    /* DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call no-script
+                                     commands */
     const long long *lastsave;    /* LASTSAVE: unix seconds */
     char *const *configfile;      /* CONFIG REWRITE; NULL: started without a file */
     void (*shutdown)(void);       /* SHUTDOWN: stop after this event-loop iteration */

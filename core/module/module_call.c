@@ -16,6 +16,7 @@
  * through the capture client's usual checks, except the memory limit (a
  * call never evicts: KEEL_CALL_CHECK_OOM refuses instead) and CLIENT PAUSE
  * (the calling command was the one held). */
+#include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
 #include "keyspace/evict.h"
@@ -79,7 +80,7 @@ static int call_check(client *cc, const keel_ctx *ctx, uint32_t call_flags, cons
         return KEEL_CALL_ARITY;
     }
     uint32_t flags = command_call_flags(cmd, cc);
-    if (script && (flags & CMD_NOSCRIPT)) {
+    if (script && (flags & CMD_NOSCRIPT) && !*commands_env_get()->disable_deny_scripts) {
         *msg = "ERR This Redis command is not allowed from script";
         return KEEL_CALL_NOSCRIPT;
     }

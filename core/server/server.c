@@ -394,6 +394,7 @@ static const commands_env server_commands_env = {
     .enable_protected_configs = &srv.compat.enable_protected_configs,
     .active_expire_enabled = &srv.active_expire_enabled,
     .cron_paused = &srv.cron_paused,
+    .disable_deny_scripts = &srv.disable_deny_scripts,
     .lastsave = &srv.lastsave,
     .configfile = &srv.configfile,
     .shutdown = server_request_shutdown,

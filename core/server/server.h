@@ -72,6 +72,7 @@ typedef struct server {
     int enable_module_cmd; /* 0 no, 1 yes, 2 local */
     int active_expire_enabled;
     int cron_paused;  /* DEBUG PAUSE-CRON: the cron does nothing (tests) */
+    int disable_deny_scripts; /* DEBUG SET-DISABLE-DENY-SCRIPTS (tests) */
     char *configfile; /* absolute path, NULL without a file */
     const uint8_t *fixed_hash_seed; /* 16 bytes, or NULL for a random seed (fuzzing replays) */
     char *executable;

@@ -16,7 +16,8 @@ static const char *lua_so(void) {
 }
 
 static void lua_setup(void) {
-    S = it_start("--loadmodule", lua_so(), "--enable-module-command", "yes", NULL);
+    S = it_start("--loadmodule", lua_so(), "--enable-module-command", "yes",
+                 "--enable-debug-command", "yes", NULL);
     C = it_connect(S);
 }
 
@@ -294,6 +295,19 @@ START_TEST(test_monitor) {
 }
 END_TEST
 
+/* DEBUG SET-DISABLE-DENY-SCRIPTS, Valkey's test knob: scripts may then call
+ * commands flagged no-script (Valkey's suite reads RESP3 types through
+ * DEBUG PROTOCOL from scripts). */
+START_TEST(test_disable_deny_scripts) {
+    const char *body = "return redis.call('debug', 'protocol', 'integer')";
+    expect_error_prefix(C, "ERR This Redis command is not allowed from script", "EVAL %s 0", body);
+    expect_ok(C, "DEBUG SET-DISABLE-DENY-SCRIPTS 1");
+    expect_int(C, 12345, "EVAL %s 0", body);
+    expect_ok(C, "DEBUG SET-DISABLE-DENY-SCRIPTS 0");
+    expect_error_prefix(C, "ERR This Redis command is not allowed from script", "EVAL %s 0", body);
+}
+END_TEST
+
 START_TEST(test_module_unload) {
     expect_int(C, 1, "EVAL %s 0", "return 1");
     expect_ok(C, "MODULE UNLOAD lua");
@@ -323,6 +337,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_command_info_and_keys);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_monitor);
+    tcase_add_test(tc, test_disable_deny_scripts);
     tcase_add_test(tc, test_module_unload);
     suite_add_tcase(s, tc);
     return s;
