@@ -49,7 +49,7 @@ static void cmd_echo(client *c) {
 }
 
 static void cmd_time(client *c) {
-    uint64_t us = event_now_us();
+    uint64_t us = call_time_us();
     reply_array(c, 2);
     reply_bulk_ll(c, (long long)(us / 1000000));
     reply_bulk_ll(c, (long long)(us % 1000000));

@@ -477,21 +477,22 @@ static void api_reply_set(keel_ctx *ctx, long long count) {
         reply_set(c, count);
 }
 
-static int bignum_valid(const char *s, size_t len) {
-    size_t i = len && s[0] == '-';
-    if (i == len) return 0;
-    for (; i < len; i++)
-        if (s[i] < '0' || s[i] > '9') return 0;
-    return 1;
-}
-
+/* A big number's text goes out as given, as Valkey's scripts send it (no
+ * check that it is digits), except that CR and LF, which would break the
+ * frame, become spaces. */
 static void api_reply_bignum(keel_ctx *ctx, const char *digits, size_t len) {
     client *c = reply_target(ctx);
     if (!c) return;
-    if (!digits || !bignum_valid(digits, len))
-        reply_error(c, "ERR invalid big number");
-    else
+    if (!digits) digits = "", len = 0;
+    if (!memchr(digits, '\r', len) && !memchr(digits, '\n', len)) {
         reply_bignum(c, digits, len);
+        return;
+    }
+    char *copy = km_alloc(len);
+    for (size_t i = 0; i < len; i++)
+        copy[i] = digits[i] == '\r' || digits[i] == '\n' ? ' ' : digits[i];
+    reply_bignum(c, copy, len);
+    km_free(copy);
 }
 
 static void api_reply_error_ex(keel_ctx *ctx, const char *err, size_t len, uint32_t flags) {

@@ -32,9 +32,15 @@ static hook_list filters, observers, events;
 /* Calls on the stack: EXEC's commands and a module's calls run inside
  * another. */
 static int call_depth;
+/* When the outermost call started (us): the time of the calls inside it. */
+static uint64_t call_clock_us;
 
 int call_executing(void) {
     return call_depth;
+}
+
+uint64_t call_time_us(void) {
+    return call_depth > 1 ? call_clock_us : event_now_us();
 }
 
 static int hook_add(hook_list *l, hook h) {
@@ -149,9 +155,15 @@ void call(client *c) {
     long long errors_before = c->cmd_errors;
     /* One clock read both times the command and refreshes the cached
      * clock that expiry checks use, so a key never outlives its TTL by more
-     * than the command that reads it. */
+     * than the command that reads it. Only the outermost call refreshes
+     * it: the commands a script or EXEC runs see the time their command
+     * started, as Valkey freezes it (a key set with PX 1 still exists at
+     * the script's next command). */
     uint64_t start = event_now_us();
-    event_set_cached_ms((int64_t)(start / 1000));
+    if (!call_depth) {
+        event_set_cached_ms((int64_t)(start / 1000));
+        call_clock_us = start;
+    }
     c->redacted = 0;
     /* CLIENT NO-TOUCH: the command's lookups leave access clocks alone,
      * except TOUCH's, whose point they are (set per call: EXEC runs TOUCH

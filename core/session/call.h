@@ -55,6 +55,9 @@ void call_client_event(client *c, int event);
 void call(client *c);
 /* How many calls are running (0 between commands, 2 inside EXEC's). */
 int call_executing(void);
+/* The time a command sees (unix us): now, or inside EXEC, a script or a
+ * module's call, when the outermost command started (TIME). */
+uint64_t call_time_us(void);
 
 void call_teardown(void);
 

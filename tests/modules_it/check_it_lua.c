@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *lua_so(void) {
     const char *p = getenv("KEEL_LUA_MODULE");
@@ -308,6 +309,35 @@ START_TEST(test_disable_deny_scripts) {
 }
 END_TEST
 
+/* A script sees the time its command started, as Valkey freezes it: a key
+ * set with PX 1 still exists at its next command, TIME does not move, and
+ * DEBUG OBJECT shows an expired key not yet removed. A big number's CR and
+ * LF become spaces. */
+START_TEST(test_frozen_time) {
+    expect_ok(C, "DEBUG SET-DISABLE-DENY-SCRIPTS 1");
+    expect_int(C, 1, "EVAL %s 1 %s",
+               "redis.call('SET', KEYS[1], 'v', 'PX', '1') redis.call('DEBUG', 'SLEEP', 0.01) "
+               "return redis.call('EXISTS', KEYS[1])",
+               "frozen");
+    expect_int(C, 0, "EXISTS frozen");
+    expect_int(C, 1, "EVAL %s 0",
+               "local a = redis.call('TIME') redis.call('DEBUG', 'SLEEP', 0.01) "
+               "local b = redis.call('TIME') return a[1] == b[1] and a[2] == b[2]");
+    expect_ok(C, "DEBUG SET-DISABLE-DENY-SCRIPTS 0");
+    expect_ok(C, "DEBUG SET-ACTIVE-EXPIRE 0");
+    expect_ok(C, "SET gone v PX 1");
+    usleep(5000);
+    redisReply *r = redisCommand(C, "DEBUG OBJECT gone");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    expect_int(C, 0, "EVAL %s 0", "return redis.call('EXISTS', 'gone')");
+    expect_error(C, "ERR no such key", "DEBUG OBJECT gone");
+    expect_ok(C, "DEBUG SET-ACTIVE-EXPIRE 1");
+    expect_bulk(C, "123  123", "EVAL %s 0", "return {big_number = '123\\r\\n123'}");
+}
+END_TEST
+
 START_TEST(test_module_unload) {
     expect_int(C, 1, "EVAL %s 0", "return 1");
     expect_ok(C, "MODULE UNLOAD lua");
@@ -338,6 +368,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_monitor);
     tcase_add_test(tc, test_disable_deny_scripts);
+    tcase_add_test(tc, test_frozen_time);
     tcase_add_test(tc, test_module_unload);
     suite_add_tcase(s, tc);
     return s;

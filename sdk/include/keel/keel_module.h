@@ -374,7 +374,8 @@ typedef struct keel_api_command {
     /* A set of count elements (RESP2: an array). */
     void (*reply_set)(keel_ctx *ctx, long long count);
     /* A big number given as its decimal digits, optional '-' first
-     * (RESP2: a bulk string). */
+     * (RESP2: a bulk string). The text is sent as given, as Valkey's
+     * scripts send theirs: only CR and LF are replaced by spaces. */
     void (*reply_bignum)(keel_ctx *ctx, const char *digits, size_t len);
     /* An error of len bytes exactly as given (no "ERR " is added; the
      * server takes the code, the first word, for errorstats), without '-'
