@@ -268,9 +268,10 @@ static void sort_generic(client *c, int readonly) {
         return;
     }
     kobj *set = e ? obj_incref(db_entry_obj(e)) : NULL;
-    /* An unsorted set has no defined order: stored, it is sorted ALPHA so
-     * the result is reproducible. A list keeps its own order. */
-    if (a.dontsort && a.store && type == OBJ_SET) {
+    /* An unsorted set has no defined order: stored, or returned to a
+     * script, it is sorted ALPHA so the result is reproducible (Valkey
+     * replicates both). A list keeps its own order. */
+    if (a.dontsort && (a.store || (c->flags & CLIENT_SCRIPT)) && type == OBJ_SET) {
         a.dontsort = 0;
         a.alpha = 1;
         a.by = NULL;

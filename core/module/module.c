@@ -400,6 +400,5 @@ void module_teardown(void) {
         module_destroy(m);
     }
     module_config_teardown();
-    module_call_teardown();
     module_block_teardown();
 }

@@ -56,6 +56,9 @@ int module_load(const char *path, int argc, const char *const *argv, int ncfg,
 int module_unload(const char *name, char **err);
 /* Unloads everything (shutdown): values of module types are deleted first. */
 void module_teardown(void);
+/* Frees the clients module calls run on (shutdown), while the session
+ * layer they are part of still stands: before its teardowns. */
+void module_call_teardown(void);
 /* Registers the transports' I/O-thread jobs (handshakes); module_setup
  * calls it. */
 void module_transport_setup(void);

@@ -8,8 +8,12 @@
  * are reused. The capture client takes the calling client's database at
  * the first call of each calling command (the command's context remembers
  * where its last call left it, so a SELECT lasts for the command's later
- * calls and never reaches the client). The reply bytes are parsed into a
- * tree of one allocation (protocol/resp_tree.h).
+ * calls and never reaches the client). Any other connection state a called
+ * command sets (CLIENT TRACKING, NO-TOUCH, SETNAME, REPLY ...) is dropped
+ * after its call, as Valkey releases a module's temporary client: it would
+ * otherwise hold for every later call of any module at that depth. The
+ * reply bytes are parsed into a tree of one allocation
+ * (protocol/resp_tree.h).
  *
  * Refusals happen before anything runs, with Valkey's script messages for a
  * KEEL_CALL_SCRIPT call; what the command itself refuses (a filter) runs
@@ -127,10 +131,27 @@ static void call_prepare(client *cc, keel_ctx *ctx, uint32_t call_flags) {
     client_set_db(cc, ctx->call_db ? ctx->call_db - 1 : caller->db->id);
     cc->resp = (call_flags & KEEL_CALL_RESP3) ? 3 : 2;
     cc->origin = ctx->mod->name;
-    /* The caller runs a command, so it passed AUTH; a CLIENT REPLY the
-     * capture client ran last time must not drop this reply. */
+    /* The caller runs a command, so it passed AUTH. A script's call is
+     * told apart by the commands whose replies Valkey makes deterministic
+     * for scripts (SORT BY a constant). */
     cc->flags |= CLIENT_AUTHENTICATED;
-    cc->flags &= ~(CLIENT_REPLY_OFF | CLIENT_REPLY_SKIP | CLIENT_REPLY_SKIP_NEXT);
+    if (call_flags & KEEL_CALL_SCRIPT)
+        cc->flags |= CLIENT_SCRIPT;
+    else
+        cc->flags &= ~CLIENT_SCRIPT;
+}
+
+/* What a called command left on the capture client beyond its database
+ * (which lasts for the calling command's later calls). MULTI, WATCH,
+ * SUBSCRIBE and MONITOR never run here (call_nestable). */
+static void call_forget_state(client *cc) {
+    if (cc->tracking || (cc->flags & CLIENT_TRACKING)) tracking_disable(cc);
+    km_free(cc->name);
+    km_free(cc->lib_name);
+    km_free(cc->lib_ver);
+    cc->name = cc->lib_name = cc->lib_ver = NULL;
+    cc->flags &= ~(CLIENT_NO_EVICT | CLIENT_NO_TOUCH | CLIENT_READONLY | CLIENT_REPLY_OFF |
+                   CLIENT_REPLY_SKIP | CLIENT_REPLY_SKIP_NEXT);
 }
 
 /* A refusal is an error reply of the capture client: counted in errorstats
@@ -151,29 +172,35 @@ static void call_track(client *caller, client *cc, int argc) {
 
 /* Runs the checked call on the slot's client. A rejection by the capture
  * client's own checks can only be a filter's here (the others were made
- * before or cannot apply): DENIED. */
+ * before or cannot apply): DENIED. The rejection is read from the capture
+ * client itself: the command's rejected-calls counter also counts other
+ * clients refused meanwhile (BUSY, during the called command's busy
+ * phase). */
 static int call_execute(keel_ctx *ctx, call_slot *slot, int code) {
     client *cc = slot->c;
-    command *cmd = cc->cmd;
-    long long rejected = cmd ? cmd->rejected_calls : 0;
     int argc = cc->argc;
     call_depth++;
     int alive = reply_capture_run(cc, cc->argc, cc->argv, &slot->out) == K_OK;
     call_depth--;
+    int rejected = cc->cmd_rejected;
     if (!alive) slot->c = NULL; /* closed: freed with the closed clients */
     if (code != KEEL_CALL_RAN) return code;
-    if (cmd->rejected_calls > rejected) return KEEL_CALL_DENIED;
+    if (rejected) return KEEL_CALL_DENIED;
     if (cc->cmd_flags & CMD_WRITE) ctx->call_wrote = 1;
     if (alive) {
         ctx->call_db = cc->db->id + 1;
         call_track(ctx->c, cc, argc);
+        call_forget_state(cc);
     }
     return code;
 }
 
 static int call_run(keel_ctx *ctx, const keel_call_args *a, keel_reply **reply) {
-    /* The calling command shows in MONITOR before what it calls. */
-    if (K_UNLIKELY(monitor_active())) monitor_feed_early(ctx->c);
+    /* The calling command shows in MONITOR before what it calls; a
+     * callback's client (an unblock's) is not inside call(), which alone
+     * ends an early feed, and its command was shown when it first ran. */
+    if (K_UNLIKELY(monitor_active()) && (ctx->flags & MODULE_CTX_MAY_BUSY))
+        monitor_feed_early(ctx->c);
     call_slot *slot = &slots[call_depth];
     client *cc = call_client(call_depth);
     slot->out.len = 0;
@@ -205,7 +232,11 @@ static int api_call(keel_ctx *ctx, const keel_call_args *args, keel_reply **repl
     MODULE_ASSERT_MAIN();
     if (!reply) return KEEL_ERR;
     *reply = NULL;
-    if (!ctx || !ctx->c || ctx->phase != MODULE_PHASE_RUN || !call_args_ok(args)) return KEEL_ERR;
+    /* A call_flags hook runs while a call is being checked, in that
+     * call's slot: a call of its own would overwrite the arguments. */
+    if (!ctx || !ctx->c || ctx->phase != MODULE_PHASE_RUN || (ctx->flags & MODULE_CTX_FLAGS_HOOK) ||
+        !call_args_ok(args))
+        return KEEL_ERR;
     if (call_depth >= MODULE_CALL_DEPTH_MAX) {
         const char *msg = "ERR module calls nested too deep";
         *reply = (keel_reply *)resp_tree_line(RESP_TREE_ERROR, msg, strlen(msg));
@@ -214,6 +245,8 @@ static int api_call(keel_ctx *ctx, const keel_call_args *args, keel_reply **repl
     return call_run(ctx, args, reply);
 }
 
+/* Before the session layer's teardowns: freeing a client reaches into
+ * them (tracking, pub/sub, pauses). */
 void module_call_teardown(void) {
     for (int i = 0; i < MODULE_CALL_DEPTH_MAX; i++) {
         if (slots[i].c) client_free(slots[i].c);

@@ -51,7 +51,8 @@ static void module_command_proc(client *c) {
  * movablekeys, the dispatcher's) stay as registered. */
 static uint32_t module_command_call_flags(client *c) {
     module_command *mc = (module_command *)c->cmd;
-    keel_ctx ctx = {.mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN};
+    keel_ctx ctx = {
+        .mod = mc->mod, .c = c, .phase = MODULE_PHASE_RUN, .flags = MODULE_CTX_FLAGS_HOOK};
     uint32_t keel = mc->call_flags(&ctx, call_keel_cmd_flags(mc->cmd.flags));
     uint32_t mapped = call_cmd_flags_from_keel(UINT32_MAX);
     return (mc->cmd.flags & ~mapped) | call_cmd_flags_from_keel(keel);
@@ -384,10 +385,11 @@ static int api_arg_ll(keel_ctx *ctx, int index, long long *out) {
 /* ---- replies ---- */
 
 /* The client replies go to; NULL outside a command (the reply is dropped:
- * there is nobody to send it to). */
+ * there is nobody to send it to) and in a call_flags hook (the command
+ * has not been accepted yet, and its reply is its own procedure's). */
 static client *reply_target(keel_ctx *ctx) {
     MODULE_ASSERT_MAIN();
-    return ctx ? ctx->c : NULL;
+    return ctx && !(ctx->flags & MODULE_CTX_FLAGS_HOOK) ? ctx->c : NULL;
 }
 
 /* Simple strings and errors are one protocol line: CR and LF become spaces. */

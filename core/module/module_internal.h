@@ -38,6 +38,8 @@ typedef struct module module;
 #define MODULE_CTX_MAY_BUSY (1u << 0)  /* a command's: busy_yield may start the busy phase */
 #define MODULE_CTX_BUSY (1u << 1)      /* it did: module_ctx_done ends it */
 #define MODULE_CTX_NO_WRITES (1u << 2) /* a keyspace event's: keys open read-only */
+/* A call_flags hook's: it reads arguments only (no call, reply or key). */
+#define MODULE_CTX_FLAGS_HOOK (1u << 3)
 
 struct keel_ctx {
     module *mod;
@@ -135,8 +137,6 @@ void module_hooks_release(module *m);
 void module_configs_release(module *m);
 void module_transports_release(module *m);
 uint64_t module_open_conns(const module *m);
-/* Frees the calls' capture clients (server teardown). */
-void module_call_teardown(void);
 /* Blocked clients of m's not over yet (MODULE UNLOAD refuses while any). */
 uint64_t module_blocked_count(const module *m);
 /* Frees m's finished handles whose unblock never came (unload, shutdown:

@@ -36,6 +36,10 @@ static keel_type *types; /* every registered type, all modules */
 
 static keel_key *api_key_open(keel_ctx *ctx, const char *key, size_t len, int mode) {
     MODULE_ASSERT_MAIN();
+    /* A call_flags hook runs before the checks that may refuse the
+     * command: a lookup there would expire keys and count hits for a
+     * command that may never run. */
+    if (ctx->flags & MODULE_CTX_FLAGS_HOOK) return NULL;
     keel_key *k = km_calloc(1, sizeof(*k));
     k->mod = ctx->mod;
     k->d = module_ctx_db(ctx);

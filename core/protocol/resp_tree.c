@@ -144,7 +144,8 @@ static int tree_value(tree_pass *tp, resp_node *out, int depth);
 
 /* *, %, ~, > and |: a count line, then count values (twice as many for a
  * map or an attribute). An attribute is read and dropped; the value after
- * it stands in its place. */
+ * it stands in its place, one level deeper, so that a chain of attributes
+ * meets the depth limit as nesting does instead of recursing unbounded. */
 static int tree_aggregate(tree_pass *tp, resp_node *out, char kind, int depth) {
     long long n;
     if (tree_line_ll(tp, &n) != K_OK || n < -1 || (n == -1 && kind != '*')) return K_ERR;
@@ -163,7 +164,7 @@ static int tree_aggregate(tree_pass *tp, resp_node *out, char kind, int depth) {
     }
     for (long long i = 0; i < elems; i++)
         if (tree_value(tp, first ? first + i : NULL, depth + 1) != K_OK) return K_ERR;
-    if (kind == '|') return tree_value(tp, out, depth);
+    if (kind == '|') return tree_value(tp, out, depth + 1);
     if (out) {
         out->type = kind == '%' ? RESP_TREE_MAP : kind == '~' ? RESP_TREE_SET : RESP_TREE_ARRAY;
         out->len = (size_t)n;

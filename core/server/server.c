@@ -482,6 +482,7 @@ void server_teardown(void) {
         client_free(client_list_head());
         client_free_closed();
     }
+    module_call_teardown();
     pause_teardown();
     blocking_teardown();
     busy_teardown();

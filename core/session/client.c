@@ -603,6 +603,7 @@ int client_watch_count(const client *c) {
  * flagged so EXEC fails; a refused EXEC aborts it, as Valkey does. */
 static void client_reject(client *c, const char *err) {
     if (c->cmd) c->cmd->rejected_calls++;
+    c->cmd_rejected = 1;
     if ((c->flags & CLIENT_MULTI) && c->cmd && (c->cmd->flags & CMD_TXN_EXEC)) {
         reply_errorf(c, "EXECABORT Transaction discarded because of: %s", err);
         txn_ops->abort(c);
@@ -719,6 +720,7 @@ static void client_command_done(client *c) {
 
 void client_execute(client *c) {
     c->cmd_errors = 0;
+    c->cmd_rejected = 0;
     /* Nested runs (a module or script calling a command through a capture
      * client) give the outer command's client back afterwards. */
     client *outer = current_client;

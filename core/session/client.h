@@ -121,6 +121,10 @@ extern const size_t session_metric_descs_count;
 #define CLIENT_TRACKING_OPTIN (1u << 21)
 #define CLIENT_TRACKING_OPTOUT (1u << 22)
 #define CLIENT_TRACKING_CACHING (1u << 23)
+/* A capture client running a script's call (KEEL_CALL_SCRIPT): the
+ * commands whose output Valkey orders for scripts (SORT BY a constant on
+ * a set) do so. */
+#define CLIENT_SCRIPT (1u << 26)
 
 #define CLIENT_IOBUF_LEN (16 * 1024)
 #define CLIENT_REPLY_CHUNK (16 * 1024)
@@ -207,6 +211,7 @@ typedef struct client {
     command *lastcmd;
     uint64_t cmd_start_us;
     long long cmd_errors; /* error replies during this command */
+    int cmd_rejected;     /* this command was refused before it ran (client_reject) */
     uint64_t redacted;    /* bit i: argv[i] is secret (slow log shows "(redacted)") */
 
     /* Output. */

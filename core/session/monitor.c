@@ -98,19 +98,25 @@ void monitor_feed(client *c) {
     km_free(line.data);
 }
 
-/* The client whose command monitor_feed_early showed, until its call()
- * ends: calls nest, but only one command at a time calls others first. */
-static const client *fed_early;
+/* The clients whose commands monitor_feed_early showed, each until its
+ * call() ends. Such commands nest (a module's call runs a module command
+ * that calls in turn; a busy phase serves other clients' commands), and
+ * each ends before the one it runs in: a stack, the innermost on top.
+ * Deeper than this, a command is shown early and again when it ends. */
+#define MONITOR_EARLY_MAX 64
+static const client *fed_early[MONITOR_EARLY_MAX];
+static int fed_early_count;
 
 void monitor_feed_early(client *c) {
-    if (fed_early == c || (c->cmd_flags & (CMD_SKIP_MONITOR | CMD_ADMIN))) return;
+    if (fed_early_count && fed_early[fed_early_count - 1] == c) return;
+    if (c->cmd_flags & (CMD_SKIP_MONITOR | CMD_ADMIN)) return;
     monitor_feed(c);
-    fed_early = c;
+    if (fed_early_count < MONITOR_EARLY_MAX) fed_early[fed_early_count++] = c;
 }
 
 int monitor_fed_early(client *c) {
-    if (fed_early != c) return 0;
-    fed_early = NULL;
+    if (!fed_early_count || fed_early[fed_early_count - 1] != c) return 0;
+    fed_early_count--;
     return 1;
 }
 
@@ -121,7 +127,7 @@ void monitor_forget(client *c) {
         if (monitors[i] != c) continue;
         memmove(&monitors[i], &monitors[i + 1], (monitor_count - i - 1) * sizeof(*monitors));
         /* Without monitors call() stops asking whether a command was shown. */
-        if (!--monitor_count) fed_early = NULL;
+        if (!--monitor_count) fed_early_count = 0;
         return;
     }
 }

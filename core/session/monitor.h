@@ -32,7 +32,7 @@ int monitor_active(void);
 void monitor_feed(client *c);
 /* Shows c's command now, before the commands it calls, unless it was
  * already or is not shown at all (admin, skip_monitor); call() then does
- * not show it again. */
+ * not show it again. Only from inside c's call(), which ends it. */
 void monitor_feed_early(client *c);
 /* 1 (once) if c's command was shown by monitor_feed_early. */
 int monitor_fed_early(client *c);

@@ -6,6 +6,11 @@
  * per-call flags (CLIENT PAUSE WRITE and maxmemory see a write), keys a
  * call reads tracked for the calling client, reply_set / reply_bignum /
  * reply_error_ex with errorstats, and INFO fields in the server section.
+ * Also what a call must not keep or get wrong: connection state a called
+ * command set (it ends with the call, and a tracked capture client at
+ * shutdown), the code of a call whose busy phase refused other clients,
+ * MONITOR under nested calls, a call_flags hook that tries to call, reply
+ * or open a key, and SORT BY a constant ordered for a script's call.
  *
  * callmod renders a tree as "<code> <tree>" (see tests/modules/callmod.c). */
 #include "harness.h"
@@ -22,6 +27,8 @@ static void start(void) {
                    KEEL_TEST_MODULE_DIR "/callmod.so", NULL);
     cl = it_connect(srv);
 }
+
+#define BP_BUSY_ERR "BUSY blockpop is busy. You can only call BP.KILL or SHUTDOWN NOSAVE."
 
 /* The rendered reply of a callmod.call. */
 #define expect_call(want, ...) expect_bulk(cl, want, "callmod.call " __VA_ARGS__)
@@ -146,6 +153,110 @@ START_TEST(test_monitor) {
     ck_assert_ptr_nonnull(v);
     it_vrender(v, buf, sizeof(buf));
     ck_assert_msg(strstr(buf, "[0 callmod] \"set\" \"mk\" \"v\""), "%s", buf);
+}
+END_TEST
+
+/* A called command that calls in turn (a module command) is shown once
+ * before its own calls; the outer one once, before everything. */
+START_TEST(test_monitor_nested) {
+    start();
+    it_raw *m = it_raw_connect(srv);
+    it_raw_cmd(m, "MONITOR", NULL);
+    expect_raw(m, "+OK");
+    expect_call("0 s:0 +OK", "- callmod.call - set mk v");
+    static const char *const want[] = {
+        "\"callmod.call\" \"-\" \"callmod.call\" \"-\" \"set\"",
+        "[0 callmod] \"callmod.call\" \"-\" \"set\" \"mk\" \"v\"",
+        "[0 callmod] \"set\" \"mk\" \"v\"",
+        "\"PING\"",
+    };
+    expect_status(cl, "PONG", "PING");
+    char buf[512];
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        it_value *v = it_raw_read(m);
+        ck_assert_ptr_nonnull(v);
+        it_vrender(v, buf, sizeof(buf));
+        ck_assert_msg(strstr(buf, want[i]), "line %zu: %s", i, buf);
+    }
+}
+END_TEST
+
+/* Valkey releases a module's call client after each call: what a called
+ * command sets on its connection does not reach the next call. */
+START_TEST(test_call_state_ends) {
+    start();
+    expect_call("0 +OK", "- client setname capt");
+    expect_call("0 _", "- client getname");
+    expect_call("0 +OK", "- client setinfo lib-name mylib");
+    expect_call("0 +OK", "- client no-touch on");
+    expect_call("0 +OK", "- client no-evict on");
+    redisReply *r = it_cmd(cl, "callmod.call - client info");
+    ck_assert_msg(strstr(r->str, " flags=N ") && strstr(r->str, " name= ") &&
+                      strstr(r->str, " lib-name= "),
+                  "%s", r->str);
+    it_free(r);
+    expect_call("0 _", "- client reply off");
+    expect_call("0 +PONG", "- ping");
+    /* Tracking on a capture client: a key it read would later push an
+     * invalidation into another call's reply. */
+    expect_call("0 +OK", "3 client tracking on");
+    expect_call("0 [s:flags,[s:off],s:redirect,:-1,s:prefixes,[]]", "- client trackinginfo");
+    expect_call("0 +OK", "3 client tracking on");
+    expect_call("0 _", "3 get foo");
+    expect_ok(cl, "SET foo 1");
+    expect_call("0 +PONG", "3 ping");
+    ck_assert_int_eq(it_info_int(cl, "clients", "tracking_clients"), 0);
+    /* Shut down with the capture client tracking: a clean exit. */
+    expect_call("0 +OK", "3 client tracking on");
+    it_stop(srv);
+}
+END_TEST
+
+/* A call that ran reports RAN, even when its busy phase refused another
+ * client the same command (counted as that command's rejected call). */
+START_TEST(test_busy_call_ran) {
+    srv = it_start("--enable-module-command", "yes", "--loadmodule",
+                   KEEL_TEST_MODULE_DIR "/callmod.so", "--loadmodule",
+                   KEEL_TEST_MODULE_DIR "/blockpop.so", "--busy-reply-threshold", "50", NULL);
+    cl = it_connect(srv);
+    it_raw *r = it_raw_connect(srv);
+    it_raw_cmd(r, "callmod.call", "-", "bp.busy", "20000", NULL);
+    it_wait_until(!strcmp(it_cmd(cl, "PING")->str, BP_BUSY_ERR), 5000);
+    expect_error(cl, BP_BUSY_ERR, "BP.BUSY 10");
+    expect_ok(cl, "BP.KILL");
+    expect_raw(r, "\"0 +killed\"");
+    char *cs = it_info_str(cl, "commandstats", "cmdstat_bp.busy");
+    ck_assert_msg(cs && strstr(cs, "rejected_calls=1,"), "%s", cs ? cs : "(none)");
+}
+END_TEST
+
+/* A call_flags hook may read arguments only: its call is refused (it would
+ * overwrite the arguments of the call being checked), its reply dropped,
+ * its key_open NULL. */
+START_TEST(test_flags_hook_cannot_call) {
+    start();
+    expect_ok(cl, "SET k v");
+    expect_bulk(cl, "hook -1 1 1", "callmod.maybe c k");
+    expect_status(cl, "PONG", "PING");
+    expect_call("0 s:hook -1 1 1", "- callmod.maybe c k");
+    expect_status(cl, "PONG", "PING");
+}
+END_TEST
+
+/* Valkey's "SORT BY <constant> output gets ordered for scripting": a set
+ * has no order of its own, so a script's SORT BY a constant sorts ALPHA,
+ * GET patterns included; a list keeps its order. */
+START_TEST(test_sort_by_constant_for_scripts) {
+    start();
+    expect_int(cl, 24, "SADD myset a b c d e f g h i l m n o p q r s t u v z aa aaa azz");
+    expect_call("0 [s:a,s:aa,s:aaa,s:azz,s:b,s:c,s:d,s:e,s:f,s:g,s:h,s:i,s:l,s:m,s:n,s:o,s:p,"
+                "s:q,s:r,s:s,s:t,s:u,s:v,s:z]",
+                "S sort myset by _");
+    expect_int(cl, 3, "SADD s3 c b a");
+    expect_call("0 [s:a,_,s:b,_,s:c,_]", "S sort s3 by _ get # get _:*");
+    expect_call("0 [s:b,s:a]", "S sort s3 by _ desc limit 1 2");
+    expect_int(cl, 3, "RPUSH l c a b");
+    expect_call("0 [s:c,s:a,s:b]", "S sort l by _");
 }
 END_TEST
 
@@ -315,10 +426,15 @@ int main(void) {
     tcase_add_test(tc, test_select_lasts_one_command);
     tcase_add_test(tc, test_command_flags);
     tcase_add_test(tc, test_monitor);
+    tcase_add_test(tc, test_monitor_nested);
+    tcase_add_test(tc, test_call_state_ends);
+    tcase_add_test(tc, test_busy_call_ran);
+    tcase_add_test(tc, test_sort_by_constant_for_scripts);
     tc = it_tcase_bare(s, "registration");
     tcase_add_test(tc, test_key_specs);
     tcase_add_test(tc, test_call_flags_pause);
     tcase_add_test(tc, test_call_flags_oom);
+    tcase_add_test(tc, test_flags_hook_cannot_call);
     tcase_add_test(tc, test_tracking_for_caller);
     tcase_add_test(tc, test_publish_to_caller);
     tcase_add_test(tc, test_replies);

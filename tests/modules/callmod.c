@@ -186,11 +186,32 @@ static void cmd_kn(keel_ctx *ctx) {
     api->command->reply_ok(ctx);
 }
 
-/* callmod.maybe r|w key: registered readonly; "w" makes the call a deny-oom
- * write. Sets key to "w" or reads it. */
+/* What the flags hook could do from its ctx in "c" mode: the code of a
+ * call, whether its reply was NULL, whether key_open gave NULL. */
+static int hook_call_code, hook_reply_null, hook_key_null;
+
+static void maybe_hook_tries(keel_ctx *ctx) {
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4}, klen;
+    keel_call_args a = {sizeof(a), 0, 1, argv, lens};
+    keel_reply *r = NULL;
+    hook_call_code = api->call->call(ctx, &a, &r);
+    hook_reply_null = r == NULL;
+    api->call->reply_free(r);
+    api->command->reply_simple(ctx, "from-hook");
+    const char *k = api->command->argv(ctx, 2, &klen);
+    keel_key *key = api->keyspace->key_open(ctx, k, klen, KEEL_KEY_READ);
+    hook_key_null = key == NULL;
+    api->keyspace->key_close(key);
+}
+
+/* callmod.maybe r|w|c key: registered readonly; "w" makes the call a
+ * deny-oom write. Sets key to "w" or reads it; "c" replies what the flags
+ * hook could do ("hook <call code> <reply null> <key null>"). */
 static uint32_t maybe_flags(keel_ctx *ctx, uint32_t flags) {
     size_t len;
     const char *m = api->command->argv(ctx, 1, &len);
+    if (len == 1 && m[0] == 'c') maybe_hook_tries(ctx);
     if (len == 1 && m[0] == 'w')
         return (flags & ~KEEL_CMD_READONLY) | KEEL_CMD_WRITE | KEEL_CMD_DENYOOM;
     return flags;
@@ -200,6 +221,12 @@ static void cmd_maybe(keel_ctx *ctx) {
     size_t mlen, klen;
     const char *m = api->command->argv(ctx, 1, &mlen), *k = api->command->argv(ctx, 2, &klen);
     int w = mlen == 1 && m[0] == 'w';
+    if (mlen == 1 && m[0] == 'c') {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "hook %d %d %d", hook_call_code, hook_reply_null, hook_key_null);
+        api->command->reply_bulk(ctx, buf, strlen(buf));
+        return;
+    }
     keel_key *key = api->keyspace->key_open(ctx, k, klen, w ? KEEL_KEY_WRITE : KEEL_KEY_READ);
     if (w) {
         api->keyspace->string_set(key, "w", 1);

@@ -172,6 +172,27 @@ START_TEST(test_deep_nesting) {
 }
 END_TEST
 
+/* Attributes before a value count as nesting: a short chain parses, one as
+ * long as the depth limit is refused, and a huge one (it overflowed the
+ * stack) is refused as well. */
+START_TEST(test_attribute_chain) {
+    resp_node *t = parse("|0\r\n|0\r\n|0\r\n:9\r\n");
+    ck_assert_int_eq(t->type, RESP_TREE_INTEGER);
+    ck_assert_int_eq(t->v.ll, 9);
+    resp_tree_free(t);
+    size_t repeats = 3000000;
+    size_t len = 4 * repeats + 4;
+    char *buf = malloc(len);
+    for (size_t i = 0; i < repeats; i++)
+        memcpy(buf + 4 * i, "|0\r\n", 4);
+    memcpy(buf + 4 * repeats, ":1\r\n", 4);
+    ck_assert_ptr_null(resp_tree_parse(buf, len, NULL));
+    ck_assert_ptr_null(resp_tree_parse(buf + 4 * (repeats - RESP_TREE_MAX_DEPTH - 1),
+                                       4 * (RESP_TREE_MAX_DEPTH + 2), NULL));
+    free(buf);
+}
+END_TEST
+
 /* Every proper prefix of a valid reply is incomplete, so refused. */
 START_TEST(test_truncated) {
     static const char *const valid[] = {
@@ -263,6 +284,7 @@ static Suite *resp_tree_suite(void) {
     tcase_add_test(tc, test_attribute_skipped);
     tcase_add_test(tc, test_consumed_first_value);
     tcase_add_test(tc, test_deep_nesting);
+    tcase_add_test(tc, test_attribute_chain);
     tcase_add_test(tc, test_line);
     suite_add_tcase(s, tc);
     tc = tcase_create("malformed");

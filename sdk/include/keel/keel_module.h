@@ -201,8 +201,9 @@ typedef struct keel_command_def {
      * its arguments (EVAL: the script's shebang says whether it writes).
      * Called before the checks that read flags (maxmemory, CLIENT PAUSE,
      * ...), with the registered flags; returns this call's. It may read
-     * argc/argv and must not reply or touch keys. NULL: the registered
-     * flags. Main thread. */
+     * argc/argv only: in its ctx call returns KEEL_ERR, replies are dropped
+     * and key_open returns NULL (which every key function takes as an
+     * empty key). NULL: the registered flags. Main thread. */
     uint32_t (*call_flags)(keel_ctx *ctx, uint32_t flags);
 } keel_command_def;
 
@@ -591,7 +592,9 @@ typedef struct keel_api_call {
      * client. Keys the command reads are tracked for the calling client
      * (CLIENT TRACKING), and what it changes wakes blocked clients after
      * the calling command. A blocking command does not block: it replies
-     * as if its timeout had passed. Returns KEEL_CALL_RAN or a refusal
+     * as if its timeout had passed. Connection state a called command sets
+     * (CLIENT SETNAME, TRACKING, NO-TOUCH, REPLY ...) ends with its call.
+     * Returns KEEL_CALL_RAN or a refusal
      * code, and in *reply the reply tree, which the caller owns and frees
      * with reply_free; KEEL_ERR (with *reply NULL) when ctx is not a
      * command's or args is invalid. args and its strings are borrowed for
