@@ -6,15 +6,16 @@
  * A handle (keel_blocked) lives until both sides are done with it: the
  * client's wait is over (served, timed out, unblocked, gone) and, for a
  * block without keys, unblock has come and been processed; for a block on
- * keys unblock is optional, so the end of the wait suffices unless an
- * unblock is still queued. free_priv runs once, when the handle goes.
+ * keys unblock is optional (and the main thread's), so the end of the wait
+ * suffices unless an unblock is still queued. free_priv runs once, when
+ * the handle goes; an unblock's data that on_unblock does not get goes to
+ * free_data.
  *
  * The queue and the flags unblock sets are under the lock; everything else
  * is the main thread's. */
 #include "common/common.h"
 #include "common/kmem.h"
 #include "common/log.h"
-#include "io/io_threads.h"
 #include "module/module.h"
 #include "module/module_internal.h"
 #include "session/blocking.h"
@@ -70,6 +71,11 @@ static void blocked_maybe_free(keel_blocked *b) {
     if (!keep) blocked_free(b);
 }
 
+/* An unblock's data that no on_unblock will see: back to the module. */
+static void blocked_drop_data(keel_blocked *b, void *data) {
+    if (b->def.free_data) b->def.free_data(data, b->def.priv);
+}
+
 static keel_ctx blocked_ctx(keel_blocked *b) {
     return (keel_ctx){.mod = b->mod, .c = b->c, .phase = MODULE_PHASE_RUN};
 }
@@ -97,6 +103,31 @@ static void blocked_timeout(client *c, void *priv) {
     module_ctx_done(&ctx);
 }
 
+static void blocked_unblocked(client *c, void *data, void *priv) {
+    keel_blocked *b = priv;
+    if (!b->def.on_unblock) {
+        reply_null(c);
+        blocked_drop_data(b, data);
+        return;
+    }
+    keel_ctx ctx = blocked_ctx(b);
+    b->def.on_unblock(&ctx, data, b->def.priv);
+    module_ctx_done(&ctx);
+}
+
+static int blocked_may_time_out(void *priv) {
+    keel_blocked *b = priv;
+    return b->def.on_timeout != NULL;
+}
+
+static int blocked_unblock_queued(void *priv) {
+    keel_blocked *b = priv;
+    pthread_mutex_lock(&queue_lock);
+    int queued = b->queued;
+    pthread_mutex_unlock(&queue_lock);
+    return queued;
+}
+
 static void blocked_ended(client *c, void *priv) {
     keel_blocked *b = priv;
     K_UNUSED(c);
@@ -107,6 +138,9 @@ static void blocked_ended(client *c, void *priv) {
 static const blocking_module_ops blocked_ops = {
     .key_ready = blocked_key_ready,
     .timeout = blocked_timeout,
+    .unblocked = blocked_unblocked,
+    .may_time_out = blocked_may_time_out,
+    .unblock_queued = blocked_unblock_queued,
     .ended = blocked_ended,
 };
 
@@ -131,7 +165,8 @@ static keel_blocked *api_block(keel_ctx *ctx, const keel_block_def *def) {
     b->def.keys = NULL; /* the wait copies them; the module's are borrowed */
     b->def.key_lens = NULL;
     b->has_keys = d.nkeys > 0;
-    int64_t deadline = d.timeout_ms ? event_cached_ms() + d.timeout_ms : 0;
+    int64_t now = event_cached_ms(), deadline = 0;
+    if (d.timeout_ms) deadline = d.timeout_ms > INT64_MAX - now ? INT64_MAX : now + d.timeout_ms;
     if (blocking_wait_module(ctx->c, d.keys, d.key_lens, d.nkeys, deadline, &blocked_ops, b) !=
         K_OK) {
         km_free(b);
@@ -184,23 +219,15 @@ const keel_api_block module_api_block = {
 /* ---- the unblock queue (main thread) ---- */
 
 /* An unblock of a client still waiting: on_unblock replies (a null
- * without one), then the wait ends. Otherwise only the handle may go. */
+ * without one), then the wait ends (blocked_ended frees b). Otherwise the
+ * data goes back and only the handle may go. */
 static void blocked_process(keel_blocked *b, void *data) {
-    client *c = b->c;
-    if (!c) {
-        blocked_maybe_free(b);
+    if (b->c) {
+        blocking_module_unblock(b->c, data);
         return;
     }
-    if (c->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
-    long long errors = c->cmd_errors;
-    if (b->def.on_unblock) {
-        keel_ctx ctx = blocked_ctx(b);
-        b->def.on_unblock(&ctx, data, b->def.priv);
-        module_ctx_done(&ctx);
-    } else {
-        reply_null(c);
-    }
-    blocking_end_module(c, c->cmd_errors > errors); /* blocked_ended frees b */
+    blocked_drop_data(b, data);
+    blocked_maybe_free(b);
 }
 
 /* Left for later during a busy phase: the fd stays readable and wakes the
@@ -252,16 +279,16 @@ uint64_t module_blocked_count(const module *m) {
     return n;
 }
 
-/* Each of m's handles whose client is gone goes now, queued or not: the
- * module is going and its threads have stopped. */
+/* Each of m's handles whose client is gone goes now, queued or not (with
+ * its unblock's data): the module is going and its threads have stopped. */
 void module_blocks_release(module *m) {
     pthread_mutex_lock(&queue_lock);
     keel_blocked **pp = &queue_head;
     queue_tail = NULL;
     while (*pp) {
-        if ((*pp)->mod == m)
-            *pp = (*pp)->qnext;
-        else {
+        if ((*pp)->mod == m) {
+            *pp = (*pp)->qnext; /* still marked queued: its data goes below */
+        } else {
             queue_tail = *pp;
             pp = &(*pp)->qnext;
         }
@@ -269,6 +296,8 @@ void module_blocks_release(module *m) {
     pthread_mutex_unlock(&queue_lock);
     for (keel_blocked *b = live, *next; b; b = next) {
         next = b->next;
-        if (b->mod == m && !b->c) blocked_free(b);
+        if (b->mod != m || b->c) continue;
+        if (b->queued) blocked_drop_data(b, b->data);
+        blocked_free(b);
     }
 }

@@ -59,6 +59,7 @@ struct blocking_state {
     int obj_type;  /* the type a key needs to be offered; -1: any */
     uint64_t us;   /* time the attempts took so far */
     int rerunning; /* its command runs again now */
+    int in_callback; /* a module's callback for it runs now */
     int blocked_again;
     /* A module's wait (blocking_wait_module): its callbacks instead of a
      * rerun. NULL for a command's. */
@@ -214,10 +215,26 @@ static void heap_remove(struct blocking_state *bs) {
 
 static void blocking_end_unserved(client *c, int as_error);
 
-/* Times out every client whose deadline has passed. */
+/* Times out every client whose deadline has passed. A module's wait whose
+ * unblock is queued is left to it, with no deadline any more. */
 static void blocking_expire(int64_t now) {
-    while (heap_count && heap[0]->deadline <= now)
-        blocking_end_unserved(heap[0]->c, 0);
+    while (heap_count && heap[0]->deadline <= now) {
+        struct blocking_state *bs = heap[0];
+        if (bs->mops && bs->mops->unblock_queued(bs->mpriv)) {
+            heap_remove(bs);
+            bs->deadline = 0;
+            continue;
+        }
+        blocking_end_unserved(bs->c, 0);
+    }
+}
+
+/* The timer's delay to deadline at: a far deadline (a timeout of years)
+ * is reached in steps, which the event loop's microseconds hold. */
+#define BLOCKING_TIMER_MAX_MS (24LL * 3600 * 1000)
+static int64_t blocking_delay(int64_t at, int64_t now) {
+    if (at <= now) return 0;
+    return at - now > BLOCKING_TIMER_MAX_MS ? BLOCKING_TIMER_MAX_MS : at - now;
 }
 
 static int64_t blocking_timer(event_loop *el, int64_t id, void *data) {
@@ -233,7 +250,7 @@ static int64_t blocking_timer(event_loop *el, int64_t id, void *data) {
         return EV_TIMER_STOP;
     }
     timer_at = heap[0]->deadline;
-    return timer_at > now ? timer_at - now : 1;
+    return timer_at > now ? blocking_delay(timer_at, now) : 1;
 }
 
 /* Sets the timer to the earliest deadline when it is set later (or not
@@ -244,7 +261,7 @@ static void blocking_arm_timer(void) {
     if (timer_id && timer_at <= at) return;
     if (timer_id) event_timer_del(loop, timer_id);
     int64_t now = event_now_ms();
-    timer_id = event_timer_add(loop, at > now ? at - now : 0, blocking_timer, NULL);
+    timer_id = event_timer_add(loop, blocking_delay(at, now), blocking_timer, NULL);
     timer_at = at;
 }
 
@@ -432,26 +449,20 @@ static void blocking_count_unserved(client *c, struct blocking_state *bs, int fa
     c->argv = argv;
 }
 
-/* The deadline passed or CLIENT UNBLOCK: the null (or the error), the
- * statistics, and the client goes on. */
-static void blocking_end_unserved(client *c, int as_error) {
-    struct blocking_state *bs = c->bstate;
-    const blocking_module_ops *mops = bs->mops;
-    void *mpriv = bs->mpriv;
-    if (c->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
-    long long errors = c->cmd_errors;
-    if (as_error)
-        reply_error(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
-    else if (mops)
-        mops->timeout(c, mpriv);
-    else
-        blocking_reply_null(c, bs->on_timeout);
-    blocking_count_unserved(c, bs, c->cmd_errors > errors);
-    blocking_release(c, 1);
-    if (mops) mops->ended(c, mpriv);
+/* A module's callback for bs runs as its client's work (see blocking.h);
+ * afterwards the caller checks that c still waits in bs. */
+static client_scope blocking_callback_enter(struct blocking_state *bs) {
+    bs->in_callback = 1;
+    return client_enter(bs->c);
 }
 
-void blocking_end_module(client *c, int failed) {
+static void blocking_callback_leave(client *c, struct blocking_state *bs, client_scope s) {
+    if (c->bstate == bs) bs->in_callback = 0;
+    client_leave(c, s);
+}
+
+/* The module replied: the wait ends, counted once. */
+static void blocking_end_module(client *c, int failed) {
     struct blocking_state *bs = c->bstate;
     const blocking_module_ops *mops = bs->mops;
     void *mpriv = bs->mpriv;
@@ -460,8 +471,47 @@ void blocking_end_module(client *c, int failed) {
     mops->ended(c, mpriv);
 }
 
+/* The deadline passed or CLIENT UNBLOCK: the null (or the error), the
+ * statistics, and the client goes on. */
+static void blocking_end_unserved(client *c, int as_error) {
+    struct blocking_state *bs = c->bstate;
+    if (c->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
+    long long errors = c->cmd_errors;
+    if (as_error) {
+        reply_error(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    } else if (bs->mops) {
+        client_scope s = blocking_callback_enter(bs);
+        bs->mops->timeout(c, bs->mpriv);
+        blocking_callback_leave(c, bs, s);
+        if (c->bstate != bs) return;
+    } else {
+        blocking_reply_null(c, bs->on_timeout);
+    }
+    if (bs->mops) {
+        blocking_end_module(c, c->cmd_errors > errors);
+        return;
+    }
+    blocking_count_unserved(c, bs, c->cmd_errors > errors);
+    blocking_release(c, 1);
+}
+
+void blocking_module_unblock(client *c, void *data) {
+    struct blocking_state *bs = c->bstate;
+    if (c->io_job) io_threads_quiesce(); /* its job no longer reads the replies */
+    long long errors = c->cmd_errors;
+    client_scope s = blocking_callback_enter(bs);
+    bs->mops->unblocked(c, data, bs->mpriv);
+    blocking_callback_leave(c, bs, s);
+    if (c->bstate == bs) blocking_end_module(c, c->cmd_errors > errors);
+}
+
 int blocking_unblock(client *c, int as_error) {
-    if (!c->bstate || c->bstate->rerunning) return 0;
+    struct blocking_state *bs = c->bstate;
+    if (!bs || bs->rerunning || bs->in_callback) return 0;
+    if (bs->mops) {
+        if (!bs->mops->may_time_out(bs->mpriv)) return 0;
+        if (bs->mops->unblock_queued(bs->mpriv)) return 1; /* its reply wins */
+    }
     blocking_end_unserved(c, as_error);
     return 1;
 }
@@ -555,8 +605,10 @@ static void blocking_offer_module(client *c, const char *key, size_t len) {
     if (c->io_job) io_threads_quiesce(); /* the callback may reply */
     c->db = bs->db;
     long long errors = c->cmd_errors;
-    if (bs->mops->key_ready(c, key, len, bs->mpriv) && c->bstate == bs)
-        blocking_end_module(c, c->cmd_errors > errors);
+    client_scope s = blocking_callback_enter(bs);
+    int replied = bs->mops->key_ready(c, key, len, bs->mpriv);
+    blocking_callback_leave(c, bs, s);
+    if (replied && c->bstate == bs) blocking_end_module(c, c->cmd_errors > errors);
 }
 
 /* Offers the key to its waiters in the order they blocked: those waiting

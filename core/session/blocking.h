@@ -40,9 +40,18 @@
  * end calls the module's callbacks instead of rerunning the command: a
  * ready key is offered to key_ready, a timeout or CLIENT UNBLOCK TIMEOUT
  * to timeout (CLIENT UNBLOCK ERROR replies the UNBLOCKED error itself),
- * and the module ends the wait on its own with blocking_end_module. Every
- * end, the client's disconnect included, is followed by ended. A key is
- * offered while it exists, whatever its type.
+ * and the module's own unblock to unblocked (blocking_module_unblock).
+ * Every end, the client's disconnect included, is followed by ended. A key
+ * is offered while it exists, whatever its type. CLIENT UNBLOCK leaves a
+ * module's wait alone (answers 0) unless the module may time out; a
+ * timeout or CLIENT UNBLOCK that finds the module's unblock queued leaves
+ * the reply to it, as Valkey.
+ *
+ * Each callback runs as the blocked client's own work (client_enter): a
+ * command it calls is nested in the blocked command, so it neither evicts
+ * nor serves ready keys (they are served after it), and nothing ends the
+ * wait under it (the client is freed only after; CLIENT UNBLOCK of it
+ * answers 0 meanwhile).
  *
  * Threads: main thread only. A client whose I/O job is in flight is
  * replied to (served, timed out, unblocked) only after io_threads_quiesce:
@@ -91,6 +100,12 @@ typedef struct blocking_module_ops {
     int (*key_ready)(client *c, const char *key, size_t len, void *priv);
     /* The deadline passed or CLIENT UNBLOCK TIMEOUT: replies. */
     void (*timeout)(client *c, void *priv);
+    /* The module's unblock with data: replies. */
+    void (*unblocked)(client *c, void *data, void *priv);
+    /* 1 if CLIENT UNBLOCK may end the wait (the module handles a timeout). */
+    int (*may_time_out)(void *priv);
+    /* 1 while the module's unblock is queued: it will reply. */
+    int (*unblock_queued)(void *priv);
     /* The wait is over and c no longer blocked: after its reply, or while
      * c is being freed (then c must not be replied to). */
     void (*ended)(client *c, void *priv);
@@ -101,10 +116,10 @@ typedef struct blocking_module_ops {
  * waits already: nothing happened. ops is borrowed for the wait. */
 int blocking_wait_module(client *c, const char *const *keys, const size_t *lens, int nkeys,
                          int64_t deadline_ms, const blocking_module_ops *ops, void *priv);
-/* The module replied to c (waiting in blocking_wait_module): the wait
- * ends, counted once (failed: the reply was an error), and c's pipeline
- * goes on. A job of c in flight must have been quiesced before replying. */
-void blocking_end_module(client *c, int failed);
+/* The module's unblock of c (waiting in blocking_wait_module): unblocked
+ * replies, then the wait ends, counted once (failed: the reply was an
+ * error), and c's pipeline goes on. */
+void blocking_module_unblock(client *c, void *data);
 /* Marks key of d ready when a client waits on it (a module's own types,
  * which the keyspace hook cannot judge): served after the running
  * command, or in before-sleep. */
@@ -152,7 +167,8 @@ void blocking_before_sleep(void);
 int blocking_left_blocked(client *c, uint64_t *us);
 
 /* CLIENT UNBLOCK: ends c's wait as a timeout (its null) or with the
- * UNBLOCKED error. Returns 1, or 0 if c is not blocked. */
+ * UNBLOCKED error. Returns 1, or 0 if c is not blocked or its module's
+ * wait does not let it (see above). */
 int blocking_unblock(client *c, int as_error);
 
 /* c is being freed: it leaves every queue. */

@@ -765,6 +765,20 @@ void client_rerun(client *c) {
     if (!outer && c->pubsub) pubsub_flush_pending(c);
 }
 
+client_scope client_enter(client *c) {
+    client_scope s = {current_client, serving_client, c->flags & CLIENT_PROTECTED};
+    current_client = serving_client = c;
+    c->flags |= CLIENT_PROTECTED;
+    return s;
+}
+
+void client_leave(client *c, client_scope s) {
+    current_client = s.current;
+    serving_client = s.serving;
+    if (!s.had_protected) c->flags &= ~CLIENT_PROTECTED;
+    if (!s.current && c->pubsub) pubsub_flush_pending(c);
+}
+
 /* ---- the write path ---- */
 
 /* Fills iov from the unsent bytes of the reply chain, skipping the first

@@ -334,6 +334,18 @@ void client_execute(client *c);
  * client's rerun (blocking.c). No checks: the command passed them once. */
 void client_rerun(client *c);
 
+/* Work done on c's behalf outside a request of its own (a module's
+ * callback for c's blocked command): c is the current and serving client,
+ * so a call made meanwhile is nested in c's command (it neither evicts nor
+ * serves ready keys), and c is not freed under it. client_leave restores
+ * what client_enter saved. */
+typedef struct client_scope {
+    client *current, *serving;
+    uint32_t had_protected;
+} client_scope;
+client_scope client_enter(client *c);
+void client_leave(client *c, client_scope s);
+
 /* Runs the requests waiting in c's query buffer: after c was unblocked,
  * outside the read path (blocking.c). With an I/O job in flight, the job's
  * finish does it. */

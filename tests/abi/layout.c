@@ -212,6 +212,7 @@ static void added_1_2(void) {
     MEMBER(keel_block_def, key_lens);
     MEMBER(keel_block_def, free_priv);
     MEMBER(keel_block_def, priv);
+    MEMBER(keel_block_def, free_data);
     MEMBER(keel_api, call);
     MEMBER(keel_api, block);
     MEMBER(keel_api, events);

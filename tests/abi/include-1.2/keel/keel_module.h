@@ -375,7 +375,8 @@ typedef struct keel_api_command {
     /* A set of count elements (RESP2: an array). */
     void (*reply_set)(keel_ctx *ctx, long long count);
     /* A big number given as its decimal digits, optional '-' first
-     * (RESP2: a bulk string). */
+     * (RESP2: a bulk string). The text is sent as given, as Valkey's
+     * scripts send theirs: only CR and LF are replaced by spaces. */
     void (*reply_bignum)(keel_ctx *ctx, const char *digits, size_t len);
     /* An error of len bytes exactly as given (no "ERR " is added; the
      * server takes the code, the first word, for errorstats), without '-'
@@ -646,10 +647,14 @@ typedef struct keel_block_def {
     uint32_t size;      /* sizeof(keel_block_def) */
     int64_t timeout_ms; /* relative; 0: no timeout */
     /* After unblock(b, data): replies to the client through ctx. Main
-     * thread. data is the module's (free it here). May be NULL. */
+     * thread. data is the module's (free it here). May be NULL: the client
+     * gets a null and data goes to free_data. */
     void (*on_unblock)(keel_ctx *ctx, void *data, void *priv);
-    /* The timeout passed, or CLIENT UNBLOCK (TIMEOUT) ended the wait:
-     * replies through ctx. NULL: the client gets a null. Main thread. */
+    /* The timeout passed, or CLIENT UNBLOCK ended the wait: replies through
+     * ctx. NULL: a timeout replies a null, and CLIENT UNBLOCK (TIMEOUT or
+     * ERROR) leaves the client waiting and answers 0, as Valkey. Main
+     * thread. An unblock already queued wins over both: its on_unblock
+     * replies. */
     void (*on_timeout)(keel_ctx *ctx, void *priv);
     /* With keys: a command changed one of them (or signal_key_ready named
      * it). Runs after that command, on the main thread, with ctx in the
@@ -661,9 +666,14 @@ typedef struct keel_block_def {
     const size_t *key_lens;
     /* Called once the wait is over for any reason (served, timed out,
      * unblocked, client gone) and unblock has been called or is no longer
-     * needed (see unblock). May be NULL. Main thread. */
+     * needed (see unblock). May be NULL. Main thread. b is invalid from
+     * then on. */
     void (*free_priv)(void *priv);
     void *priv;
+    /* Gets the data of an unblock whose on_unblock does not run (the
+     * client timed out or went away first, or on_unblock is NULL), before
+     * free_priv. May be NULL. Main thread. */
+    void (*free_data)(void *data, void *priv);
 } keel_block_def;
 
 typedef struct keel_api_block {
@@ -675,10 +685,14 @@ typedef struct keel_api_block {
      * itself (as if the timeout had passed). def is copied. Main thread. */
     keel_blocked *(*block)(keel_ctx *ctx, const keel_block_def *def);
     /* Ends the wait of b with data: on_unblock runs on the main thread
-     * soon after (the event loop is woken). Any thread. For a block
-     * without keys, call it exactly once even when the client timed out or
-     * went away (then on_unblock is skipped and only free_priv runs); b is
-     * invalid afterwards. For a block on keys it is optional. */
+     * soon after (the event loop is woken). KEEL_ERR for a second call.
+     * For a block without keys: any thread; call it exactly once even when
+     * the client timed out or went away (then on_unblock is skipped, data
+     * goes to free_data and free_priv runs); b is invalid afterwards. For
+     * a block on keys it is optional and main thread only, since b goes
+     * when the wait ends: valid until free_priv runs (right after
+     * on_key_ready returned KEEL_OK, after on_timeout or on_unblock, or
+     * when the client goes), which a module on the main thread sees. */
     int (*unblock)(keel_blocked *b, void *data);
     /* Marks key in ctx's database as ready, for values of a module type
      * (the server signals its own types): clients blocked on it get
