@@ -5,7 +5,10 @@
  * a disconnect while a thread still holds the handle, blocking refused
  * inside MULTI, unblock from a thread and from a timer, the statistics of
  * a blocked command; the busy phase (other clients refused per command,
- * the busy client's pipeline held, an allow-busy kill, SHUTDOWN NOSAVE,
+ * the busy client's pipeline and pending output held, the real caller held
+ * when the long command runs inside a module's call, an allow-busy kill,
+ * SHUTDOWN NOSAVE and a command that ignores it, a callback's yield
+ * starting nothing, the pub/sub context refused before the busy error,
  * busy-reply-threshold and its alias, with I/O threads too); module
  * subscribers hearing events the directive leaves off, in the event's
  * database and read-only, and a module event reaching pub/sub. */
@@ -311,9 +314,7 @@ END_TEST
 /* A module's call to a long command: the caller's connection is the one
  * held for the phase (its pipeline waits, its reply comes first), and its
  * disconnect frees it only after the command. */
-START_TEST(test_busy_nested_call_holds_caller) {
-    it_server *s = it_start("--loadmodule", BP_MODULE, "--loadmodule", CALLMOD_MODULE,
-                            "--busy-reply-threshold", "50", NULL);
+static void nested_call_holds_caller(it_server *s) {
     redisContext *c = it_connect(s);
     it_raw *r = it_raw_connect(s);
     it_raw_cmd(r, "callmod.call", "-", "bp.busy", "20000", NULL);
@@ -335,6 +336,19 @@ START_TEST(test_busy_nested_call_holds_caller) {
     expect_ok(c, "BP.KILL");
     it_wait_until(!strcmp(it_cmd(c, "PING")->str, "PONG"), 5000);
     expect_bulk(c, "v", "GET k");
+}
+
+START_TEST(test_busy_nested_call_holds_caller) {
+    nested_call_holds_caller(it_start("--loadmodule", BP_MODULE, "--loadmodule", CALLMOD_MODULE,
+                                      "--busy-reply-threshold", "50", NULL));
+}
+END_TEST
+
+/* With I/O threads the caller gets no read job while its command runs. */
+START_TEST(test_busy_nested_call_io_threads) {
+    nested_call_holds_caller(it_start("--loadmodule", BP_MODULE, "--loadmodule", CALLMOD_MODULE,
+                                      "--busy-reply-threshold", "50", "--io-threads", "4",
+                                      "--events-per-io-thread", "0", NULL));
 }
 END_TEST
 
@@ -509,6 +523,7 @@ static Suite *module_block_suite(void) {
     tcase_add_test(tc, test_busy_shutdown_ignored);
     tcase_add_test(tc, test_busy_shutdown_ignored_sigterm);
     tcase_add_test(tc, test_busy_nested_call_holds_caller);
+    tcase_add_test(tc, test_busy_nested_call_io_threads);
     tcase_add_test(tc, test_busy_holds_pending_output);
     tcase_add_test(tc, test_callback_yield_starts_nothing);
     tcase_add_test(tc, test_busy_threshold_config);
