@@ -2,10 +2,11 @@
  * busy_active) over the session layer's busy phase (session/busy.h), and
  * the end of a server-built ctx, which ends the phase it started.
  *
- * Only a command's ctx may start the phase: the trampoline that built it
- * ends it when the command returns (module_ctx_done), so a phase never
- * outlives its command. A yield from another ctx, or one nested in a
- * command that is already busy, serves a round but starts nothing. */
+ * Only a command's ctx yields: the trampoline that built it ends the phase
+ * when the command returns (module_ctx_done), so a phase never outlives its
+ * command. A callback's or a filter's ctx runs between commands, where no
+ * command's clock is running: its yield does nothing. One nested in a
+ * command that is already busy serves a round but starts nothing. */
 #include "common/common.h"
 #include "module/module_internal.h"
 #include "session/busy.h"
@@ -25,15 +26,10 @@ void module_ctx_done(keel_ctx *ctx) {
 
 int module_api_busy_yield(keel_ctx *ctx, const char *busy_error) {
     MODULE_ASSERT_MAIN();
-    if (!ctx || !ctx->c) return KEEL_OK;
+    if (!ctx || !ctx->c || !(ctx->flags & MODULE_CTX_MAY_BUSY)) return KEEL_OK;
     int entered = 0;
     int rc = busy_yield(ctx->c, busy_error, &entered);
-    if (entered) {
-        if (ctx->flags & MODULE_CTX_MAY_BUSY)
-            ctx->flags |= MODULE_CTX_BUSY;
-        else /* a ctx nobody ends: the phase lasts this one call */
-            busy_end(ctx->c);
-    }
+    if (entered) ctx->flags |= MODULE_CTX_BUSY;
     return rc == K_OK ? KEEL_OK : KEEL_ERR;
 }
 

@@ -41,6 +41,9 @@
 server srv;
 
 static volatile sig_atomic_t shutdown_signal;
+/* Every SHUTDOWN and signal counted: a long command that ignored the first
+ * is cut short by the next (session/busy.h). */
+static volatile sig_atomic_t stop_requests;
 /* ---- accepting ---- */
 
 static void server_reject(conn *cn, const char *msg, long long *counter) {
@@ -254,6 +257,7 @@ static void server_free_large(void *ptr) {
 
 static void server_signal(int sig) {
     shutdown_signal = sig;
+    stop_requests++;
 }
 
 static void server_setup_signals(void) {
@@ -349,11 +353,23 @@ static void server_count_changes(const db_change *ch, void *priv) {
 
 static void server_request_shutdown(void) {
     srv.shutdown_asap = 1;
+    stop_requests++;
 }
 
 /* A long command stops at once for SHUTDOWN NOSAVE or a signal. */
-static int server_stopping(void) {
-    return srv.shutdown_asap || shutdown_signal;
+static unsigned server_stop_requests(void) {
+    return (unsigned)stop_requests;
+}
+
+/* A long command went on after it was told to stop: nothing can be torn
+ * down under it, so the process exits from inside it, leaving no pidfile
+ * or socket file behind. */
+static void server_exit_busy(void) {
+    log_write(LL_WARNING, "A long command ignored the shutdown request: exiting from inside it.");
+    if (srv.listeners[1].type) srv.listeners[1].type->listen_close(&srv.listeners[1], srv.el);
+    if (srv.pidfile) unlink(srv.pidfile);
+    log_write(LL_WARNING, "Keel is now ready to exit, bye bye...");
+    exit(0);
 }
 
 /* CONFIG RESETSTAT: every subsystem's counters, the peak, command and
@@ -429,7 +445,7 @@ int server_init_core(char **err) {
     db_add_hook(server_count_changes, NULL);
     session_setup(&srv.session, &srv.session_stats);
     blocking_setup(srv.el, &srv.blocking_stats);
-    busy_setup(srv.el, &srv.busy, server_stopping);
+    busy_setup(srv.el, &srv.busy, server_stop_requests, server_exit_busy);
     tracking_setup(&srv.tracking, &srv.tracking_stats);
     pubsub_setup(&srv.pubsub_stats);
     pause_setup(&srv.blocking_stats);

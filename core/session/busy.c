@@ -20,24 +20,32 @@
 
 static event_loop *loop;
 static const busy_options *opts;
-static int (*stop_requested)(void);
-static client *busy_client; /* NULL: no busy phase */
+static unsigned (*stop_requests)(void);
+static void (*stop_now)(void);
+static client *busy_client; /* the protected one; NULL: no busy phase */
+static client *busy_owner;  /* the one whose command started the phase */
 static uint32_t had_protected;
+static unsigned stops_told; /* the stop requests the command was told of */
 static int in_round;
 static uint64_t next_round_us;
 static char refusal[BUSY_ERROR_MAX];
 
-void busy_setup(event_loop *el, const busy_options *o, int (*stop)(void)) {
+void busy_setup(event_loop *el, const busy_options *o, unsigned (*stops)(void),
+                void (*quit)(void)) {
     loop = el;
     opts = o;
-    stop_requested = stop;
+    stop_requests = stops;
+    stop_now = quit;
 }
 
 void busy_teardown(void) {
     loop = NULL;
     opts = NULL;
-    stop_requested = NULL;
+    stop_requests = NULL;
+    stop_now = NULL;
     busy_client = NULL;
+    busy_owner = NULL;
+    stops_told = 0;
 }
 
 int busy_active(void) {
@@ -64,25 +72,33 @@ static void busy_set_refusal(const char *err) {
     refusal[n] = '\0';
 }
 
-/* The busy client's socket is not watched for the phase: what it sends
- * waits until its command is over. */
-static void busy_enter(client *c, uint64_t now) {
+/* The client protected is the outermost one, whose connection sent the
+ * command (client_serving): a module's call runs the long command on a
+ * capture client, but the real client's request and reply are the ones
+ * half done. Its socket is not watched for the phase: what it sends waits,
+ * and what it has pending is written after its command. */
+static void busy_enter(client *owner, uint64_t now) {
+    client *c = client_serving() ? client_serving() : owner;
     busy_client = c;
+    busy_owner = owner;
     had_protected = c->flags & CLIENT_PROTECTED;
     c->flags |= CLIENT_PROTECTED;
     if (c->conn && c->conn->read_handler) conn_set_read_handler(c->conn, NULL);
+    if (c->conn && c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
     next_round_us = 0;
-    const command *cmd = c->cmd;
+    const command *cmd = owner->cmd;
     log_write(LL_WARNING,
               "Slow command detected: '%s' of client id=%llu still in execution after %llu "
               "milliseconds; other clients are answered: %s",
               cmd ? (cmd->fullname ? cmd->fullname : cmd->name) : "?", (unsigned long long)c->id,
-              (unsigned long long)((now - c->cmd_start_us) / 1000), refusal);
+              (unsigned long long)((now - owner->cmd_start_us) / 1000), refusal);
 }
 
-void busy_end(client *c) {
-    if (c != busy_client) return;
+void busy_end(client *owner) {
+    if (!busy_client || owner != busy_owner) return;
+    client *c = busy_client;
     busy_client = NULL;
+    busy_owner = NULL;
     if (!had_protected) c->flags &= ~CLIENT_PROTECTED;
     /* With a job in flight, its finish watches the socket again. */
     if (c->conn && !c->io_job && !(c->flags & CLIENT_CLOSE_ASAP))
@@ -109,21 +125,37 @@ static void busy_round(void) {
     event_set_cached_ms(cached);
 }
 
+/* K_ERR once the server is to stop. The command is told once; a request
+ * that comes after (a second SHUTDOWN NOSAVE served by a round, another
+ * signal) finds it still running, having ignored the first: the server
+ * exits from here, as Valkey's SHUTDOWN does from inside a busy script. */
+static int busy_check_stop(void) {
+    unsigned n = stop_requests ? stop_requests() : 0;
+    if (!n) return K_OK;
+    if (!stops_told)
+        stops_told = n;
+    else if (n > stops_told && stop_now)
+        stop_now();
+    return K_ERR;
+}
+
 int busy_yield(client *c, const char *err, int *entered) {
     *entered = 0;
     if (in_round || !loop || !c) return K_OK;
-    if (stop_requested && stop_requested()) return K_ERR;
     uint64_t now = event_now_us();
     if (!busy_client) {
         uint64_t ran = now > c->cmd_start_us ? now - c->cmd_start_us : 0;
-        if (ran / 1000 < (uint64_t)opts->reply_threshold_ms) return K_OK;
+        if (ran / 1000 < (uint64_t)opts->reply_threshold_ms) return busy_check_stop();
         busy_set_refusal(err);
         busy_enter(c, now);
         *entered = 1;
     }
-    if (now < next_round_us) return K_OK;
-    busy_set_refusal(err);
-    busy_round();
-    next_round_us = event_now_us() + BUSY_ROUND_INTERVAL_US;
-    return stop_requested && stop_requested() ? K_ERR : K_OK;
+    /* Rounds go on after a stop request: the others are still answered
+     * (and a second request heard) while the command winds down. */
+    if (now >= next_round_us) {
+        busy_set_refusal(err);
+        busy_round();
+        next_round_us = event_now_us() + BUSY_ROUND_INTERVAL_US;
+    }
+    return busy_check_stop();
 }

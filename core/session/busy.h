@@ -15,7 +15,9 @@
  * SHUTDOWN runs only with NOSAVE. Commands run on a client without a
  * connection (a module's or a script's own calls) are never refused.
  *
- * The busy client itself is protected for the phase: its socket is not
+ * The busy client -- the outermost one, whose connection sent the command
+ * (a module's call runs the long command on a capture client) -- is
+ * protected for the phase: its socket is not
  * read (its pipelined requests wait), it is not written to (its reply may
  * be half built), and a close (output limit, CLIENT KILL from an
  * allow-busy path) frees it only after its command. The phase ends when
@@ -35,19 +37,25 @@ typedef struct busy_options {
     long long reply_threshold_ms; /* busy-reply-threshold */
 } busy_options;
 
-/* Borrows el, opts and stop (1 when the server is shutting down: SHUTDOWN
- * NOSAVE during the phase, a signal) until busy_teardown. */
-void busy_setup(event_loop *el, const busy_options *opts, int (*stop)(void));
+/* Borrows el, opts, stops and quit until busy_teardown. stops() counts
+ * the requests to stop so far (SHUTDOWN NOSAVE during the phase, signals;
+ * 0: none); quit() exits the process from inside the command, for a
+ * request that comes after the command was told to stop. */
+void busy_setup(event_loop *el, const busy_options *opts, unsigned (*stops)(void),
+                void (*quit)(void));
 void busy_teardown(void);
 
 /* Called by c's running command. err is the refusal other clients get,
  * without '-' (copied; CR and LF become spaces; NULL or "": a generic
  * one). *entered is set to 1 when this call started the phase: the caller
  * must then call busy_end(c) once its command returns. Returns K_OK to go
- * on, K_ERR when the command must stop now (the server is shutting down).
- * A call from a command run during a round returns K_OK at once. */
+ * on, K_ERR when the command must stop now (the server is shutting down;
+ * rounds are still served, and a command still running at the next stop
+ * request sees the server exit from here). A call from a command run
+ * during a round returns K_OK at once. */
 int busy_yield(client *c, const char *err, int *entered);
-/* The command that started the phase on c returned. */
+/* The command that started the phase (c, the one given to busy_yield)
+ * returned. */
 void busy_end(client *c);
 
 /* 1 during the phase. */

@@ -359,6 +359,8 @@ static void client_set_parse_limits(client *c) {
  * that blocks stops here: the requests after it wait in the buffer until
  * client_resume_input. */
 static void client_process_input(client *c) {
+    /* Already protected (a busy phase holds it): it stays so after. */
+    uint32_t had_protected = c->flags & CLIENT_PROTECTED;
     c->flags |= CLIENT_PROTECTED;
     while (!(c->flags & (CLIENT_CLOSE_AFTER_REPLY | CLIENT_CLOSE_ASAP | CLIENT_PAUSED)) &&
            !c->big && !c->bstate) {
@@ -382,7 +384,7 @@ static void client_process_input(client *c) {
         }
         client_run_request(c);
     }
-    c->flags &= ~CLIENT_PROTECTED;
+    if (!had_protected) c->flags &= ~CLIENT_PROTECTED;
     client_compact_qbuf(c);
 }
 
@@ -671,17 +673,8 @@ static int client_precheck(client *c, int nested) {
         client_reject(c, "NOAUTH Authentication required.");
         return 0;
     }
-    /* A monitor is a replica to Valkey, kept out of the keyspace. */
-    if ((c->flags & CLIENT_MONITOR) && (flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
-        client_reject(c, "ERR Replica can't interact with the keyspace");
-        return 0;
-    }
     if ((c->flags & CLIENT_MULTI) && (flags & CMD_NO_MULTI)) {
         client_reject(c, "ERR Command not allowed inside a transaction");
-        return 0;
-    }
-    if (K_UNLIKELY(nested && c->conn) && !(flags & CMD_ALLOW_BUSY) && busy_refusal()) {
-        client_reject(c, busy_refusal());
         return 0;
     }
     int needs_memory =
@@ -704,6 +697,17 @@ static int client_precheck(client *c, int nested) {
     const char *err = call_filters(c);
     if (err) {
         client_reject(c, err);
+        return 0;
+    }
+    /* As Valkey's processCommand: a long command's refusal comes after the
+     * filters and the pub/sub context, before the monitor's. */
+    if (K_UNLIKELY(nested && c->conn) && !(flags & CMD_ALLOW_BUSY) && busy_refusal()) {
+        client_reject(c, busy_refusal());
+        return 0;
+    }
+    /* A monitor is a replica to Valkey, kept out of the keyspace. */
+    if ((c->flags & CLIENT_MONITOR) && (flags & (CMD_READONLY | CMD_WRITE | CMD_MAY_REPLICATE))) {
+        client_reject(c, "ERR Replica can't interact with the keyspace");
         return 0;
     }
     return 1;
@@ -863,7 +867,9 @@ static int client_write_done(client *c) {
         client_free(c);
         return K_ERR;
     }
-    if (c->reply_bytes > 0) conn_set_write_handler(c->conn, client_write_handler);
+    /* The busy client waits for its command (busy_end writes the rest). */
+    if (c->reply_bytes > 0 && !busy_holds(c))
+        conn_set_write_handler(c->conn, client_write_handler);
     else if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
     return K_OK;
 }

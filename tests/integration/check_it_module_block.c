@@ -5,17 +5,24 @@
  * a disconnect while a thread still holds the handle, blocking refused
  * inside MULTI, unblock from a thread and from a timer, the statistics of
  * a blocked command; the busy phase (other clients refused per command,
- * the busy client's pipeline held, an allow-busy kill, SHUTDOWN NOSAVE,
+ * the busy client's pipeline and pending output held, the real caller held
+ * when the long command runs inside a module's call, an allow-busy kill,
+ * SHUTDOWN NOSAVE and a command that ignores it, a callback's yield
+ * starting nothing, the pub/sub context refused before the busy error,
  * busy-reply-threshold and its alias, with I/O threads too); module
  * subscribers hearing events the directive leaves off, in the event's
  * database and read-only, and a module event reaching pub/sub. */
 #include "harness.h"
 
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define BP_MODULE KEEL_TEST_MODULE_DIR "/blockpop.so"
+#define CALLMOD_MODULE KEEL_TEST_MODULE_DIR "/callmod.so"
 #define BP_BUSY_ERR "BUSY blockpop is busy. You can only call BP.KILL or SHUTDOWN NOSAVE."
 
 static it_server *bp_start(const char *a1, const char *a2) {
@@ -210,7 +217,9 @@ static void busy_start(redisContext *c, it_raw *r, const char *ms) {
 START_TEST(test_busy_refuses_others) {
     it_server *s = bp_start("--busy-reply-threshold", "100");
     redisContext *c = it_connect(s);
-    it_raw *busy = it_raw_connect(s), *p = it_raw_connect(s);
+    it_raw *busy = it_raw_connect(s), *p = it_raw_connect(s), *sub = it_raw_connect(s);
+    it_raw_cmd(sub, "SUBSCRIBE", "ch", NULL);
+    expect_raw(sub, "[\"subscribe\",\"ch\",:1]");
     expect_error(c, "NOTBUSY No busy command to kill.", "BP.KILL");
     /* The busy client's own pipeline waits for its command. */
     it_raw_sendstr(busy, "*2\r\n$7\r\nBP.BUSY\r\n$5\r\n20000\r\n*1\r\n$4\r\nPING\r\n");
@@ -222,6 +231,12 @@ START_TEST(test_busy_refuses_others) {
     expect_raw(p, "-" BP_BUSY_ERR);
     expect_error(c, BP_BUSY_ERR, "SHUTDOWN");
     expect_error(c, BP_BUSY_ERR, "CLIENT KILL ID 1");
+    /* A RESP2 subscriber is refused for its context first, as Valkey. */
+    it_raw_cmd(sub, "GET", "k", NULL);
+    expect_raw(sub, "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                    "QUIT / RESET are allowed in this context");
+    it_raw_cmd(sub, "PING", NULL);
+    expect_raw(sub, "-" BP_BUSY_ERR);
     /* allow-busy commands run. */
     expect_ok(c, "MULTI");
     expect_error(c, BP_BUSY_ERR, "SET k v");
@@ -265,6 +280,134 @@ START_TEST(test_busy_shutdown_nosave) {
     ck_assert(!r || r->type != REDIS_REPLY_ERROR);
     int st = it_wait_exit(s, 10000);
     ck_assert_msg(st == 0, "exit status %d; log:\n%s", st, it_log_tail(s));
+}
+END_TEST
+
+/* A command that goes on after SHUTDOWN NOSAVE told it to stop: the others
+ * are still answered, and the next request (another SHUTDOWN NOSAVE, or a
+ * signal) exits from inside the command. */
+static it_server *busy_ignoring_shutdown(void) {
+    it_server *s = bp_start("--busy-reply-threshold", "50");
+    redisContext *c = it_connect(s);
+    it_raw *busy = it_raw_connect(s), *stop = it_raw_connect(s);
+    it_raw_cmd(busy, "BP.BUSY", "30000", "ignore", NULL);
+    it_wait_until(!strcmp(it_cmd(c, "PING")->str, BP_BUSY_ERR), 5000);
+    it_raw_cmd(stop, "SHUTDOWN", "NOSAVE", NULL);
+    it_sleep_ms(200);
+    ck_assert_msg(it_wait_exit(s, 0) == -1, "exited; log:\n%s", it_log_tail(s));
+    expect_error(c, BP_BUSY_ERR, "PING");
+    return s;
+}
+
+START_TEST(test_busy_shutdown_ignored) {
+    it_server *s = busy_ignoring_shutdown();
+    it_raw_cmd(it_raw_connect(s), "SHUTDOWN", "NOSAVE", NULL);
+    int st = it_wait_exit(s, 5000);
+    ck_assert_msg(st == 0, "exit status %d; log:\n%s", st, it_log_tail(s));
+    ck_assert_ptr_nonnull(strstr(it_read_file(s->log), "ignored the shutdown request"));
+}
+END_TEST
+
+START_TEST(test_busy_shutdown_ignored_sigterm) {
+    it_server *s = busy_ignoring_shutdown();
+    kill(s->pid, SIGTERM);
+    int st = it_wait_exit(s, 5000);
+    ck_assert_msg(st == 0, "exit status %d; log:\n%s", st, it_log_tail(s));
+}
+END_TEST
+
+/* A module's call to a long command: the caller's connection is the one
+ * held for the phase (its pipeline waits, its reply comes first), and its
+ * disconnect frees it only after the command. */
+static void nested_call_holds_caller(it_server *s) {
+    redisContext *c = it_connect(s);
+    it_raw *r = it_raw_connect(s);
+    it_raw_cmd(r, "callmod.call", "-", "bp.busy", "20000", NULL);
+    it_wait_until(!strcmp(it_cmd(c, "PING")->str, BP_BUSY_ERR), 5000);
+    it_raw_sendstr(r, "*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
+    it_sleep_ms(300);
+    expect_ok(c, "BP.KILL");
+    expect_raw(r, "\"0 +killed\"");
+    expect_raw(r, "+PONG");
+    expect_raw(r, "+OK");
+    expect_bulk(c, "v", "GET k");
+    /* Gone during the phase, with input pending. */
+    it_raw *gone = it_raw_connect(s);
+    it_raw_cmd(gone, "callmod.call", "-", "bp.busy", "20000", NULL);
+    it_wait_until(!strcmp(it_cmd(c, "PING")->str, BP_BUSY_ERR), 5000);
+    it_raw_sendstr(gone, "*1\r\n$4\r\nPING\r\n");
+    it_raw_close(gone);
+    it_sleep_ms(300);
+    expect_ok(c, "BP.KILL");
+    it_wait_until(!strcmp(it_cmd(c, "PING")->str, "PONG"), 5000);
+    expect_bulk(c, "v", "GET k");
+}
+
+START_TEST(test_busy_nested_call_holds_caller) {
+    nested_call_holds_caller(it_start("--loadmodule", BP_MODULE, "--loadmodule", CALLMOD_MODULE,
+                                      "--busy-reply-threshold", "50", NULL));
+}
+END_TEST
+
+/* With I/O threads the caller gets no read job while its command runs. */
+START_TEST(test_busy_nested_call_io_threads) {
+    nested_call_holds_caller(it_start("--loadmodule", BP_MODULE, "--loadmodule", CALLMOD_MODULE,
+                                      "--busy-reply-threshold", "50", "--io-threads", "4",
+                                      "--events-per-io-thread", "0", NULL));
+}
+END_TEST
+
+/* Bytes that arrive on fd within quiet_ms of each other. */
+static size_t drain_bytes(int fd, int quiet_ms, size_t want) {
+    static char buf[1 << 16];
+    size_t got = 0;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (got < want && poll(&pfd, 1, quiet_ms) > 0) {
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
+/* The busy client's replies still queued when its command started are
+ * written after the command, not during the phase. */
+START_TEST(test_busy_holds_pending_output) {
+    it_server *s = bp_start("--busy-reply-threshold", "50");
+    redisContext *c = it_connect(s);
+    size_t vlen = 4 << 20;
+    char *val = it_random_bytes(vlen, 7);
+    redisReply *set = redisCommand(c, "SET big %b", val, vlen);
+    ck_assert_msg(set && set->type == REDIS_REPLY_STATUS, "SET big failed");
+    freeReplyObject(set);
+    it_raw *r = it_raw_connect(s);
+    int small = 64 << 10;
+    setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    enum { GETS = 6 };
+    for (int i = 0; i < GETS; i++)
+        it_raw_cmd(r, "GET", "big", NULL);
+    it_sleep_ms(300); /* the socket fills up: the rest waits for writability */
+    it_raw_cmd(r, "BP.BUSY", "20000", NULL);
+    it_wait_until(!strcmp(it_cmd(c, "PING")->str, BP_BUSY_ERR), 5000);
+    size_t bulk = vlen + strlen(it_fmt("$%zu\r\n\r\n", vlen));
+    size_t during = drain_bytes(r->fd, 500, GETS * bulk);
+    ck_assert_msg(during < GETS * bulk / 2, "%zu of %zu bytes written during the phase", during,
+                  GETS * bulk);
+    expect_ok(c, "BP.KILL");
+    size_t total = GETS * bulk + strlen("+killed\r\n");
+    size_t after = drain_bytes(r->fd, 5000, total - during);
+    ck_assert_uint_eq(during + after, total);
+}
+END_TEST
+
+/* A callback's ctx (on_timeout) runs between commands: its busy_yield
+ * starts no phase (no warning, nobody refused). */
+START_TEST(test_callback_yield_starts_nothing) {
+    it_server *s = bp_start("--busy-reply-threshold", "1");
+    redisContext *c = it_connect(s);
+    expect_status(c, "yielded", "BP.CBYIELD 20");
+    expect_status(c, "PONG", "PING");
+    ck_assert_ptr_null(strstr(it_read_file(s->log), "Slow command detected"));
 }
 END_TEST
 
@@ -382,6 +525,12 @@ static Suite *module_block_suite(void) {
     tcase_add_test(tc, test_busy_defers_unblock);
     tcase_add_test(tc, test_busy_shutdown_nosave);
     tcase_add_test(tc, test_busy_sigterm);
+    tcase_add_test(tc, test_busy_shutdown_ignored);
+    tcase_add_test(tc, test_busy_shutdown_ignored_sigterm);
+    tcase_add_test(tc, test_busy_nested_call_holds_caller);
+    tcase_add_test(tc, test_busy_nested_call_io_threads);
+    tcase_add_test(tc, test_busy_holds_pending_output);
+    tcase_add_test(tc, test_callback_yield_starts_nothing);
     tcase_add_test(tc, test_busy_threshold_config);
     tcase_add_test(tc, test_busy_io_threads);
     tc = it_tcase_bare(s, "events");

@@ -11,8 +11,12 @@
  *                        timeout replies -TIMEDOUT
  *   BP.TIMERPOP ms       blocks without keys; a timer unblocks it after ms
  *                        with "timerval"
- *   BP.BUSY ms           runs ms calling busy_yield; replies done, killed
- *                        or stopped (busy_yield said stop)
+ *   BP.BUSY ms [ignore]  runs ms calling busy_yield; replies done, killed
+ *                        or stopped (busy_yield said stop; with ignore it
+ *                        runs on regardless)
+ *   BP.CBYIELD ms        blocks without keys for ms; its on_timeout calls
+ *                        busy_yield a few times (a callback's ctx) and
+ *                        replies yielded
  *   BP.KILL              (allow-busy) stops BP.BUSY; NOTBUSY when nothing is
  *                        busy
  *   BP.EVENTS            the keyspace events seen since the last call, as
@@ -258,12 +262,14 @@ static void cmd_busy(keel_ctx *ctx) {
         api->command->reply_error(ctx, "ERR bad duration");
         return;
     }
+    int ignore = api->command->argc(ctx) > 2;
     long long end = now_ms() + ms;
     const char *how = "done";
     kill_flag = 0;
     while (now_ms() < end) {
         if (api->call->busy_yield(ctx, "BUSY blockpop is busy. You can only call BP.KILL or "
-                                       "SHUTDOWN NOSAVE.") != KEEL_OK) {
+                                       "SHUTDOWN NOSAVE.") != KEEL_OK &&
+            !ignore) {
             how = "stopped";
             break;
         }
@@ -275,6 +281,25 @@ static void cmd_busy(keel_ctx *ctx) {
     }
     kill_flag = 0;
     api->command->reply_simple(ctx, how);
+}
+
+static void yield_timeout(keel_ctx *ctx, void *priv) {
+    (void)priv;
+    for (int i = 0; i < 20; i++) {
+        api->call->busy_yield(ctx, NULL);
+        usleep(1000);
+    }
+    api->command->reply_simple(ctx, "yielded");
+}
+
+static void cmd_cbyield(keel_ctx *ctx) {
+    long long ms;
+    if (api->command->arg_ll(ctx, 1, &ms) != KEEL_OK || ms <= 0) {
+        api->command->reply_error(ctx, "ERR bad timeout");
+        return;
+    }
+    keel_block_def def = {.size = sizeof(def), .timeout_ms = ms, .on_timeout = yield_timeout};
+    if (!api->block->block(ctx, &def)) api->command->reply_null(ctx);
 }
 
 static void cmd_kill(keel_ctx *ctx) {
@@ -381,6 +406,14 @@ static int add_commands(keel_ctx *ctx) {
         {.size = sizeof(keel_command_def),
          .name = "bp.busy",
          .fn = cmd_busy,
+         .arity = -2,
+         .flags = "",
+         .first_key = 0,
+         .last_key = 0,
+         .key_step = 0},
+        {.size = sizeof(keel_command_def),
+         .name = "bp.cbyield",
+         .fn = cmd_cbyield,
          .arity = 2,
          .flags = "",
          .first_key = 0,
