@@ -633,7 +633,10 @@ typedef struct keel_api_call {
      * the call to stop through the module's own state) and SHUTDOWN
      * NOSAVE. The calling client is not freed meanwhile. Returns KEEL_OK to
      * go on, KEEL_ERR when the command must stop at once (the server is
-     * shutting down). Main thread, inside a command. */
+     * shutting down; a command still running at the next shutdown request
+     * sees the server exit inside busy_yield). Main thread, inside a
+     * command: from any other ctx (a callback's, a filter's) it does
+     * nothing and returns KEEL_OK. */
     int (*busy_yield)(keel_ctx *ctx, const char *busy_error);
     /* 1 while some command is in its busy phase (from an allow-busy
      * command: whether there is anything to kill), else 0. */
