@@ -71,7 +71,7 @@ TESTS=(eval evalsha fcall)
 
 BODY="return redis.call('incr', KEYS[1])"
 LIBRARY="#!lua name=benchlib
-redis.register_function('incr', function(keys, args) $BODY end)"
+redis.register_function('incr', function(keys, args) return redis.call('incr', keys[1]) end)"
 SHA=$(printf '%s' "$BODY" | sha1sum | cut -d' ' -f1)
 
 requests() { # pipeline

@@ -141,6 +141,8 @@ typedef struct info_stat {
 } info_stat;
 
 static const info_stat info_fields[] = {
+    {"maxmemory", NULL, stat_maxmemory}, /* first: a script's memory check reads them */
+    {"used_memory", NULL, stat_used_memory},
     {"io_threaded_reads_processed", &io_stats.reads, NULL},
     {"io_threaded_writes_processed", &io_stats.writes, NULL},
     {"connected_clients", NULL, stat_connected_clients},
@@ -156,14 +158,19 @@ static const info_stat info_fields[] = {
     {"pubsub_channels", &srv.pubsub_stats.pubsub_channels, NULL},
     {"pubsub_patterns", &srv.pubsub_stats.pubsub_patterns, NULL},
     {"pubsubshard_channels", &srv.pubsub_stats.pubsubshard_channels, NULL},
-    {"used_memory", NULL, stat_used_memory},
-    {"maxmemory", NULL, stat_maxmemory},
     {"uptime_in_seconds", NULL, stat_uptime},
     {"db_keys", NULL, stat_db_keys}, /* keys in all databases (Keel's own) */
 };
 
 int info_stat_get(const char *name, long long *value) {
-    /* The subsystems' counters first, by the names they declare. */
+    /* The gauges first (maxmemory and used_memory at their head): a
+     * module asks for those on its hot paths, a script's memory check. */
+    for (size_t i = 0; i < K_ARRAY_LEN(info_fields); i++) {
+        if (strcmp(info_fields[i].name, name) != 0) continue;
+        *value = info_fields[i].counter ? *info_fields[i].counter : info_fields[i].get();
+        return K_OK;
+    }
+    /* Then the subsystems' counters, by the names they declare. */
     size_t groups;
     const metric_group *g = server_metric_groups(&groups);
     for (size_t i = 0; i < groups; i++) {
@@ -172,11 +179,6 @@ int info_stat_get(const char *name, long long *value) {
             *value = metric_get(g[i].metrics, &g[i].descs[j]);
             return K_OK;
         }
-    }
-    for (size_t i = 0; i < K_ARRAY_LEN(info_fields); i++) {
-        if (strcmp(info_fields[i].name, name) != 0) continue;
-        *value = info_fields[i].counter ? *info_fields[i].counter : info_fields[i].get();
-        return K_OK;
     }
     return K_ERR;
 }
