@@ -466,6 +466,12 @@ static void api_reply_verbatim(keel_ctx *ctx, const char *s, size_t len) {
     if (c) reply_verbatim(c, s ? s : "", s ? len : 0, "txt");
 }
 
+static void api_reply_verbatim_ex(keel_ctx *ctx, const char *s, size_t len, const char *format) {
+    client *c = reply_target(ctx);
+    if (!format || strlen(format) != 3 || strpbrk(format, "\r\n:")) format = "txt";
+    if (c) reply_verbatim(c, s ? s : "", s ? len : 0, format);
+}
+
 static void api_reply_wrong_arity(keel_ctx *ctx) {
     client *c = reply_target(ctx);
     if (c) reply_wrong_arity(c);
@@ -561,4 +567,5 @@ const keel_api_command module_api_command = {
     .reply_set = api_reply_set,
     .reply_bignum = api_reply_bignum,
     .reply_error_ex = api_reply_error_ex,
+    .reply_verbatim_ex = api_reply_verbatim_ex,
 };

@@ -511,13 +511,20 @@ static void api_reply_error_table(keel_ctx *ctx, lua_State *L) {
 static int api_reply_verbatim(keel_ctx *ctx, lua_State *L) {
     int ok = 0;
     if (api_field(L, "format") == LUA_TSTRING) {
-        lua_pop(L, 1);
+        /* The format string stays on the stack (anchored) while the reply
+         * is built; the table is pushed again to read its string. */
+        const char *format = lua_tostring(L, -1);
+        lua_pushvalue(L, -2);
         if (api_field(L, "string") == LUA_TSTRING) {
             size_t len;
             const char *s = lua_tolstring(L, -1, &len);
-            engine_kapi->command->reply_verbatim(ctx, s, len);
+            if (KEEL_API_HAS(engine_kapi, command, reply_verbatim_ex))
+                engine_kapi->command->reply_verbatim_ex(ctx, s, len, format);
+            else
+                engine_kapi->command->reply_verbatim(ctx, s, len);
             ok = 1;
         }
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
     return ok;

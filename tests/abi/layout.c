@@ -219,6 +219,7 @@ static void added_1_2(void) {
     MEMBER(keel_api_command, reply_set);
     MEMBER(keel_api_command, reply_bignum);
     MEMBER(keel_api_command, reply_error_ex);
+    MEMBER(keel_api_command, reply_verbatim_ex);
     MEMBER(keel_api_info, add_fields);
     SIZE(keel_api_call);
     MEMBER(keel_api_call, size);

@@ -338,6 +338,20 @@ START_TEST(test_frozen_time) {
 }
 END_TEST
 
+/* A RESP3 verbatim string keeps its format (redis.setresp(3) tables). */
+START_TEST(test_verbatim_format) {
+    it_raw *r = it_raw_connect_resp3(S);
+    it_raw_cmd(r, "EVAL",
+               "redis.setresp(3) return {verbatim_string = {format = 'mkd', string = 'x'}}", "0",
+               NULL);
+    expect_raw(r, "=\"mkd:x\"");
+    it_raw_cmd(r, "EVAL", "return {verbatim_string = {format = 'toolong', string = 'y'}}", "0",
+               NULL);
+    expect_raw(r, "=\"txt:y\"");
+    it_raw_close(r);
+}
+END_TEST
+
 START_TEST(test_module_unload) {
     expect_int(C, 1, "EVAL %s 0", "return 1");
     expect_ok(C, "MODULE UNLOAD lua");
@@ -369,6 +383,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_monitor);
     tcase_add_test(tc, test_disable_deny_scripts);
     tcase_add_test(tc, test_frozen_time);
+    tcase_add_test(tc, test_verbatim_format);
     tcase_add_test(tc, test_module_unload);
     suite_add_tcase(s, tc);
     return s;

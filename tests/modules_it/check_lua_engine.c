@@ -148,6 +148,10 @@ static void f_error_ex(keel_ctx *c, const char *e, size_t len, uint32_t flags) {
         errors_counted++;
     emit("-%.*s", (int)len, e);
 }
+static void f_verbatim_ex(keel_ctx *c, const char *s, size_t len, const char *format) {
+    (void)c;
+    emit("=%s:%.*s", format, (int)len, s);
+}
 static int f_register(keel_ctx *c, const keel_command_def *d) {
     (void)c;
     (void)d;
@@ -381,7 +385,8 @@ static const keel_api_command fake_command = {sizeof(keel_api_command),
                                               NULL,
                                               f_set,
                                               f_bignum,
-                                              f_error_ex};
+                                              f_error_ex,
+                                              f_verbatim_ex};
 static const keel_api_info fake_info = {sizeof(keel_api_info), NULL, f_info_field, NULL, NULL};
 static const keel_api_call fake_call = {
     sizeof(keel_api_call), f_call,         f_reply_free,   f_reply_type,   f_reply_integer,

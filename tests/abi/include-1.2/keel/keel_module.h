@@ -385,6 +385,10 @@ typedef struct keel_api_command {
      * total_error_replies (an error a script passes on from a command it
      * called, which was counted when that command failed). */
     void (*reply_error_ex)(keel_ctx *ctx, const char *err, size_t len, uint32_t flags);
+    /* A verbatim string with its format: three characters, e.g. "mkd";
+     * any other format (NULL, shorter, longer) sends "txt". RESP2: a bulk
+     * string. */
+    void (*reply_verbatim_ex)(keel_ctx *ctx, const char *s, size_t len, const char *format);
 } keel_api_command;
 
 #define KEEL_REPLY_ERR_NO_STATS (1u << 0)
