@@ -372,9 +372,13 @@ static void engine_count_hook(lua_State *L, lua_Debug *ar) {
     /* Valkey words it so for functions too. */
     engine_kapi->core->log(engine_self_ctx, KEEL_LOG_NOTICE,
                            "Lua script killed by user with SCRIPT KILL.");
-    /* From now on every line raises again, so a pcall in the script cannot
-     * catch the kill and go on. */
-    lua_sethook(L, engine_count_hook, LUA_MASKLINE, 0);
+    /* From now on every instruction raises again, in this thread and the
+     * script's main one (a coroutine may be running), so a pcall in the
+     * script cannot catch the kill and go on; server.call refuses too, and
+     * the run replies the kill whatever it returns. */
+    lua_sethook(L, engine_count_hook, LUA_MASKCOUNT, 1);
+    if (engine_cur.L && engine_cur.L != L)
+        lua_sethook(engine_cur.L, engine_count_hook, LUA_MASKCOUNT, 1);
     const char *msg = "Script killed by user with SCRIPT KILL...";
     engine_push_error(L, msg, strlen(msg));
     lua_error(L);
@@ -469,6 +473,14 @@ static int engine_run_protected(lua_State *L) {
     /* No script code runs while the result becomes the reply (a half-sent
      * reply cannot be taken back): the conversion reads raw, and no
      * userdata of a script has a __gc (engine_sandbox.c). */
+    if (engine_cur.pub.killed && !failed) {
+        /* Killed, but the script went on (a pcall caught the kill, or it
+         * ran in a coroutine): the reply is still the kill. */
+        const char *msg = "Script killed by user with SCRIPT KILL...";
+        lua_pop(L, 1);
+        engine_push_error(L, msg, strlen(msg));
+        failed = 1;
+    }
     if (failed)
         engine_reply_failure(job->ctx, L, run->name);
     else
@@ -490,6 +502,7 @@ void engine_call(engine *e, keel_ctx *ctx, const engine_run *run) {
     lua_rawseti(L, LUA_REGISTRYINDEX, e->fn_ref);
     engine_job job = {e, ctx, run, 0};
     engine_begin(ctx, run);
+    engine_cur.L = L;
     /* lua_cpcall would allocate a closure per run: the protected entry is
      * kept in the registry instead. */
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->runner_ref);

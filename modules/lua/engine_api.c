@@ -268,6 +268,9 @@ static int api_call_generic(lua_State *L, int raise) {
         api_push_errorf(L, "this server has no call API (SDK ABI 1.2) for scripts");
     } else if (st->in_call) {
         api_push_errorf(L, "server.call recursive call detected");
+    } else if (st->pub.killed) {
+        /* A killed script that caught the kill writes nothing more. */
+        api_push_errorf(L, "Script killed by user with SCRIPT KILL...");
     } else if (api_collect_args(L, argc) == KEEL_OK) {
         is_error = api_run_command(L, argc);
     }

@@ -28,6 +28,7 @@ typedef struct engine_state {
     int read_only; /* writes refused (EVAL_RO or no-writes) */
     int allow_oom; /* allow-oom: calls skip the OOM check */
     int in_call;   /* server.call is running (recursion guard) */
+    lua_State *L;  /* the running state's main thread (a kill stops it too) */
 } engine_state;
 
 extern engine_state engine_cur;

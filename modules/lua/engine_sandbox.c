@@ -100,6 +100,17 @@ static int sandbox_rawset(lua_State *L) {
     return 1;
 }
 
+/* table.insert, table.remove and table.sort (the original is upvalue 1)
+ * write with raw sets, past a view's __newindex: they refuse views, or a
+ * script could leave values in _G or a library for later scripts. */
+static int sandbox_table_write(lua_State *L) {
+    if (sandbox_is_view(L, 1)) return luaL_error(L, RO_ERROR);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* The original setmetatable is upvalue 1. */
 static int sandbox_setmetatable(lua_State *L) {
     if (sandbox_is_view(L, 1)) return luaL_error(L, RO_ERROR);
@@ -140,11 +151,15 @@ static int sandbox_ipairs(lua_State *L) {
     return 3;
 }
 
-/* __newindex of a proxy's metatable view: any field but __gc goes to the
+/* __newindex of a proxy's metatable view: any field but __gc and
+ * __metatable goes to the
  * metatable (upvalue 1). A __gc would run script code wherever the
  * collector happens to run, even while a result becomes the reply. */
 static int sandbox_proxy_newindex(lua_State *L) {
-    if (lua_type(L, 2) == LUA_TSTRING && !strcmp(lua_tostring(L, 2), "__gc"))
+    /* Nor __metatable: clearing it would make getmetatable hand out the
+     * real metatable, where a __gc could then be set. */
+    if (lua_type(L, 2) == LUA_TSTRING &&
+        (!strcmp(lua_tostring(L, 2), "__gc") || !strcmp(lua_tostring(L, 2), "__metatable")))
         return luaL_error(L, RO_ERROR);
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
@@ -450,6 +465,9 @@ void engine_sandbox_libs(engine *e) {
     sandbox_wrap(L, NULL, "setmetatable", sandbox_setmetatable);
     sandbox_wrap(L, NULL, "setfenv", sandbox_setfenv);
     sandbox_wrap(L, NULL, "newproxy", sandbox_newproxy);
+    sandbox_wrap(L, "table", "insert", sandbox_table_write);
+    sandbox_wrap(L, "table", "remove", sandbox_table_write);
+    sandbox_wrap(L, "table", "sort", sandbox_table_write);
     lua_getglobal(L, "math");
     lua_pushcfunction(L, sandbox_random);
     lua_setfield(L, -2, "random");

@@ -131,7 +131,49 @@ START_TEST(test_sandbox) {
     expect_bulk(C, "0000FFFF", "EVAL %s 0", "return bit.tohex(65535, -2147483648)");
     expect_error_prefix(C, "ERR user_script:1: too many results to unpack", "EVAL %s 0",
                         "return unpack({}, 0, 2147483647)");
+    /* A proxy's metatable keeps its __metatable, so no __gc can be set on
+     * the real one (a finalizer would run inside another script). */
+    expect_error_prefix(C, "ERR user_script:1: Attempt to modify a readonly table", "EVAL %s 0",
+                        "local p = newproxy(true) getmetatable(p).__metatable = nil");
+    expect_error_prefix(C, "ERR user_script:1: Attempt to modify a readonly table", "EVAL %s 0",
+                        "local p = newproxy(true) getmetatable(p).__gc = function() end");
+    /* table.insert/remove/sort write raw: they refuse views. */
+    expect_error_prefix(C, "ERR user_script:1: Attempt to modify a readonly table", "EVAL %s 0",
+                        "table.insert(_G, 'leak')");
+    expect_error_prefix(C, "ERR user_script:1: Attempt to modify a readonly table", "EVAL %s 0",
+                        "table.insert(string, 'leak')");
+    expect_nil(C, "EVAL %s 0", "return rawget(_G, 1)");
+    expect_int(C, 3, "EVAL %s 0",
+               "local t = {3, 1, 2} table.sort(t) table.insert(t, 4) return t[3]");
     expect_status(C, "PONG", "PING");
+}
+END_TEST
+
+/* A kill a script catches (pcall, or a loop in a coroutine) still ends it:
+ * it writes nothing more and its reply is the kill. */
+static void lua_kill_caught(const char *body, const char *key) {
+    expect_ok(C, "CONFIG SET busy-reply-threshold 50");
+    it_raw *r = it_raw_connect(S);
+    it_raw_cmd(r, "EVAL", body, "1", key, NULL);
+    it_sleep_ms(200);
+    redisContext *c2 = it_connect(S);
+    expect_error_prefix(c2, "BUSY", "PING");
+    expect_ok(c2, "SCRIPT KILL");
+    it_value *v = it_raw_read(r);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(v->type == '-' && strstr(v->str, "Script killed by user with SCRIPT KILL"), "%s",
+                  v->str);
+    expect_nil(c2, "GET %s", key);
+    expect_status(c2, "PONG", "PING");
+}
+
+START_TEST(test_kill_caught) {
+    lua_kill_caught("pcall(function() while true do end end) "
+                    "redis.call('set', KEYS[1], 'after-kill') return 'survived'",
+                    "kill-pcall");
+    lua_kill_caught("local co = coroutine.create(function() while true do end end) "
+                    "coroutine.resume(co) redis.call('set', KEYS[1], 'after-kill') return 1",
+                    "kill-coroutine");
 }
 END_TEST
 
@@ -376,6 +418,7 @@ static Suite *lua_suite(void) {
     tcase_add_test(tc, test_oom);
     tcase_add_test(tc, test_pause_write);
     tcase_add_test(tc, test_busy_and_kill);
+    tcase_add_test(tc, test_kill_caught);
     tcase_add_test(tc, test_unkillable);
     tcase_add_test(tc, test_busy_shutdown_nosave);
     tcase_add_test(tc, test_command_info_and_keys);
