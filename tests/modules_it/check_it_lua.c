@@ -149,34 +149,6 @@ START_TEST(test_sandbox) {
 }
 END_TEST
 
-/* A kill a script catches (pcall, or a loop in a coroutine) still ends it:
- * it writes nothing more and its reply is the kill. */
-static void lua_kill_caught(const char *body, const char *key) {
-    expect_ok(C, "CONFIG SET busy-reply-threshold 50");
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "EVAL", body, "1", key, NULL);
-    it_sleep_ms(200);
-    redisContext *c2 = it_connect(S);
-    expect_error_prefix(c2, "BUSY", "PING");
-    expect_ok(c2, "SCRIPT KILL");
-    it_value *v = it_raw_read(r);
-    ck_assert_ptr_nonnull(v);
-    ck_assert_msg(v->type == '-' && strstr(v->str, "Script killed by user with SCRIPT KILL"), "%s",
-                  v->str);
-    expect_nil(c2, "GET %s", key);
-    expect_status(c2, "PONG", "PING");
-}
-
-START_TEST(test_kill_caught) {
-    lua_kill_caught("pcall(function() while true do end end) "
-                    "redis.call('set', KEYS[1], 'after-kill') return 'survived'",
-                    "kill-pcall");
-    lua_kill_caught("local co = coroutine.create(function() while true do end end) "
-                    "coroutine.resume(co) redis.call('set', KEYS[1], 'after-kill') return 1",
-                    "kill-coroutine");
-}
-END_TEST
-
 START_TEST(test_eval_ro) {
     expect_error_prefix(C, "ERR Write commands are not allowed from read-only scripts.",
                         "EVAL_RO %s 1 %s", "return redis.call('set', KEYS[1], 'v')", "k");
@@ -228,46 +200,77 @@ START_TEST(test_pause_write) {
 }
 END_TEST
 
-START_TEST(test_busy_and_kill) {
+/* Runs body (with one key, or none when key is NULL) on a connection of
+ * its own until its busy phase answers BUSY to another client, returned in
+ * *other. */
+static it_raw *lua_start_busy(const char *body, const char *key, redisContext **other) {
     expect_ok(C, "CONFIG SET busy-reply-threshold 50");
     it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "EVAL", "local i = 0 while true do i = i + 1 end", "0", NULL);
+    if (key)
+        it_raw_cmd(r, "EVAL", body, "1", key, NULL);
+    else
+        it_raw_cmd(r, "EVAL", body, "0", NULL);
     it_sleep_ms(200);
-    redisContext *c2 = it_connect(S);
-    expect_error_prefix(c2, "BUSY", "PING");
-    expect_error_prefix(c2, "BUSY", "SCRIPT LOAD %s", "return 1");
-    expect_ok(c2, "SCRIPT KILL");
+    *other = it_connect(S);
+    expect_error_prefix(*other, "BUSY", "PING");
+    return r;
+}
+
+/* The busy script's reply is the kill. */
+static void lua_expect_killed(it_raw *r) {
     it_value *v = it_raw_read(r);
     ck_assert_ptr_nonnull(v);
     ck_assert_msg(v->type == '-' && strstr(v->str, "Script killed by user with SCRIPT KILL"), "%s",
                   v->str);
+}
+
+START_TEST(test_busy_and_kill) {
+    redisContext *c2;
+    it_raw *r = lua_start_busy("local i = 0 while true do i = i + 1 end", NULL, &c2);
+    expect_error_prefix(c2, "BUSY", "SCRIPT LOAD %s", "return 1");
+    expect_ok(c2, "SCRIPT KILL");
+    lua_expect_killed(r);
     expect_status(c2, "PONG", "PING");
     expect_error(c2, "NOTBUSY No scripts in execution right now.", "SCRIPT KILL");
 }
 END_TEST
 
 START_TEST(test_unkillable) {
-    expect_ok(C, "CONFIG SET busy-reply-threshold 50");
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "EVAL",
-               "redis.call('set', 'w', '1') local s = os.clock() "
-               "while os.clock() - s < 0.6 do end return 'done'",
-               "0", NULL);
-    it_sleep_ms(200);
-    redisContext *c2 = it_connect(S);
+    redisContext *c2;
+    it_raw *r = lua_start_busy("redis.call('set', 'w', '1') local s = os.clock() "
+                               "while os.clock() - s < 0.6 do end return 'done'",
+                               NULL, &c2);
     expect_error_prefix(c2, "UNKILLABLE Sorry the script already executed write commands",
                         "SCRIPT KILL");
     expect_raw(r, "\"done\"");
 }
 END_TEST
 
+/* A kill a script catches (pcall, or a loop in a coroutine) still ends it:
+ * it writes nothing more and its reply is the kill. */
+static void lua_kill_caught(const char *body, const char *key) {
+    redisContext *c2;
+    it_raw *r = lua_start_busy(body, key, &c2);
+    expect_ok(c2, "SCRIPT KILL");
+    lua_expect_killed(r);
+    expect_nil(c2, "GET %s", key);
+    expect_status(c2, "PONG", "PING");
+}
+
+START_TEST(test_kill_caught) {
+    lua_kill_caught("pcall(function() while true do end end) "
+                    "redis.call('set', KEYS[1], 'after-kill') return 'survived'",
+                    "kill-pcall");
+    lua_kill_caught("local co = coroutine.create(function() while true do end end) "
+                    "coroutine.resume(co) redis.call('set', KEYS[1], 'after-kill') return 1",
+                    "kill-coroutine");
+}
+END_TEST
+
 /* The busy script's server still stops on SHUTDOWN NOSAVE, cleanly. */
 START_TEST(test_busy_shutdown_nosave) {
-    expect_ok(C, "CONFIG SET busy-reply-threshold 50");
-    it_raw *r = it_raw_connect(S);
-    it_raw_cmd(r, "EVAL", "while true do end", "0", NULL);
-    it_sleep_ms(200);
-    redisContext *c2 = it_connect(S);
+    redisContext *c2;
+    lua_start_busy("while true do end", NULL, &c2);
     expect_error_prefix(c2, "BUSY", "SHUTDOWN SAVE");
     redisReply *rep = it_try_cmd(c2, "SHUTDOWN NOSAVE");
     ck_assert(!rep || rep->type != REDIS_REPLY_ERROR);
@@ -324,10 +327,12 @@ START_TEST(test_monitor) {
     expect_raw(m, "+OK");
     expect_int(C, 1, "EVAL %s 1 %s", "return redis.call('incr', KEYS[1])", "mon");
     const char *line = lua_monitor_args(m);
-    ck_assert_msg(strncmp(line, "[0 127.0.0.1:", 13) == 0 && strstr(line, "] \"EVAL\" "), "%s", line);
+    ck_assert_msg(strncmp(line, "[0 127.0.0.1:", 13) == 0 && strstr(line, "] \"EVAL\" "), "%s",
+                  line);
     ck_assert_str_eq(lua_monitor_args(m), "[0 lua] \"incr\" \"mon\"");
     expect_reply(C, "\"l\"", "FUNCTION LOAD %s",
-                 "#!lua name=l\nredis.register_function('f', function(k) return redis.call('get', k[1]) end)");
+                 "#!lua name=l\nredis.register_function('f', function(k) return redis.call('get', "
+                 "k[1]) end)");
     line = lua_monitor_args(m);
     ck_assert_msg(strstr(line, "] \"FUNCTION\" \"LOAD\" ") != NULL, "%s", line);
     expect_bulk(C, "1", "FCALL f 1 mon");
