@@ -1,4 +1,4 @@
-/* keel_module.h -- the Keel module ABI, version 1.2.
+/* keel_module.h -- the Keel module ABI, version 1.3.
  *
  * This header is a contract between keel-server and every module built
  * against it. Rules that keep it stable:
@@ -60,7 +60,7 @@ extern "C" {
 
 #define KEEL_MODULE_MAGIC 0x4b45454c4d4f4431ULL /* "KEELMOD1" */
 #define KEEL_ABI_MAJOR 1
-#define KEEL_ABI_MINOR 2
+#define KEEL_ABI_MINOR 3
 
 #define KEEL_OK 0
 #define KEEL_ERR (-1)
@@ -81,6 +81,7 @@ typedef struct keel_transport keel_transport; /* a registered connection type */
 typedef struct keel_conn keel_conn;     /* a connection of a module transport */
 typedef struct keel_reply keel_reply;   /* a command's reply read as a tree (1.2) */
 typedef struct keel_blocked keel_blocked; /* a client a module blocked (1.2) */
+typedef struct keel_listener keel_listener; /* a listening port of a transport (1.3) */
 typedef struct keel_api keel_api;
 
 /* True if the server's table has `member` in `group` (a function added in a
@@ -280,6 +281,13 @@ typedef void (*keel_info_fn)(keel_info *info, void *priv);
 #define KEEL_CONFIG_MEMORY 5 /* like INT, accepts 1kb/10mb/1gb units */
 
 #define KEEL_CONFIG_IMMUTABLE (1u << 0) /* set only at load */
+/* ABI 1.3. FAMILY: the name is one of a family the module claimed with
+ * config_claim_family ("tls-port"), used as it is, without the
+ * "<module>." prefix. SENSITIVE: the value is a secret (a key's
+ * passphrase): CONFIG SET's arguments are redacted in SLOWLOG, the
+ * command log and MONITOR, and CONFIG GET still shows it, as Valkey does. */
+#define KEEL_CONFIG_FAMILY (1u << 1)
+#define KEEL_CONFIG_SENSITIVE (1u << 2)
 
 typedef struct keel_config_def {
     uint32_t size;           /* sizeof(keel_config_def) */
@@ -296,6 +304,18 @@ typedef struct keel_config_def {
      * to refuse the value. */
     int (*apply)(long long number, const char *text, void *priv, const char **err);
     void *priv;
+    /* ---- ABI 1.3 ---- */
+    /* Runs once per CONFIG SET, after apply accepted the new values of all
+     * the parameters the command names, for each distinct commit among
+     * them (with the priv of the first such parameter): the place to act on
+     * several values together (a certificate and its key). KEEL_ERR with a
+     * static message in *err refuses the whole CONFIG SET: every parameter
+     * it named gets its previous value back through apply, and the client
+     * gets the message. Not run at load (init sees every value by the time
+     * its config_register calls return). Setting a value equal to the
+     * current one still runs apply and commit (re-reading a file). May be
+     * NULL. Main thread. */
+    int (*commit)(void *priv, const char **err);
 } keel_config_def;
 
 /* ------------------------------------------------------------------------
@@ -464,6 +484,20 @@ typedef struct keel_api_info {
      * that section is shown. KEEL_ERR for a section the server does not
      * have (only during init, like add_section). */
     int (*add_fields)(keel_ctx *ctx, const char *section, keel_info_fn fn, void *priv);
+
+    /* ---- ABI 1.3 ---- */
+    /* Claims a family of config names that the server reserves for a
+     * feature module: "tls-" (TLS) and "rdma-" (RDMA). After the claim,
+     * config_register with KEEL_CONFIG_FAMILY declares names of the family
+     * as they are ("tls-port"), so a valkey.conf works unchanged. The
+     * server keeps config-file lines of a reserved family for the module
+     * that claims it, like `<module>.<name>` lines; a line no module
+     * claimed stops start-up with a message naming the module to load, and
+     * without the module CONFIG SET/GET of such a name answers that the
+     * module is not loaded. The family is released at unload. Only during
+     * init; KEEL_ERR (logged, fails the load) if the prefix is not reserved
+     * or another module holds it. prefix is borrowed. */
+    int (*config_claim_family)(keel_ctx *ctx, const char *prefix);
 } keel_api_info;
 
 /* ------------------------------------------------------------------------
@@ -509,7 +543,31 @@ typedef struct keel_transport_def {
      * socket afterwards. May be NULL. */
     void (*close)(keel_conn *conn, void *priv);
     void *priv; /* passed to every hook */
+
+    /* ---- ABI 1.3 ---- */
+    /* An outgoing connection (keel_api_transport.connect) finished its TCP
+     * connect (main thread): set up state with conn_set_data, as accept
+     * does for accepted ones (conn_host gives the name it was opened to);
+     * the handshake hook then runs its client side. KEEL_ERR fails the
+     * connection (close is still called). NULL: the transport cannot open
+     * connections, and connect refuses. */
+    int (*connect)(keel_conn *conn, void *priv);
+    /* Longest the handshake of one connection may take, in ms: a
+     * connection still in it then is logged and closed (a client that
+     * stops mid-handshake holds nothing for longer). 0: 10000. */
+    int64_t handshake_timeout_ms;
 } keel_transport_def;
+
+/* The direction a connection needs (conn_wait, and handshake results). */
+#define KEEL_CONN_READABLE KEEL_CONN_WANT_READ
+#define KEEL_CONN_WRITABLE KEEL_CONN_WANT_WRITE
+
+/* An outgoing connection's events (main thread): connect's done with
+ * status KEEL_OK (ready: TCP connected and handshake done) or KEEL_ERR
+ * (failed or timed out: the server closes the connection after done
+ * returns), and the readable/writable handlers of conn_set_handlers (with
+ * status KEEL_OK). */
+typedef void (*keel_conn_fn)(keel_conn *conn, int status, void *udata);
 
 typedef struct keel_api_transport {
     uint32_t size;
@@ -533,6 +591,59 @@ typedef struct keel_api_transport {
     /* Connections of t that are open now (MODULE UNLOAD refuses while any
      * are). */
     uint64_t (*conn_count)(keel_transport *t);
+
+    /* ---- ABI 1.3 ---- */
+    /* Listens like listen, but returns the listener, to close it later with
+     * listener_close (CONFIG SET of a port). addrs NULL with naddrs 0: the
+     * server's bind addresses, followed when CONFIG SET bind changes them.
+     * Main thread. NULL if binding fails (the reason is logged; during init
+     * it also fails the load). */
+    keel_listener *(*listener_open)(keel_ctx *ctx, keel_transport *t, const char *const *addrs,
+                                    int naddrs, int port);
+    /* Stops accepting on l and frees it; connections it accepted stay
+     * open. Main thread. */
+    void (*listener_close)(keel_listener *l);
+    /* Inside read or writev, before returning -1 with errno EAGAIN: the
+     * operation can progress only when the socket is `want`
+     * (KEEL_CONN_READABLE or KEEL_CONN_WRITABLE) rather than in its own
+     * direction (TLS: a read that must first send, a write that must first
+     * receive). The server then retries that same operation when the
+     * socket is so. Any thread that owns the connection (inside its
+     * hooks). */
+    void (*conn_wait)(keel_conn *conn, int want);
+    /* Opens an outgoing connection with transport t to host:port (host: an
+     * IPv4/IPv6 literal or a name, resolved before the call returns). The
+     * TCP connect and then the transport's connect and handshake hooks run
+     * in the background, bounded by timeout_ms (0: 10000); done reports the
+     * result. Returns the connection (valid until done with KEEL_ERR
+     * returns, or conn_close), or NULL with nothing to report if the
+     * transport has no connect hook or host cannot be resolved. host is
+     * copied. Main thread. */
+    keel_conn *(*connect)(keel_ctx *ctx, keel_transport *t, const char *host, int port,
+                          int64_t timeout_ms, keel_conn_fn done, void *udata);
+    /* The handlers of an outgoing connection after done(KEEL_OK): called on
+     * the main thread when the connection is readable (including bytes the
+     * transport buffered: has_pending) or writable; NULL stops watching
+     * that direction. KEEL_ERR for an accepted connection. */
+    int (*conn_set_handlers)(keel_conn *conn, keel_conn_fn on_readable, keel_conn_fn on_writable,
+                             void *udata);
+    /* Reads and writes an outgoing connection through its transport, as
+     * read(2) and write(2) (-1 with EAGAIN: nothing now). Main thread. */
+    ssize_t (*conn_read)(keel_conn *conn, void *buf, size_t len);
+    ssize_t (*conn_write)(keel_conn *conn, const void *buf, size_t len);
+    /* Closes an outgoing connection (the transport's close hook runs); no
+     * handler is called afterwards. Main thread. */
+    void (*conn_close)(keel_conn *conn);
+    /* The host an outgoing connection was opened to (for SNI and
+     * certificate checks), NULL for an accepted one. Borrowed for the
+     * connection's life. Any thread that owns the connection. */
+    const char *(*conn_host)(keel_conn *conn);
+    /* The local port a connection was accepted on (a listener's port), 0
+     * for an outgoing one. Any thread that owns the connection. */
+    int (*conn_local_port)(keel_conn *conn);
+    /* A transport registered by any module ("tls"), NULL if none: modules
+     * that open connections (replication, a proxy) pick one by name. */
+    keel_transport *(*transport_find)(const char *name);
 } keel_api_transport;
 
 /* ------------------------------------------------------------------------
