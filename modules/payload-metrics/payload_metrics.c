@@ -580,24 +580,24 @@ static int pm_apply_bind(long long v, const char *text, void *priv, const char *
 static int pm_register_configs(keel_ctx *ctx) {
     const keel_config_def defs[] = {
         {sizeof(keel_config_def), "window-seconds", KEEL_CONFIG_INT, 0, "60", 1, 3600, NULL,
-         pm_apply_window, NULL},
+         pm_apply_window, NULL, NULL},
         {sizeof(keel_config_def), "request-larger-than", KEEL_CONFIG_MEMORY, 0, "1mb", 0, 1ll << 40,
-         NULL, pm_apply_threshold, &pm.req_threshold},
+         NULL, pm_apply_threshold, &pm.req_threshold, NULL},
         {sizeof(keel_config_def), "reply-larger-than", KEEL_CONFIG_MEMORY, 0, "1mb", 0, 1ll << 40,
-         NULL, pm_apply_threshold, &pm.rep_threshold},
+         NULL, pm_apply_threshold, &pm.rep_threshold, NULL},
         {sizeof(keel_config_def), "large-request-max-len", KEEL_CONFIG_INT, 0, "128", 0, 100000,
-         NULL, pm_apply_log_max, &pm.req_log_max},
+         NULL, pm_apply_log_max, &pm.req_log_max, NULL},
         {sizeof(keel_config_def), "large-reply-max-len", KEEL_CONFIG_INT, 0, "128", 0, 100000, NULL,
-         pm_apply_log_max, &pm.rep_log_max},
+         pm_apply_log_max, &pm.rep_log_max, NULL},
         {sizeof(keel_config_def), "log-arguments", KEEL_CONFIG_BOOL, 0, "no", 0, 0, NULL,
-         pm_apply_log_args, NULL},
+         pm_apply_log_args, NULL, NULL},
         {sizeof(keel_config_def), "prometheus-per-command", KEEL_CONFIG_BOOL, 0, "yes", 0, 0, NULL,
-         pm_apply_bool, &pm.prom_per_cmd},
+         pm_apply_bool, &pm.prom_per_cmd, NULL},
         /* bind before port: the port's apply binds to it */
         {sizeof(keel_config_def), "prometheus-bind", KEEL_CONFIG_STRING, 0, "127.0.0.1", 0, 0, NULL,
-         pm_apply_bind, NULL},
+         pm_apply_bind, NULL, NULL},
         {sizeof(keel_config_def), "prometheus-port", KEEL_CONFIG_INT, 0, "0", 0, 65535, NULL,
-         pm_apply_port, NULL},
+         pm_apply_port, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         if (pm_api->info->config_register(ctx, &defs[i]) != KEEL_OK) return KEEL_ERR;

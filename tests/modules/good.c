@@ -186,12 +186,12 @@ static int add_commands(keel_ctx *ctx) {
 static int add_configs(keel_ctx *ctx) {
     static const char *const modes[] = {"fast", "safe", NULL};
     keel_config_def lim = {sizeof(lim), "limit", KEEL_CONFIG_INT, 0,   "10", 0,
-                           100,         NULL,    apply_limit,     NULL};
+                           100,         NULL,    apply_limit,     NULL, NULL};
     keel_config_def mode = {sizeof(mode), "mode", KEEL_CONFIG_ENUM, 0, "fast", 0, 0, modes,
-                            NULL,         NULL};
+                            NULL,         NULL, NULL};
     keel_config_def mem = {
         sizeof(mem), "buffer", KEEL_CONFIG_MEMORY, KEEL_CONFIG_IMMUTABLE, "1kb", 0, 1 << 30, NULL,
-        NULL,        NULL};
+        NULL,        NULL, NULL};
     if (api->info->config_register(ctx, &lim) != KEEL_OK) return KEEL_ERR;
     if (api->info->config_register(ctx, &mode) != KEEL_OK) return KEEL_ERR;
     return api->info->config_register(ctx, &mem);

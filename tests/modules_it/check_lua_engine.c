@@ -387,7 +387,7 @@ static const keel_api_command fake_command = {sizeof(keel_api_command),
                                               f_bignum,
                                               f_error_ex,
                                               f_verbatim_ex};
-static const keel_api_info fake_info = {sizeof(keel_api_info), NULL, f_info_field, NULL, NULL};
+static const keel_api_info fake_info = {sizeof(keel_api_info), NULL, f_info_field, NULL, NULL, NULL};
 static const keel_api_call fake_call = {
     sizeof(keel_api_call), f_call,         f_reply_free,   f_reply_type,   f_reply_integer,
     f_reply_double,        f_reply_string, f_reply_format, f_reply_length, f_reply_element,
