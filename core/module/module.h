@@ -25,6 +25,9 @@ typedef void (*module_info_section_fn)(sbuf *b, void *priv);
 typedef struct module_env {
     event_loop *el;         /* module timers and transport listeners */
     const int *tcp_backlog; /* listen backlog for transport listeners */
+    /* Accepts per event for listeners of transports with a handshake
+     * (max-new-tls-connections-per-cycle). */
+    const long long *accept_max_handshake;
     /* The server's bind addresses (none: Valkey's defaults), for listeners
      * opened without addresses. */
     char *const *bindaddr;

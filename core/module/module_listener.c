@@ -57,7 +57,8 @@ static void ml_init(conn_listener *l, keel_listener *ml, const char *const *addr
                          .port = port,
                          .backlog = *env->tcp_backlog ? *env->tcp_backlog : 511,
                          .on_accept = ml_on_accept,
-                         .priv = ml};
+                         .priv = ml,
+                         .accept_max = ml->t->def.handshake ? env->accept_max_handshake : NULL};
     for (int i = 0; i < naddrs; i++)
         l->bindaddr[i] = km_strdup(addrs[i] ? addrs[i] : "*");
     l->bindaddr_count = naddrs;

@@ -50,6 +50,13 @@ struct conn_listener {
     int count;
     conn_accept_fn on_accept;
     void *priv;
+    /* Connections accepted per readable event at most (the live value of
+     * max-new-connections-per-cycle or max-new-tls-connections-per-cycle,
+     * so CONFIG SET applies at once); NULL: CONN_ACCEPT_BATCH. Bounding it
+     * keeps a connection storm from starving the clients already served,
+     * and a handshake-heavy transport from being handed more than its
+     * threads can start. */
+    const long long *accept_max;
 };
 
 struct conn_type {

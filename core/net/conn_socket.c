@@ -117,7 +117,8 @@ int conn_is_loopback(conn *cn) {
 
 static void sock_accept_event(event_loop *el, int fd, void *data, int mask) {
     conn_listener *l = data;
-    for (int i = 0; i < CONN_ACCEPT_BATCH; i++) {
+    long long max = l->accept_max ? *l->accept_max : CONN_ACCEPT_BATCH;
+    for (long long i = 0; i < max; i++) {
         int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd == -1) return; /* EAGAIN, or an error the next event retries */
         conn *c = conn_socket_create(l->type, el, cfd);

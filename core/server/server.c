@@ -86,8 +86,11 @@ void server_on_accept(conn *cn, void *priv) {
 static void server_tcp_init(conn_listener *l) {
     static char *const dflt[] = {"*", "-::*"};
     int n = srv.bindaddr_count ? srv.bindaddr_count : 2;
-    *l = (conn_listener){.type = &conn_type_tcp, .port = srv.port, .backlog = srv.tcp_backlog,
-                         .on_accept = server_on_accept};
+    *l = (conn_listener){.type = &conn_type_tcp,
+                         .port = srv.port,
+                         .backlog = srv.tcp_backlog,
+                         .on_accept = server_on_accept,
+                         .accept_max = &srv.max_new_conns_per_cycle};
     for (int i = 0; i < n; i++)
         l->bindaddr[i] = km_strdup(srv.bindaddr_count ? srv.bindaddr[i] : dflt[i]);
     l->bindaddr_count = n;
@@ -106,8 +109,12 @@ static int server_listen(char **err) {
     char msg[256];
     conn_listener *unx = &srv.listeners[1];
     server_tcp_init(&srv.listeners[0]);
-    *unx = (conn_listener){.type = &conn_type_unix, .path = srv.unixsocket, .perm = srv.unixsocketperm,
-                           .backlog = srv.tcp_backlog, .on_accept = server_on_accept};
+    *unx = (conn_listener){.type = &conn_type_unix,
+                           .path = srv.unixsocket,
+                           .perm = srv.unixsocketperm,
+                           .backlog = srv.tcp_backlog,
+                           .on_accept = server_on_accept,
+                           .accept_max = &srv.max_new_conns_per_cycle};
     for (int i = 0; i < 2; i++) {
         if (srv.listeners[i].type->listen(&srv.listeners[i], srv.el, msg, sizeof(msg)) != K_OK) {
             *err = km_strdup(msg);
@@ -419,6 +426,7 @@ static const commands_env server_commands_env = {
 
 static module_env server_module_env = {
     .tcp_backlog = &srv.tcp_backlog,
+    .accept_max_handshake = &srv.max_new_tls_conns_per_cycle,
     .bindaddr = srv.bindaddr,
     .bindaddr_count = &srv.bindaddr_count,
     .on_accept = server_on_accept,

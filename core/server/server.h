@@ -61,6 +61,8 @@ typedef struct server {
     unsigned int unixsocketperm;
     int tcp_backlog;
     int maxclients;
+    long long max_new_conns_per_cycle;     /* accepts per event, plain listeners */
+    long long max_new_tls_conns_per_cycle; /* and listeners of handshaking transports */
     int protected_mode;
     int hz;
     char *pidfile;

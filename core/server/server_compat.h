@@ -112,8 +112,6 @@ typedef struct server_compat_options {
     int shutdown_timeout;
     int repl_diskless_sync_max_replicas;
     long long socket_mark_id;
-    long long max_new_connections_per_cycle;
-    long long max_new_tls_connections_per_cycle;
     long long active_defrag_max_scan_fields;
     long long acllog_max_len;
     long long cluster_blacklist_ttl;

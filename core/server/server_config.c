@@ -296,6 +296,8 @@ static const config_def server_config_table[] = {
     X("unixsocketperm", CFG_IMMUTABLE, &srv.unixsocketperm, "0", set_octal, get_octal),
     I("tcp-backlog", CFG_IMMUTABLE, tcp_backlog, "511", 0, INT_MAX, NULL),
     I("maxclients", 0, maxclients, "10000", 1, INT_MAX - 256, apply_maxclients),
+    L("max-new-connections-per-cycle", 0, max_new_conns_per_cycle, "10", 1, 1000),
+    L("max-new-tls-connections-per-cycle", 0, max_new_tls_conns_per_cycle, "1", 1, 1000),
     I("timeout", 0, session.maxidletime, "0", 0, INT_MAX, NULL),
     I("tcp-keepalive", 0, session.tcp_keepalive, "300", 0, INT_MAX, NULL),
     B("protected-mode", 0, protected_mode, "yes"),

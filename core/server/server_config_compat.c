@@ -278,8 +278,6 @@ static const config_def compat_config_table[] = {
     CPI("shutdown-timeout", NULL, NE, shutdown_timeout, "10", 0, INT_MAX),
     CPI("repl-diskless-sync-max-replicas", NULL, NE, repl_diskless_sync_max_replicas, "0", 0, INT_MAX),
     CPL("socket-mark-id", NULL, IMM | NE, socket_mark_id, "0", 0, UINT_MAX),
-    CPL("max-new-connections-per-cycle", NULL, NE, max_new_connections_per_cycle, "10", 1, 1000),
-    CPL("max-new-tls-connections-per-cycle", NULL, NE, max_new_tls_connections_per_cycle, "1", 1, 1000),
     CPL("active-defrag-max-scan-fields", NULL, NE, active_defrag_max_scan_fields, "1000", 1, LONG_MAX),
     CPL("acllog-max-len", NULL, NE, acllog_max_len, "128", 0, LONG_MAX),
     CPL("cluster-blacklist-ttl", NULL, NE, cluster_blacklist_ttl, "60", 0, LLONG_MAX),
