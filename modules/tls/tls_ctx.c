@@ -124,8 +124,10 @@ static int tls_load_dh(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
         return KEEL_ERR;
     }
     EVP_PKEY *pkey = NULL;
+    /* No key type: both PKCS#3 "DH PARAMETERS" (openssl dhparam) and X9.42
+     * "X9.42 DH PARAMETERS" (openssl dhparam -dsaparam) files are read. */
     OSSL_DECODER_CTX *dctx = OSSL_DECODER_CTX_new_for_pkey(
-        &pkey, "PEM", NULL, "DH", OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS, NULL, NULL);
+        &pkey, "PEM", NULL, NULL, OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS, NULL, NULL);
     int ok = dctx && OSSL_DECODER_from_fp(dctx, f);
     OSSL_DECODER_CTX_free(dctx);
     fclose(f);
