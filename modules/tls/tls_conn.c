@@ -124,6 +124,8 @@ static int tls_conn_new(keel_conn *conn, SSL_CTX *ctx, int outgoing) {
         tls_log_limited(KEEL_LOG_WARNING, "TLS: cannot set up a session for %s%s", c->peer,
                         ctx ? "" : " (TLS is not configured)");
         ERR_clear_error();
+        SSL_free(c->ssl); /* close then finds no session to count */
+        c->ssl = NULL;
         return KEEL_ERR;
     }
     c->handshaking = 1;
@@ -269,6 +271,9 @@ static ssize_t tls_read(keel_conn *conn, void *buf, size_t len, void *priv) {
     unsigned long e = ERR_peek_last_error();
     if (err == SSL_ERROR_SSL && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
+        tls_log_limited(KEEL_LOG_VERBOSE,
+                        "TLS read from %s: closed without close_notify (or inside a record)",
+                        c->peer);
         return 0;
     }
     c->failed = 1;
