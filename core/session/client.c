@@ -507,6 +507,7 @@ static void client_read_step(client *c) {
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
     session_stats()->total_reads_processed++;
+    conn_after_io(c->conn); /* a transport re-arms what the step left */
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -860,6 +861,7 @@ static void client_write_handler(conn *cn);
 static int client_write_done(client *c) {
     size_t w = c->io_written;
     session_stats()->total_writes_processed++;
+    conn_after_io(c->conn);
     c->net_out += (long long)w;
     session_stats()->total_net_output_bytes += (long long)w;
     client_consume_reply(c, w);
