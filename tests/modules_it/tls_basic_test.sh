@@ -7,20 +7,26 @@
 # as openssl reads them, handshake counts); CONFIG SET of a missing
 # certificate fails and the old one keeps serving; CONFIG SET of another
 # certificate and key swaps them; CONFIG SET tls-port 0 closes the
-# listener and a new port opens one; a tls-* line without the module stops
-# start-up naming the module; a clean SHUTDOWN.
+# listener and a new port opens one; the server dials its own tls-port
+# (the tlsdial fixture module: the transport's connect), with the server
+# certificate as client certificate and then with tls-client-cert-file,
+# by address and by name, and fails against a certificate of another CA; a
+# tls-* line without the module stops start-up naming the module; a clean
+# SHUTDOWN.
 #
-# Usage: tls_basic_test.sh path/to/keel-server path/to/tls.so
+# Usage: tls_basic_test.sh path/to/keel-server path/to/tls.so path/to/tlsdial.so
 set -uo pipefail
 
 server=${1:-}
 module=${2:-}
-[ -x "$server" ] && [ -f "$module" ] || {
-    echo "usage: $0 keel-server tls.so" >&2
+dialmod=${3:-}
+[ -x "$server" ] && [ -f "$module" ] && [ -f "$dialmod" ] || {
+    echo "usage: $0 keel-server tls.so tlsdial.so" >&2
     exit 2
 }
 server=$(realpath "$server")
 module=$(realpath "$module")
+dialmod=$(realpath "$dialmod")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v openssl >/dev/null || { echo "tls_basic_test: openssl not found" >&2; exit 2; }
 
@@ -76,6 +82,7 @@ start_server() {
         [ "$port" != "$tport" ] || continue
         (cd "$workdir" && exec timeout 300 "$server" --port "$port" --bind 127.0.0.1 --save "" \
             --appendonly no --enable-module-command yes --loadmodule "$module" \
+            --loadmodule "$dialmod" \
             --tls-port "$tport" --tls-cert-file "$certs/server.crt" \
             --tls-key-file "$certs/server.key" --tls-ca-cert-file "$certs/ca.crt" \
             >"$workdir/server.log" 2>&1) &
@@ -160,6 +167,22 @@ expect "TLS PING checked against the new certificate's CA" PONG \
 expect "CONFIG SET the first certificate back" OK cli config set tls-cert-file "$certs/server.crt" \
     tls-key-file "$certs/server.key"
 expect "TLS PING after the swap back" PONG tcli ca ping
+
+# ---- outgoing connections: the server dials its own tls-port ----
+expect "dial with the server certificate as client certificate" +PONG cli tlsdial 127.0.0.1 "$tport"
+expect "CONFIG SET tls-client-cert-file" OK cli config set tls-client-cert-file "$certs/client.crt" \
+    tls-client-key-file "$certs/client.key"
+expect "INFO client serial" "$(serial_of client)" info_field tls_client_cert_serial
+expect "dial with the client certificate" +PONG cli tlsdial 127.0.0.1 "$tport"
+expect "dial by name (SNI, host name checked)" +PONG cli tlsdial localhost "$tport"
+expect "CONFIG SET a certificate of another CA" OK cli config set \
+    tls-cert-file "$certs/other-server.crt" tls-key-file "$certs/other-server.key"
+checks=$((checks + 1))
+out=$(cli tlsdial 127.0.0.1 "$tport" 2>&1)
+[ "$out" != +PONG ] || fail "a dial verified a certificate of another CA"
+expect "CONFIG SET the first certificate back (again)" OK cli config set \
+    tls-cert-file "$certs/server.crt" tls-key-file "$certs/server.key"
+ok "the refused dial was logged" grep -q "TLS handshake to 127.0.0.1:$tport failed" "$workdir/server.log"
 
 # ---- tls-port at runtime ----
 expect "CONFIG SET tls-port 0" OK cli config set tls-port 0
