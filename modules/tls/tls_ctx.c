@@ -76,6 +76,11 @@ static SSL_CTX *tls_ctx_base(const tls_cfg *cfg, int client, char *err, size_t e
      * takes it. Moving buffer: a retried write passes the same bytes and
      * length, but not always from the same address (tls_conn.c). */
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read ahead: one read(2) takes all the records the socket has, not a
+     * header and then a body per record. What is read but not yet
+     * returned is reported by has_pending (SSL_has_pending), so the server
+     * reads again without waiting for the socket. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     SSL_CTX_set_default_passwd_cb(ctx, tls_password_cb);
     SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)pass);
