@@ -240,7 +240,10 @@ static ssize_t tls_io_error(tls_conn *c, int err, const char *what, atomic_llong
         snprintf(why, sizeof(why), "%s", saved ? strerror(saved) : "connection closed by peer");
     ERR_clear_error();
     atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-    tls_log_limited(KEEL_LOG_VERBOSE, "TLS %s %s failed: %s", what, c->peer, why);
+    /* A peer gone mid-reply (EPIPE, a reset) is routine; a protocol error
+     * (a bad record, garbage) is worth a warning. */
+    tls_log_limited(e ? KEEL_LOG_WARNING : KEEL_LOG_VERBOSE, "TLS %s %s failed: %s", what, c->peer,
+                    why);
     errno = (err == SSL_ERROR_SYSCALL && saved) ? saved : (e ? EIO : ECONNRESET);
     return -1;
 }
