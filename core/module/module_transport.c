@@ -46,7 +46,9 @@
 #define HANDSHAKE_CHECK_MS 100
 
 static keel_transport *transports;
-static module_conn *pending_head; /* connections with buffered bytes */
+/* Connections with buffered bytes, and those module_transport_before_sleep
+ * is running now (a handler may close any of them: it leaves its list). */
+static module_conn *pending_head, *running_head;
 static int64_t hs_timer;          /* the handshake timeout check, 0 if none */
 
 keel_transport *mt_conn_transport(const conn *cn) {
@@ -99,23 +101,28 @@ static void hs_unlink(keel_transport *t, module_conn *mc) {
         t->hs_tail = mc->hs_prev;
 }
 
-static void pending_add(module_conn *mc) {
-    if (mc->pending) return;
-    mc->pending = 1;
-    mc->pd_prev = NULL;
-    mc->pd_next = pending_head;
-    if (pending_head) pending_head->pd_prev = mc;
-    pending_head = mc;
-}
+#define PENDING_LISTED 1
+#define PENDING_RUNNING 2
 
 static void pending_remove(module_conn *mc) {
     if (!mc->pending) return;
+    module_conn **head = mc->pending == PENDING_LISTED ? &pending_head : &running_head;
     mc->pending = 0;
     if (mc->pd_prev)
         mc->pd_prev->pd_next = mc->pd_next;
     else
-        pending_head = mc->pd_next;
+        *head = mc->pd_next;
     if (mc->pd_next) mc->pd_next->pd_prev = mc->pd_prev;
+}
+
+static void pending_add(module_conn *mc) {
+    if (mc->pending == PENDING_LISTED) return;
+    pending_remove(mc);
+    mc->pending = PENDING_LISTED;
+    mc->pd_prev = NULL;
+    mc->pd_next = pending_head;
+    if (pending_head) pending_head->pd_prev = mc;
+    pending_head = mc;
 }
 
 /* ---- closing ---- */
@@ -279,14 +286,13 @@ void mt_after_io(conn *cn) {
 }
 
 void module_transport_before_sleep(void) {
-    module_conn *list = pending_head;
+    running_head = pending_head;
     pending_head = NULL;
-    for (module_conn *mc = list; mc; mc = mc->pd_next)
-        mc->pending = 0; /* a handler below may put it back */
-    while (list) {
-        module_conn *mc = list;
-        list = mc->pd_next;
-        if (list) list->pd_prev = NULL;
+    for (module_conn *mc = running_head; mc; mc = mc->pd_next)
+        mc->pending = PENDING_RUNNING; /* a handler below may list it again */
+    while (running_head) {
+        module_conn *mc = running_head;
+        pending_remove(mc);
         conn *cn = mc->cn;
         if (!cn->read_handler) {
             mc->parked = 1;

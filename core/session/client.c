@@ -839,15 +839,19 @@ static void client_consume_reply(client *c, size_t sent) {
 static void client_write_step(client *c) {
     struct iovec iov[CLIENT_WRITEV_IOVS];
     size_t written = 0, max = c->io_write_max;
+    if (max < c->io_write_again) max = c->io_write_again; /* a retry: never fewer bytes */
     c->io_write_failed = 0;
     while (written < c->reply_bytes && written < max) {
         size_t total;
         int n = client_build_iov(c, iov, written, max - written, &total);
         ssize_t w = conn_writev(c->conn, iov, n);
         if (w <= 0) {
-            c->io_write_failed = !(w < 0 && (errno == EAGAIN || errno == EINTR));
+            int again = w < 0 && (errno == EAGAIN || errno == EINTR);
+            c->io_write_failed = !again;
+            c->io_write_again = again ? total : 0;
             break;
         }
+        c->io_write_again = 0;
         written += (size_t)w;
         if ((size_t)w < total) break; /* the socket is full */
     }

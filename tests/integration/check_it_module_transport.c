@@ -22,16 +22,18 @@
 
 #define BUFMOD KEEL_TEST_MODULE_DIR "/bufmod.so"
 
-/* A server with bufmod listening on *tport; extra arguments after. */
-static it_server *start_bufmod(int *tport, const char *timeout_ms, const char *arg1,
-                               const char *arg2) {
+/* A server with bufmod listening on *tport (handshake timeout in ms, NULL
+ * for the default), with `iothreads` I/O threads taking every event (NULL:
+ * none, unless KEEL_TEST_IO_THREADS asks). */
+static it_server *start_bufmod(int *tport, const char *timeout_ms, const char *iothreads) {
     *tport = it_free_port();
     char *port = it_fmt("%d", *tport);
+    const char *t = iothreads ? "--io-threads" : NULL;
     if (timeout_ms)
         return it_start("--enable-module-command", "yes", "--loadmodule", BUFMOD, port, timeout_ms,
-                        arg1, arg2, NULL);
-    return it_start("--enable-module-command", "yes", "--loadmodule", BUFMOD, port, arg1, arg2,
-                    NULL);
+                        t, iothreads, "--events-per-io-thread", "0", NULL);
+    return it_start("--enable-module-command", "yes", "--loadmodule", BUFMOD, port, t, iothreads,
+                    "--events-per-io-thread", "0", NULL);
 }
 
 static it_raw *raw_via(it_server *s, int port) {
@@ -66,7 +68,7 @@ static void pipeline_pings(it_raw *r, int n) {
 
 static void check_buffered(const char *iothreads) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, iothreads ? "--io-threads" : NULL, iothreads);
+    it_server *s = start_bufmod(&tport, NULL, iothreads);
     it_raw *r = raw_via(s, tport);
     /* one burst far longer than what a read step takes from the buffer */
     pipeline_pings(r, 500);
@@ -95,7 +97,7 @@ END_TEST
 
 static void check_waits(const char *iothreads) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, iothreads ? "--io-threads" : NULL, iothreads);
+    it_server *s = start_bufmod(&tport, NULL, iothreads);
     redisContext *c = it_connect(s);
     it_raw *r = raw_via(s, tport);
     /* the read that pulled PING asks for writability before it serves it:
@@ -104,7 +106,7 @@ static void check_waits(const char *iothreads) {
     expect_raw(r, "+OK");
     it_raw_cmd(r, "PING", NULL);
     expect_raw(r, "+PONG");
-    expect_reply(c, it_fmt("[:0,:1,:%d]", tport), "BUFMOD.STATS");
+    expect_reply(c, it_fmt("[:0,:1,:%d,:0]", tport), "BUFMOD.STATS");
     /* the reply to WRITEWAIT needs readability: it goes once PING arrives,
      * and is not retried meanwhile on writability */
     it_raw_cmd(r, "BUFMOD.WRITEWAIT", NULL);
@@ -112,7 +114,22 @@ static void check_waits(const char *iothreads) {
     it_raw_cmd(r, "PING", NULL);
     expect_raw(r, "+OK");
     expect_raw(r, "+PONG");
-    expect_reply(c, it_fmt("[:0,:1,:%d]", tport), "BUFMOD.STATS");
+    expect_reply(c, it_fmt("[:0,:1,:%d,:0]", tport), "BUFMOD.STATS");
+    /* a large reply waiting the same way is retried with no fewer bytes */
+    char *big = it_random_bytes(3000000, 3);
+    redisReply *set = it_cmd(c, "SET big %b", big, (size_t)3000000);
+    ck_assert_int_eq(set->type, REDIS_REPLY_STATUS);
+    it_raw_cmd(r, "BUFMOD.WRITEWAIT", NULL);
+    it_raw_cmd(r, "GET", "big", NULL);
+    it_sleep_ms(100);
+    it_raw_cmd(r, "PING", NULL);
+    expect_raw(r, "+OK");
+    it_value *v = it_raw_read(r);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(v->len, 3000000);
+    ck_assert(memcmp(v->str, big, 3000000) == 0);
+    expect_raw(r, "+PONG");
+    expect_reply(c, it_fmt("[:0,:1,:%d,:0]", tport), "BUFMOD.STATS");
 }
 
 START_TEST(test_conn_wait_retries_in_that_direction) {
@@ -129,7 +146,7 @@ END_TEST
 
 START_TEST(test_handshake_timeout) {
     int tport;
-    it_server *s = start_bufmod(&tport, "300", NULL, NULL);
+    it_server *s = start_bufmod(&tport, "300", NULL);
     it_raw *done = raw_via(s, tport);
     it_raw_cmd(done, "PING", NULL);
     expect_raw(done, "+PONG");
@@ -150,7 +167,7 @@ END_TEST
 
 START_TEST(test_listener_open_close) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, NULL, NULL);
+    it_server *s = start_bufmod(&tport, NULL, NULL);
     redisContext *c = it_connect(s);
     it_raw *before = raw_via(s, tport);
     int next = it_free_port();
@@ -159,7 +176,7 @@ START_TEST(test_listener_open_close) {
     it_raw *after = raw_via(s, next);
     it_raw_cmd(after, "PING", NULL);
     expect_raw(after, "+PONG");
-    expect_reply(c, it_fmt("[:0,:0,:%d]", next), "BUFMOD.STATS");
+    expect_reply(c, it_fmt("[:0,:0,:%d,:0]", next), "BUFMOD.STATS");
     /* what the closed listener accepted stays open */
     it_raw_cmd(before, "PING", NULL);
     expect_raw(before, "+PONG");
@@ -173,7 +190,7 @@ END_TEST
 
 START_TEST(test_listener_follows_bind) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, NULL, NULL);
+    it_server *s = start_bufmod(&tport, NULL, NULL);
     redisContext *c = it_connect(s);
     ck_assert(accepts("127.0.0.1", tport));
     ck_assert(!accepts("127.0.0.2", tport));
@@ -188,7 +205,7 @@ END_TEST
 
 START_TEST(test_port_zero_with_module_listener) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, NULL, NULL);
+    it_server *s = start_bufmod(&tport, NULL, NULL);
     redisContext *c = it_connect(s);
     /* the module's listener is one: the plain port may close */
     expect_ok(c, "CONFIG SET port 0");
@@ -242,14 +259,14 @@ END_TEST
 
 START_TEST(test_dial_own_listener) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, NULL, NULL);
+    it_server *s = start_bufmod(&tport, NULL, NULL);
     redisContext *c = it_connect(s);
     /* several replies: the fixture reads once per readable callback, so
      * the rest it buffered must bring it back (has_pending) */
     expect_bulk(c, "127.0.0.1:+PONG\r\n+PONG\r\n+PONG\r\n", "BUFMOD.DIAL 127.0.0.1 %d 3", tport);
     expect_bulk(c, "localhost:+PONG\r\n", "BUFMOD.DIAL localhost %d 1", tport);
     /* the server's accepted side saw the listener's port */
-    expect_reply(c, it_fmt("[:0,:0,:%d]", tport), "BUFMOD.STATS");
+    expect_reply(c, it_fmt("[:0,:0,:%d,:0]", tport), "BUFMOD.STATS");
     /* nobody listening, and a name that does not resolve */
     expect_error(c, "ERR connect failed", "BUFMOD.DIAL 127.0.0.1 %d 1", it_free_port());
     expect_error(c, "ERR cannot connect", "BUFMOD.DIAL no-such-host.invalid %d 1", tport);
@@ -261,7 +278,7 @@ END_TEST
 
 START_TEST(test_dial_io_threads) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, "--io-threads", "4");
+    it_server *s = start_bufmod(&tport, NULL, "4");
     redisContext *c = it_connect(s);
     for (int i = 0; i < 20; i++)
         expect_bulk(c, "127.0.0.1:+PONG\r\n+PONG\r\n", "BUFMOD.DIAL 127.0.0.1 %d 2", tport);
@@ -270,7 +287,7 @@ END_TEST
 
 START_TEST(test_unload_refused_while_dialled) {
     int tport;
-    it_server *s = start_bufmod(&tport, NULL, NULL, NULL);
+    it_server *s = start_bufmod(&tport, NULL, NULL);
     redisContext *c = it_connect(s);
     expect_ok(c, "BUFMOD.HOLD 127.0.0.1 %d", tport);
     expect_error_prefix(c, "ERR Error unloading module: 'bufmod' still has ",

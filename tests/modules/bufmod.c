@@ -20,8 +20,10 @@
  *    transport (transport_find, connect); sends n PINGs and replies
  *    "<conn_host>:<the n replies>" once they are all back (blocking the
  *    calling client). BUFMOD.HOLD <host> <port> / BUFMOD.DROP keep one open.
+ *    A retry offering fewer bytes than the first try is counted too (a TLS
+ *    write must be retried with the same data).
  *  - BUFMOD.STATS: [spurious write retries, read retries after conn_wait,
- *    the local port of the last accepted connection].
+ *    the local port of the last accepted connection, short retries].
  *
  * loadmodule bufmod.so <port, 0 for none> [handshake timeout ms]. Built
  * against sdk/include only. */
@@ -49,13 +51,14 @@ typedef struct buf_conn {
     unsigned long long rx;         /* bytes received from the socket */
     unsigned long long rx_at_wait; /* rx when the write began waiting */
     int write_tries;
+    size_t write_offered; /* bytes the first waiting writev offered */
 } buf_conn;
 
 static const keel_api *api;
 static keel_transport *transport;
 static keel_listener *listener;
 static int arm_read_wait, arm_write_wait;
-static long long spurious, read_retries, last_local_port;
+static long long spurious, read_retries, last_local_port, short_retries;
 
 /* ---- the transport ---- */
 
@@ -147,6 +150,11 @@ static ssize_t buf_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
         b->rx_at_wait = b->rx;
     }
     if (b->write_waiting) {
+        size_t offered = 0;
+        for (int i = 0; i < iovcnt; i++)
+            offered += iov[i].iov_len;
+        if (!b->write_tries) b->write_offered = offered;
+        if (offered < b->write_offered) __atomic_add_fetch(&short_retries, 1, __ATOMIC_RELAXED);
         if (!buf_write_may_go(conn, b)) {
             if (b->write_tries++ > 0) __atomic_add_fetch(&spurious, 1, __ATOMIC_RELAXED);
             api->transport->conn_wait(conn, KEEL_CONN_READABLE);
@@ -198,10 +206,11 @@ static void cmd_unlisten(keel_ctx *ctx) {
 }
 
 static void cmd_stats(keel_ctx *ctx) {
-    api->command->reply_array(ctx, 3);
+    api->command->reply_array(ctx, 4);
     api->command->reply_int(ctx, __atomic_load_n(&spurious, __ATOMIC_RELAXED));
     api->command->reply_int(ctx, __atomic_load_n(&read_retries, __ATOMIC_RELAXED));
     api->command->reply_int(ctx, last_local_port);
+    api->command->reply_int(ctx, __atomic_load_n(&short_retries, __ATOMIC_RELAXED));
 }
 
 /* ---- outgoing connections ---- */
@@ -367,7 +376,7 @@ static int add_commands(keel_ctx *ctx) {
 
 static int buf_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const *argv) {
     api = a;
-    spurious = read_retries = last_local_port = 0;
+    spurious = read_retries = last_local_port = short_retries = 0;
     listener = NULL;
     held = NULL;
     if (!KEEL_API_HAS(api, transport, transport_find)) {
