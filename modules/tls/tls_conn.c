@@ -19,10 +19,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* One TLS record's worth of plaintext: small iovecs are gathered into one
- * SSL_write of up to this size. */
+/* One TLS record's worth of plaintext, the most one SSL_write is given:
+ * with SSL_MODE_ENABLE_PARTIAL_WRITE it sends one record per call anyway,
+ * and a retry (at most this long) then always fits in what the server
+ * offers again, even after a write that returned a partial count. Small
+ * iovecs are gathered into one record. */
 #define TLS_STAGE_SIZE 16384
-/* Larger iovecs go to SSL_write as they are. */
+/* iovecs at least this long are written in place. */
 #define TLS_DIRECT_MIN 8192
 /* Per-connection log lines allowed per second, all connections together. */
 #define TLS_LOG_PER_SEC 20
@@ -38,9 +41,6 @@ typedef struct tls_conn {
      * the front of iov, and the address may move). */
     size_t retry_len;
     char peer[64];
-    /* Only for a retry longer than one record that iov splits: gathered
-     * here, freed once written. */
-    char *big;
 } tls_conn;
 
 /* Small iovecs are gathered here: one per thread, as the bytes need not
@@ -301,12 +301,11 @@ static size_t tls_gather(char *dst, const struct iovec *iov, int iovcnt, size_t 
     return n;
 }
 
-/* The next bytes to write, from offset off of iov, as one pointer: in
- * place, or gathered. exact: exactly want bytes (a retry; fewer when iov
- * has fewer). Otherwise a large iovec goes whole, in place, and small ones
- * are gathered up to one record. */
-static const char *tls_next_chunk(tls_conn *c, const struct iovec *iov, int iovcnt, size_t off,
-                                  size_t want, int exact, size_t *len) {
+/* The next bytes to write (at most want, one record), from offset off of
+ * iov, as one pointer: in place, or gathered. exact: exactly want bytes (a
+ * retry; fewer only when iov has fewer). */
+static const char *tls_next_chunk(const struct iovec *iov, int iovcnt, size_t off, size_t want,
+                                  int exact, size_t *len) {
     int i = 0;
     while (i < iovcnt && off >= iov[i].iov_len)
         off -= iov[i++].iov_len;
@@ -314,16 +313,11 @@ static const char *tls_next_chunk(tls_conn *c, const struct iovec *iov, int iovc
     if (i == iovcnt) return NULL;
     size_t here = iov[i].iov_len - off;
     if (exact ? here >= want : here >= TLS_DIRECT_MIN) {
-        *len = exact ? want : here;
+        *len = here < want ? here : want;
         return (const char *)iov[i].iov_base + off;
     }
-    char *dst = tls_stage;
-    if (want > sizeof(tls_stage)) {
-        c->big = tls.api->core->realloc(c->big, want);
-        dst = c->big;
-    }
-    *len = tls_gather(dst, iov + i, iovcnt - i, off, want);
-    return dst;
+    *len = tls_gather(tls_stage, iov + i, iovcnt - i, off, want);
+    return tls_stage;
 }
 
 /* One SSL_write_ex; after WANT_* it remembers the length (and whether the
@@ -334,8 +328,6 @@ static int tls_write_one(keel_conn *conn, tls_conn *c, const char *p, size_t len
     errno = 0;
     if (SSL_write_ex(c->ssl, p, len, done) == 1) {
         c->retry_len = 0;
-        tls.api->core->free(c->big);
-        c->big = NULL;
         return 1;
     }
     int err = SSL_get_error(c->ssl, 0);
@@ -358,8 +350,8 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
     for (;;) {
         size_t len;
         int exact = c->retry_len != 0;
-        const char *p = tls_next_chunk(c, iov, iovcnt, total, exact ? c->retry_len : TLS_STAGE_SIZE,
-                                       exact, &len);
+        const char *p =
+            tls_next_chunk(iov, iovcnt, total, exact ? c->retry_len : TLS_STAGE_SIZE, exact, &len);
         if (exact && len < c->retry_len) {
             /* OpenSSL cannot take another write before this one. */
             tls_log_limited(KEEL_LOG_WARNING, "TLS write to %s: retried without the same bytes",
@@ -409,7 +401,6 @@ static void tls_close(keel_conn *conn, void *priv) {
         if (!c->outgoing) tls_port_count(c->port, -1, 0);
         SSL_free(c->ssl);
     }
-    tls.api->core->free(c->big);
     tls.api->core->free(c);
     tls.api->transport->conn_set_data(conn, NULL);
 }
