@@ -50,7 +50,9 @@ static _Thread_local char tls_stage[TLS_STAGE_SIZE];
 static _Atomic long long tls_log_second;
 static atomic_int tls_log_count;
 
-void tls_log_limited(int level, const char *fmt, ...) {
+static void tls_log_limited(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tls_log_limited(int level, const char *fmt, ...) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long now = ts.tv_sec, seen = atomic_load_explicit(&tls_log_second, memory_order_relaxed);
@@ -93,7 +95,7 @@ static void tls_peer_of(int fd, char *buf, size_t len) {
     snprintf(buf, len, "%s:%d", ip, port);
 }
 
-void tls_port_count(int port, int delta_current, int accepted) {
+static void tls_port_count(int port, int delta_current, int accepted) {
     tls_port_stats *free_slot = NULL;
     for (int i = 0; i < TLS_MAX_PORTS; i++) {
         tls_port_stats *p = &tls.ports[i];

@@ -44,7 +44,7 @@ static int tls_build_pending(int force, tls_ctxs **out, tls_file_sig *sig) {
 }
 
 /* Opens, moves or closes the listener to match tls-port. */
-int tls_listener_sync(void) {
+static int tls_listener_sync(void) {
     const keel_api *api = tls.api;
     int port = (int)tls.cfg.port;
     if (port == tls.listener_port && (port == 0 || tls.listener)) return KEEL_OK;
