@@ -36,6 +36,9 @@ typedef struct tls_conn {
     int handshaking;
     int failed; /* a fatal TLS error: no close_notify */
     int port;   /* the listener's, for the per-port counts; 0 outgoing */
+    /* The last read wanted more bytes: what OpenSSL holds is part of a
+     * record, which the socket's next bytes complete (no re-read now). */
+    int read_starved;
     /* A write that returned WANT_*: the retry must pass the same bytes and
      * length (OpenSSL's rule; the server passes the same bytes again at
      * the front of iov, and the address may move). */
@@ -256,10 +259,12 @@ static ssize_t tls_read(keel_conn *conn, void *buf, size_t len, void *priv) {
     size_t n = 0;
     ERR_clear_error();
     errno = 0;
+    c->read_starved = 0;
     if (SSL_read_ex(c->ssl, buf, len, &n) == 1) return (ssize_t)n;
     int err = SSL_get_error(c->ssl, 0);
     switch (err) {
     case SSL_ERROR_WANT_READ:
+        c->read_starved = 1;
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_WANT_WRITE:
@@ -382,7 +387,8 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
 static int tls_has_pending(keel_conn *conn, void *priv) {
     (void)priv;
     tls_conn *c = tls.api->transport->conn_get_data(conn);
-    return c && c->ssl && !c->handshaking && (SSL_pending(c->ssl) > 0 || SSL_has_pending(c->ssl));
+    if (!c || !c->ssl || c->handshaking) return 0;
+    return SSL_pending(c->ssl) > 0 || (!c->read_starved && SSL_has_pending(c->ssl));
 }
 
 static void tls_close(keel_conn *conn, void *priv) {
