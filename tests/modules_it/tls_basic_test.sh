@@ -16,6 +16,8 @@
 # SHUTDOWN.
 #
 # Usage: tls_basic_test.sh path/to/keel-server path/to/tls.so path/to/tlsdial.so
+# (KEEL_TEST_IO_THREADS=N runs the server with N-1 I/O threads taking every
+# event, as the integration harness does in the CI's sanitizer runs.)
 set -uo pipefail
 
 server=${1:-}
@@ -73,6 +75,10 @@ free_port() {
 
 bash "$here/tls/gen_certs.sh" "$certs" || { echo "tls_basic_test: gen_certs.sh failed" >&2; exit 1; }
 
+# As the integration harness: every event goes to the I/O threads.
+io_args=()
+[ -n "${KEEL_TEST_IO_THREADS:-}" ] && io_args=(--io-threads "$KEEL_TEST_IO_THREADS" --events-per-io-thread 0)
+
 port=
 tport=
 start_server() {
@@ -83,7 +89,7 @@ start_server() {
         [ "$port" != "$tport" ] || continue
         (cd "$workdir" && exec timeout 300 "$server" --port "$port" --bind 127.0.0.1 --save "" \
             --appendonly no --enable-module-command yes --loadmodule "$module" \
-            --loadmodule "$dialmod" \
+            --loadmodule "$dialmod" "${io_args[@]}" \
             --tls-port "$tport" --tls-cert-file "$certs/server.crt" \
             --tls-key-file "$certs/server.key" --tls-ca-cert-file "$certs/ca.crt" \
             >"$workdir/server.log" 2>&1) &
