@@ -139,6 +139,16 @@ static int tls_conn_new(keel_conn *conn, SSL_CTX *ctx, int outgoing) {
     return KEEL_OK;
 }
 
+/* OpenSSL refuses a renegotiation (SSL_OP_NO_RENEGOTIATION) with a
+ * no_renegotiation alert and goes on; this says so in the log. Called only
+ * on handshake steps and alerts, on the thread running the SSL call. */
+static void tls_info_cb(const SSL *ssl, int where, int ret) {
+    if (!(where & SSL_CB_WRITE_ALERT) || (ret & 0xff) != SSL_AD_NO_RENEGOTIATION) return;
+    const tls_conn *c = SSL_get_app_data(ssl);
+    tls_log_limited(KEEL_LOG_WARNING, "TLS renegotiation attempt from %s refused",
+                    c ? c->peer : "?");
+}
+
 static int tls_accept(keel_conn *conn, void *priv) {
     (void)priv;
     atomic_fetch_add_explicit(&tls.stats.accepted, 1, memory_order_relaxed);
@@ -152,6 +162,8 @@ static int tls_accept(keel_conn *conn, void *priv) {
     else if (tls.cfg.auth_clients == TLS_AUTH_OPTIONAL)
         mode = SSL_VERIFY_PEER;
     SSL_set_verify(c->ssl, mode, NULL);
+    SSL_set_app_data(c->ssl, c);
+    SSL_set_info_callback(c->ssl, tls_info_cb);
     SSL_set_accept_state(c->ssl);
     return KEEL_OK;
 }
