@@ -77,12 +77,6 @@ int tls_reconfigure(const char *why, int automatic) {
                        tls.last_error);
         return KEEL_ERR;
     }
-    if (tls.cfg.port && !tls.live && !fresh) {
-        snprintf(
-            tls.last_error, sizeof(tls.last_error),
-            "Unable to update TLS configuration: tls-port needs tls-cert-file and tls-key-file");
-        return KEEL_ERR;
-    }
     if (tls_listener_sync() != KEEL_OK) {
         tls_ctxs_free(fresh);
         return KEEL_ERR;
