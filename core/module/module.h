@@ -78,10 +78,11 @@ void module_cron(void);
  * before the config file is read. */
 void module_config_setup(void);
 
-/* Module parameters `<module>.<name>` (the config engine calls these, via
- * the namespace, for names with a '.'). A config-file line is kept until its module registers the
- * parameter; set/get act on registered parameters only. Errors are
- * km_strdup'ed into *err. */
+/* Module parameters `<module>.<name>` and names of a reserved family
+ * ("tls-port"; the config engine calls these, via the namespace, for the
+ * names module_config_claims). A config-file line is kept until its module
+ * registers the parameter; set/get act on registered parameters only.
+ * Errors are km_strdup'ed into *err. */
 int module_config_file_value(const char *name, const char *value, const char *file, int line,
                              char **err);
 int module_config_set(const char *name, const char *value, char **err);
@@ -90,5 +91,21 @@ int module_config_get(const char *name, char *buf, size_t len);
 char *module_config_value(const char *name);
 typedef void (*module_config_fn)(const char *name, const char *value, int is_default, void *priv);
 void module_config_foreach(module_config_fn fn, void *priv);
+/* 1 for a dotted name or one of a reserved family: the namespace's. */
+int module_config_claims(const char *name);
+/* 1 for a registered parameter, or a name of a reserved family no module
+ * claimed (CONFIG SET then answers which module to load). */
+int module_config_known(const char *name);
+/* 1 for a KEEL_CONFIG_SENSITIVE parameter. */
+int module_config_is_secret(const char *name);
+/* After every set of one CONFIG SET succeeded: runs each distinct commit
+ * callback of the parameters set since the last commit or discard, in the
+ * order they were set. K_ERR with the failing parameter's name in *failed
+ * and the reason in *err (km_free both); the caller puts the old values
+ * back. Either way the set parameters are forgotten. */
+int module_config_commit(char **failed, char **err);
+/* Forgets the parameters set since the last commit (a CONFIG SET that
+ * failed and was rolled back). */
+void module_config_discard(void);
 
 #endif

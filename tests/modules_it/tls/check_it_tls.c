@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TLS_IO_TIMEOUT_S 20
@@ -599,9 +600,9 @@ START_TEST(test_auth_clients) {
     SSL_CTX *nocert = tls_ctx(cert("ca.crt"), NULL, NULL, 0, 0);
     SSL_CTX *good = good_ctx();
     SSL_CTX *wrong =
-        tls_ctx(cert("ca.crt"), cert("wrong-client.crt"), cert("wrong-client.key"), 0, 0);
+        tls_ctx(cert("ca.crt"), cert("other-client.crt"), cert("other-client.key"), 0, 0);
     SSL_CTX *expired =
-        tls_ctx(cert("ca.crt"), cert("expired-client.crt"), cert("expired-client.key"), 0, 0);
+        tls_ctx(cert("ca.crt"), cert("client-expired.crt"), cert("client-expired.key"), 0, 0);
     SSL_CTX *nocert12 = tls_ctx(cert("ca.crt"), NULL, NULL, TLS1_2_VERSION, TLS1_2_VERSION);
     char why[512];
     /* yes (the default): a certificate from the CA, nothing else. */
@@ -631,8 +632,8 @@ END_TEST
 
 START_TEST(test_expired_server_cert) {
     int tp;
-    it_server *s = tls_start(&tp, "--tls-cert-file", cert("expired-server.crt"), "--tls-key-file",
-                             cert("expired-server.key"), NULL);
+    it_server *s = tls_start(&tp, "--tls-cert-file", cert("server-expired.crt"), "--tls-key-file",
+                             cert("server-expired.key"), NULL);
     int ok;
     tls_cli *t = tls_open(tp, good_ctx(), NULL, &ok);
     ck_assert_msg(!ok, "a verifying client accepted the expired server certificate");
@@ -645,7 +646,7 @@ START_TEST(test_expired_server_cert) {
     it_server *s2;
     int tp2;
     s2 = tls_start(&tp2, NULL);
-    SSL_CTX *wrongca = tls_ctx(cert("wrong-ca.crt"), cert("client.crt"), cert("client.key"), 0, 0);
+    SSL_CTX *wrongca = tls_ctx(cert("other-ca.crt"), cert("client.crt"), cert("client.key"), 0, 0);
     t = tls_open(tp2, wrongca, NULL, &ok);
     ck_assert_msg(!ok, "a client trusting another CA accepted the server");
     (void)s;
@@ -745,22 +746,22 @@ START_TEST(test_reload_config_set) {
     it_server *s = tls_start(&tp, "--tls-cert-file", crt, "--tls-key-file", key, NULL);
     redisContext *c = it_connect(s);
     tls_cli *old = tls_connect(tp, good_ctx());
-    ck_assert_str_eq(peer_cn(old), "keel-server-1");
+    ck_assert_str_eq(peer_cn(old), "localhost");
     /* A new pair by path: new connections get it, open ones go on. */
     redisReply *r = it_cmd(c, "CONFIG SET tls-cert-file %s tls-key-file %s", cert("server2.crt"),
                            cert("server2.key"));
     ck_assert_msg(r->type == REDIS_REPLY_STATUS, "CONFIG SET: %s", r->str);
-    ck_assert_str_eq(served_cn(tp), "keel-server-2");
+    ck_assert_str_eq(served_cn(tp), "Keel Server 2");
     tls_expect(old, "+PONG", "PING");
     r = it_cmd(c, "CONFIG SET tls-cert-file %s tls-key-file %s", crt, key);
     ck_assert_msg(r->type == REDIS_REPLY_STATUS, "CONFIG SET back: %s", r->str);
-    ck_assert_str_eq(served_cn(tp), "keel-server-1");
+    ck_assert_str_eq(served_cn(tp), "localhost");
     /* The same paths again re-read the files. */
     install_file(cert("server2.crt"), crt);
     install_file(cert("server2.key"), key);
     r = it_cmd(c, "CONFIG SET tls-cert-file %s tls-key-file %s", crt, key);
     ck_assert_msg(r->type == REDIS_REPLY_STATUS, "CONFIG SET same path: %s", r->str);
-    ck_assert_str_eq(served_cn(tp), "keel-server-2");
+    ck_assert_str_eq(served_cn(tp), "Keel Server 2");
     /* A bad file: an error, and the old certificate keeps serving. */
     char *junk = it_fmt("%s/junk-%d.crt", certdir, getpid());
     FILE *f = fopen(junk, "w");
@@ -774,7 +775,7 @@ START_TEST(test_reload_config_set) {
     /* A certificate that does not match the key. */
     r = it_cmd(c, "CONFIG SET tls-cert-file %s", cert("server.crt"));
     ck_assert_msg(r->type == REDIS_REPLY_ERROR, "CONFIG SET of a cert not matching the key");
-    ck_assert_str_eq(served_cn(tp), "keel-server-2");
+    ck_assert_str_eq(served_cn(tp), "Keel Server 2");
     r = it_cmd(c, "CONFIG GET tls-cert-file");
     ck_assert_str_eq(r->element[1]->str, crt);
     /* A bad CA file is refused too, and clients still verify. */
@@ -793,21 +794,21 @@ START_TEST(test_reload_on_disk) {
     install_file(cert("server.crt"), crt);
     install_file(cert("server.key"), key);
     it_server *s = tls_start(&tp, "--tls-cert-file", crt, "--tls-key-file", key, NULL);
-    ck_assert_str_eq(served_cn(tp), "keel-server-1");
+    ck_assert_str_eq(served_cn(tp), "localhost");
     /* A file's change seen by the periodic check (mtime/size/inode): make
      * the new files' times differ from the old ones even on a coarse
      * clock. */
     it_sleep_ms(1100);
     install_file(cert("server2.key"), key);
     install_file(cert("server2.crt"), crt);
-    it_wait_until(!strcmp(served_cn(tp), "keel-server-2"), TLS_WAIT_MS);
+    it_wait_until(!strcmp(served_cn(tp), "Keel Server 2"), TLS_WAIT_MS);
     /* A broken file on disk leaves the last good certificate serving. */
     FILE *f = fopen(crt, "w");
     ck_assert_ptr_nonnull(f);
     fputs("garbage\n", f);
     fclose(f);
     it_sleep_ms(2500);
-    ck_assert_str_eq(served_cn(tp), "keel-server-2");
+    ck_assert_str_eq(served_cn(tp), "Keel Server 2");
     expect_serving(s, tp);
 }
 END_TEST
@@ -850,7 +851,7 @@ START_TEST(test_reload_under_load) {
         if (r->type == REDIS_REPLY_STRING) total += atoll(r->str);
     }
     ck_assert_int_eq(total, (long long)NLOAD * ROUNDS * 40);
-    ck_assert_str_eq(served_cn(tp), "keel-server-1");
+    ck_assert_str_eq(served_cn(tp), "localhost");
 }
 END_TEST
 
@@ -870,16 +871,39 @@ START_TEST(test_info) {
     ck_assert_msg(strstr(r->str, "# Tls") || strstr(r->str, "# tls") || strstr(r->str, "# TLS"),
                   "INFO tls: no section: %s", r->str);
     it_free(r);
-    /* At least the one open connection and the two completed handshakes
-     * (this one and tls_ping_ok's first), and the failed one. */
+    /* This connection is open, its handshake and tls_ping_ok's first are
+     * done, the client without a certificate failed. */
     it_wait_until(it_info_int(c, "tls", "tls_handshakes_failed") >= 1, TLS_WAIT_MS);
-    ck_assert_int_ge(it_info_int(c, "tls", "tls_connections"), 1);
-    ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_completed"), 1);
-    ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_in_progress"), 0);
-    char *exp = it_info_str(c, "tls", "tls_server_cert_expire_time");
-    ck_assert_msg(exp != NULL, "INFO tls: no tls_server_cert_expire_time");
-    /* server.crt is valid for 3650 days from yesterday. */
-    ck_assert_int_gt(atoll(exp), (long long)time(NULL) + 3000LL * 86400);
+    ck_assert_int_ge(it_info_int(c, "tls", "tls_connections_current"), 1);
+    ck_assert_int_ge(it_info_int(c, "tls", "tls_connections_accepted"), 3);
+    ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_completed"), 2);
+    ck_assert_int_eq(it_info_int(c, "tls", "tls_port"), tp);
+    char *listener = it_info_str(c, "tls", it_fmt("tls_listener_%d", tp));
+    ck_assert_msg(listener != NULL, "INFO tls: no tls_listener_%d", tp);
+    ck_assert_int_ge(it_kv_get(listener, "accepted"), 3);
+    ck_assert_int_ge(it_kv_get(listener, "current"), 1);
+    /* server.crt is valid for 365 days from now: its expiry is in the
+     * future, and within 366 days. */
+    long long now = (long long)time(NULL);
+    long long exp = it_info_int(c, "tls", "tls_server_cert_expire_time");
+    ck_assert_int_gt(exp, now + 364LL * 86400);
+    ck_assert_int_lt(exp, now + 366LL * 86400);
+    ck_assert_int_gt(it_info_int(c, "tls", "tls_ca_cert_expire_time"), now);
+    /* A resumed session is counted. */
+    long long resumed = it_info_int(c, "tls", "tls_sessions_resumed");
+    SSL_CTX *ctx = good_ctx();
+    SSL_SESSION *sess = first_session(tp, ctx);
+    ck_assert_int_eq(resumes(tp, ctx, sess), 1);
+    SSL_SESSION_free(sess);
+    ck_assert_int_gt(it_info_int(c, "tls", "tls_sessions_resumed"), resumed);
+    /* A reload is counted, and so is a failed one. */
+    long long ok = it_info_int(c, "tls", "tls_reloads_ok");
+    long long failed = it_info_int(c, "tls", "tls_reloads_failed");
+    expect_config_ok(c, "tls-cert-file", cert("server.crt"));
+    r = it_cmd(c, "CONFIG SET tls-cert-file %s", cert("client.key"));
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_int_eq(it_info_int(c, "tls", "tls_reloads_ok"), ok + 1);
+    ck_assert_int_eq(it_info_int(c, "tls", "tls_reloads_failed"), failed + 1);
 }
 END_TEST
 

@@ -1,65 +1,67 @@
-#!/usr/bin/env bash
-# gen_certs.sh DIR -- the certificates of the TLS tests, generated at test
-# time with the openssl command (EC P-256 keys: fast to make):
-#   ca.{crt,key}              the test CA
-#   server.{crt,key}          CN keel-server-1, SAN IP:127.0.0.1 DNS:localhost
-#   server2.{crt,key}         CN keel-server-2, same SAN (certificate reload)
-#   client.{crt,key}          CN keel-client, clientAuth
-#   expired-server.{crt,key}  like server, valid only in 2020
-#   expired-client.{crt,key}  like client, valid only in 2020
-#   wrong-ca.{crt,key}        another CA, which the server does not trust
-#   wrong-client.{crt,key}    a client certificate signed by wrong-ca
-#   wrong-server.{crt,key}    a server certificate signed by wrong-ca
-# Every certificate has its own serial. Exits non-zero on any failure.
+#!/bin/bash
+# gen_certs.sh OUTDIR -- the certificates of the TLS tests, made at test time
+# with the openssl CLI (RSA 2048, like Valkey's utils/gen-test-certs.sh):
+#
+#   ca.{crt,key}                the test CA (self-signed, 10 years)
+#   server.{crt,key}            server cert by ca, SAN DNS:localhost, IP:127.0.0.1, IP:::1
+#   server2.{crt,key}           like server, another subject (CN "Keel Server 2")
+#                               and serial: certificate reload tests
+#   client.{crt,key}            client cert by ca (extendedKeyUsage clientAuth)
+#   server-expired.{crt,key}    like server, but expired (notAfter yesterday)
+#   client-expired.{crt,key}    like client, but expired
+#   other-ca.{crt,key}          a second, unrelated CA ("wrong CA")
+#   other-server.{crt,key}      server cert by other-ca (same SAN)
+#   other-client.{crt,key}      client cert by other-ca
+#   server-pass.key             server.key encrypted with the passphrase in
+#                               server-pass.txt ("keel-test-pass")
+#   cadir/                      ca.crt under its hash name (tls-ca-cert-dir)
+#
+# DH params are not generated (slow); `openssl dhparam -dsaparam -out dh.pem
+# 2048` makes a file for tls-dh-params-file quickly if a test needs one.
 set -euo pipefail
-dir=${1:?usage: gen_certs.sh DIR}
-mkdir -p "$dir"
-cd "$dir"
 
-san="subjectAltName=IP:127.0.0.1,DNS:localhost"
+out=${1:?usage: gen_certs.sh OUTDIR}
+mkdir -p "$out"
+cd "$out"
 
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
+cat > ext.cnf <<'_END_'
+[ server_ext ]
+basicConstraints = CA:FALSE
+keyUsage = digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth, clientAuth
+subjectAltName = DNS:localhost, IP:127.0.0.1, IP:::1
 
-# ca NAME CN
-ca() {
-    key "$1"
-    openssl req -x509 -new -key "$1.key" -sha256 -days 3650 -subj "/O=Keel test/CN=$2" \
-        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-        -out "$1.crt"
+[ client_ext ]
+basicConstraints = CA:FALSE
+keyUsage = digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+_END_
+
+make_ca() { # name cn
+    openssl req -x509 -new -newkey rsa:2048 -nodes -sha256 -days 3650 \
+        -subj "/O=Keel Test/CN=$2" -keyout "$1.key" -out "$1.crt" 2>/dev/null
 }
 
-# Signs NAME.key's request as NAME.crt with CA, serial SERIAL, subject CN,
-# extensions EXT, valid from START to END (openssl ca dates, YYMMDDHHMMSSZ).
-sign() {
-    local name=$1 ca=$2 serial=$3 cn=$4 ext=$5 start=$6 end=$7
-    key "$name"
-    openssl req -new -key "$name.key" -subj "/O=Keel test/CN=$cn" -out "$name.csr"
-    local db
-    db=$(mktemp -d)
-    : >"$db/index.txt"
-    echo "$serial" >"$db/serial"
-    printf '%s\n' "[ca]" "default_ca=ca_sect" "[ca_sect]" "dir=$db" "database=$db/index.txt" \
-        "new_certs_dir=$db" "serial=$db/serial" "default_md=sha256" "policy=pol" \
-        "unique_subject=no" "copy_extensions=none" "[pol]" "O=supplied" "CN=supplied" \
-        "[ext]" "basicConstraints=CA:FALSE" "$ext" >"$db/ca.cnf"
-    openssl ca -batch -notext -config "$db/ca.cnf" -extensions ext -cert "$ca.crt" \
-        -keyfile "$ca.key" -startdate "$start" -enddate "$end" -in "$name.csr" \
-        -out "$name.crt" 2>/dev/null
-    rm -rf "$db" "$name.csr"
+# name ca cn extension days (negative days: already expired)
+make_cert() {
+    openssl req -new -newkey rsa:2048 -nodes -sha256 -subj "/O=Keel Test/CN=$3" \
+        -keyout "$1.key" 2>/dev/null |
+        openssl x509 -req -sha256 -CA "$2.crt" -CAkey "$2.key" -CAcreateserial \
+            -days "$5" -extfile ext.cnf -extensions "$4" -out "$1.crt" 2>/dev/null
 }
 
-now=$(date -u -d '-1 day' +%y%m%d%H%M%SZ)
-later=$(date -u -d '+3650 days' +%Y%m%d%H%M%SZ)
-srv="extendedKeyUsage=serverAuth"$'\n'"$san"
-cli="extendedKeyUsage=clientAuth"
+make_ca ca "Keel Test CA"
+make_ca other-ca "Keel Other CA"
+make_cert server ca "localhost" server_ext 365
+make_cert server2 ca "Keel Server 2" server_ext 365
+make_cert client ca "Keel Client" client_ext 365
+make_cert server-expired ca "localhost" server_ext -1
+make_cert client-expired ca "Keel Client" client_ext -1
+make_cert other-server other-ca "localhost" server_ext 365
+make_cert other-client other-ca "Keel Other Client" client_ext 365
 
-ca ca "Keel test CA"
-ca wrong-ca "Keel wrong CA"
-sign server ca 1001 keel-server-1 "$srv" "$now" "$later"
-sign server2 ca 1002 keel-server-2 "$srv" "$now" "$later"
-sign client ca 1003 keel-client "$cli" "$now" "$later"
-sign expired-server ca 1004 keel-expired-server "$srv" 200101000000Z 200201000000Z
-sign expired-client ca 1005 keel-expired-client "$cli" 200101000000Z 200201000000Z
-sign wrong-client wrong-ca 2001 keel-wrong-client "$cli" "$now" "$later"
-sign wrong-server wrong-ca 2002 keel-wrong-server "$srv" "$now" "$later"
-chmod 600 ./*.key
+echo keel-test-pass > server-pass.txt
+openssl pkey -in server.key -aes256 -passout pass:keel-test-pass -out server-pass.key
+
+mkdir -p cadir
+cp ca.crt "cadir/$(openssl x509 -in ca.crt -noout -hash).0"
