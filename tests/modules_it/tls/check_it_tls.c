@@ -907,12 +907,25 @@ START_TEST(test_info) {
 }
 END_TEST
 
+/* The refusal names the directive and the module to load. */
+static void expect_names_module(const char *out, const char *directive) {
+    ck_assert_msg(strstr(out, directive) != NULL, "the refusal does not name %s: %s", directive, out);
+    ck_assert_msg(strstr(out, "loadmodule") && (strstr(out, "tls module") || strstr(out, "tls.so")),
+                  "the refusal does not name the module to load: %s", out);
+}
+
 START_TEST(test_tls_line_without_module) {
     if (builtin) return;
-    char *out = it_start_refused("tls-port 6390\n", NULL);
-    ck_assert_msg(strstr(out, "tls") != NULL, "refusal does not name the module: %s", out);
-    ck_assert_msg(strstr(out, "loadmodule") || strstr(out, "module"),
-                  "refusal does not say to load the module: %s", out);
+    expect_names_module(it_start_refused("tls-port 6390\n", NULL), "tls-port");
+    expect_names_module(it_start_refused(NULL, "--tls-cert-file", cert("server.crt"), NULL),
+                        "tls-cert-file");
+    /* At run time, CONFIG SET of such a name says the module is missing. */
+    it_server *s = it_start(NULL);
+    redisContext *c = it_connect(s);
+    redisReply *r = it_cmd(c, "CONFIG SET tls-port %d", it_free_port());
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "tls") && strstr(r->str, "not loaded"), "CONFIG SET tls-port: %s",
+                  r->str);
 }
 END_TEST
 
