@@ -698,11 +698,18 @@ START_TEST(test_session_resumption) {
     check_resumption(tp, TLS1_3_VERSION, 0, 1);
     check_resumption(tp, TLS1_2_VERSION, 0, 1);                /* ticket */
     check_resumption(tp, TLS1_2_VERSION, SSL_OP_NO_TICKET, 1); /* session id cache */
-    /* tls-session-caching no turns off the server's session cache, as in
-     * Valkey (SSL_SESS_CACHE_OFF): a TLS 1.2 client without tickets must
-     * do a full handshake. */
+    /* tls-session-caching no: no resumption at all, as in Valkey 8.0.1
+     * (which turns the session cache off and leaves the session id
+     * context unset: OpenSSL then resumes neither cached sessions nor
+     * tickets of verified clients), but a full handshake. Valkey itself
+     * fails the handshake of a client offering a ticket there ("internal
+     * error" alert): only the cache case is checked against it. */
     redisContext *c = it_connect(s);
     expect_config_ok(c, "tls-session-caching", "no");
+    if (!builtin) {
+        check_resumption(tp, TLS1_3_VERSION, 0, 0);
+        check_resumption(tp, TLS1_2_VERSION, 0, 0);
+    }
     check_resumption(tp, TLS1_2_VERSION, SSL_OP_NO_TICKET, 0);
     expect_config_ok(c, "tls-session-caching", "yes");
     check_resumption(tp, TLS1_2_VERSION, SSL_OP_NO_TICKET, 1);
@@ -871,16 +878,16 @@ START_TEST(test_info) {
     ck_assert_msg(strstr(r->str, "# Tls") || strstr(r->str, "# tls") || strstr(r->str, "# TLS"),
                   "INFO tls: no section: %s", r->str);
     it_free(r);
-    /* This connection is open, its handshake and tls_ping_ok's first are
-     * done, the client without a certificate failed. */
+    /* Two connections accepted: this one (open, its handshake done) and
+     * the one without a certificate (its handshake failed). */
     it_wait_until(it_info_int(c, "tls", "tls_handshakes_failed") >= 1, TLS_WAIT_MS);
     ck_assert_int_ge(it_info_int(c, "tls", "tls_connections_current"), 1);
-    ck_assert_int_ge(it_info_int(c, "tls", "tls_connections_accepted"), 3);
-    ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_completed"), 2);
+    ck_assert_int_ge(it_info_int(c, "tls", "tls_connections_accepted"), 2);
+    ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_completed"), 1);
     ck_assert_int_eq(it_info_int(c, "tls", "tls_port"), tp);
     char *listener = it_info_str(c, "tls", it_fmt("tls_listener_%d", tp));
     ck_assert_msg(listener != NULL, "INFO tls: no tls_listener_%d", tp);
-    ck_assert_int_ge(it_kv_get(listener, "accepted"), 3);
+    ck_assert_int_ge(it_kv_get(listener, "accepted"), 2);
     ck_assert_int_ge(it_kv_get(listener, "current"), 1);
     /* server.crt is valid for 365 days from now: its expiry is in the
      * future, and within 366 days. */
@@ -909,7 +916,8 @@ END_TEST
 
 /* The refusal names the directive and the module to load. */
 static void expect_names_module(const char *out, const char *directive) {
-    ck_assert_msg(strstr(out, directive) != NULL, "the refusal does not name %s: %s", directive, out);
+    ck_assert_msg(strstr(out, directive) != NULL, "the refusal does not name %s: %s", directive,
+                  out);
     ck_assert_msg(strstr(out, "loadmodule") && (strstr(out, "tls module") || strstr(out, "tls.so")),
                   "the refusal does not name the module to load: %s", out);
 }
