@@ -1013,6 +1013,33 @@ START_TEST(test_fault_stalled_handshakes) {
 }
 END_TEST
 
+/* Hundreds of full handshakes, 50 connections open at a time, each
+ * doing a command; the counters follow (Keel). */
+START_TEST(test_many_handshakes) {
+    int tp;
+    it_server *s = tls_start(&tp, NULL);
+    redisContext *c = it_connect(s);
+    long long before = builtin ? 0 : it_info_int(c, "tls", "tls_handshakes_completed");
+    enum { ROUNDS = 8, AT_ONCE = 50 };
+    SSL_CTX *ctx = good_ctx();
+    for (int round = 0; round < ROUNDS; round++) {
+        tls_cli *open_now[AT_ONCE];
+        for (int i = 0; i < AT_ONCE; i++)
+            open_now[i] = tls_connect(tp, ctx);
+        for (int i = 0; i < AT_ONCE; i++) {
+            tls_expect(open_now[i], ":1", "SADD members %d-%d", round, i);
+            tls_close(open_now[i], i % 2);
+        }
+        tls_free_replies();
+    }
+    expect_int(c, ROUNDS * AT_ONCE, "SCARD members");
+    if (!builtin)
+        ck_assert_int_ge(it_info_int(c, "tls", "tls_handshakes_completed") - before,
+                         ROUNDS * AT_ONCE);
+    expect_serving(s, tp);
+}
+END_TEST
+
 START_TEST(test_fault_renegotiation) {
     int tp;
     it_server *s = tls_start(&tp, NULL);
@@ -1119,6 +1146,7 @@ static Suite *tls_suite(void) {
         {"fault_plaintext", test_fault_plaintext_on_tls_port},
         {"fault_tls_on_plain", test_fault_tls_on_plain_port},
         {"fault_stalled", test_fault_stalled_handshakes},
+        {"many_handshakes", test_many_handshakes},
         {"fault_renegotiation", test_fault_renegotiation},
         {"fault_truncated", test_fault_truncated_record},
         {"fault_close_mid_reply", test_fault_close_mid_reply},
