@@ -802,20 +802,28 @@ START_TEST(test_reload_on_disk) {
     install_file(cert("server.key"), key);
     it_server *s = tls_start(&tp, "--tls-cert-file", crt, "--tls-key-file", key, NULL);
     ck_assert_str_eq(served_cn(tp), "localhost");
-    /* A file's change seen by the periodic check (mtime/size/inode): make
-     * the new files' times differ from the old ones even on a coarse
-     * clock. */
-    it_sleep_ms(1100);
+    /* The periodic check compares inode, size and mtime: a rename gives
+     * a new inode. Key first, then certificate: a check in between fails
+     * on the mismatch, the next one succeeds. */
     install_file(cert("server2.key"), key);
     install_file(cert("server2.crt"), crt);
     it_wait_until(!strcmp(served_cn(tp), "Keel Server 2"), TLS_WAIT_MS);
-    /* A broken file on disk leaves the last good certificate serving. */
-    FILE *f = fopen(crt, "w");
+    /* A broken file on disk: the reload fails (counted), and the last
+     * good certificate keeps serving. */
+    redisContext *c = it_connect(s);
+    long long failed = it_info_int(c, "tls", "tls_reloads_failed");
+    char *junk = it_fmt("%s.junk", crt);
+    FILE *f = fopen(junk, "w");
     ck_assert_ptr_nonnull(f);
     fputs("garbage\n", f);
     fclose(f);
-    it_sleep_ms(2500);
+    install_file(junk, crt);
+    it_wait_until(it_info_int(c, "tls", "tls_reloads_failed") > failed, TLS_WAIT_MS);
     ck_assert_str_eq(served_cn(tp), "Keel Server 2");
+    /* And good files again are picked up. */
+    install_file(cert("server.key"), key);
+    install_file(cert("server.crt"), crt);
+    it_wait_until(!strcmp(served_cn(tp), "localhost"), TLS_WAIT_MS);
     expect_serving(s, tp);
 }
 END_TEST
