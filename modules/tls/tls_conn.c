@@ -131,9 +131,7 @@ static int tls_accept(keel_conn *conn, void *priv) {
     atomic_fetch_add_explicit(&tls.stats.accepted, 1, memory_order_relaxed);
     if (tls_conn_new(conn, tls.live ? tls.live->server : NULL, 0) != KEEL_OK) return KEEL_ERR;
     tls_conn *c = tls.api->transport->conn_get_data(conn);
-    c->port = KEEL_API_HAS(tls.api, transport, conn_local_port)
-                  ? tls.api->transport->conn_local_port(conn)
-                  : 0;
+    c->port = tls.api->transport->conn_local_port(conn);
     tls_port_count(c->port, 1, 1);
     int mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     if (tls.cfg.auth_clients == TLS_AUTH_NO)
@@ -214,8 +212,10 @@ static int tls_handshake(keel_conn *conn, void *priv) {
     tls_handshake_why(c, err, why, sizeof(why));
     ERR_clear_error();
     tls_handshake_end(c, 0);
-    tls_log_limited(KEEL_LOG_WARNING, "TLS handshake %s %s failed: %s", c->outgoing ? "to" : "from",
-                    c->peer, why);
+    /* A peer that just went away is routine; a protocol or certificate
+     * failure is what an operator looks for. */
+    tls_log_limited(err == SSL_ERROR_SSL ? KEEL_LOG_WARNING : KEEL_LOG_VERBOSE,
+                    "TLS handshake %s %s failed: %s", c->outgoing ? "to" : "from", c->peer, why);
     return KEEL_ERR;
 }
 

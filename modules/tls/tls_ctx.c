@@ -124,8 +124,10 @@ static int tls_load_dh(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
         return KEEL_ERR;
     }
     EVP_PKEY *pkey = NULL;
+    /* No key type: both PKCS#3 "DH PARAMETERS" (openssl dhparam) and X9.42
+     * "X9.42 DH PARAMETERS" (openssl dhparam -dsaparam) files are read. */
     OSSL_DECODER_CTX *dctx = OSSL_DECODER_CTX_new_for_pkey(
-        &pkey, "PEM", NULL, "DH", OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS, NULL, NULL);
+        &pkey, "PEM", NULL, NULL, OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS, NULL, NULL);
     int ok = dctx && OSSL_DECODER_from_fp(dctx, f);
     OSSL_DECODER_CTX_free(dctx);
     fclose(f);
@@ -223,6 +225,21 @@ static int tls_cfg_check(const tls_cfg *cfg, char *err, size_t errlen) {
     return KEEL_OK;
 }
 
+/* Valkey 8.0.1 serves a certificate outside its validity period (peers
+ * then refuse it); say so, as that is rarely meant. */
+static void tls_warn_validity(SSL_CTX *ctx, const char *which) {
+    X509 *x = SSL_CTX_get0_certificate(ctx);
+    if (!x) return;
+    const char *why = NULL;
+    if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0)
+        why = "has expired";
+    else if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0)
+        why = "is not valid yet";
+    if (why)
+        tls.api->core->log(tls.ctx, KEEL_LOG_WARNING,
+                           "TLS %s certificate %s: peers that check it will refuse it", which, why);
+}
+
 tls_ctxs *tls_ctxs_build(const tls_cfg *cfg, char *err, size_t errlen) {
     if (tls_cfg_check(cfg, err, errlen) != KEEL_OK) return NULL;
     tls_ctxs *c = tls.api->core->calloc(1, sizeof(*c));
@@ -236,6 +253,8 @@ tls_ctxs *tls_ctxs_build(const tls_cfg *cfg, char *err, size_t errlen) {
     }
     tls_cert_info_of(SSL_CTX_get0_certificate(c->server), &c->server_cert);
     tls_ca_info_of(c->server, &c->ca_cert);
+    tls_warn_validity(c->server, "server");
+    if (c->client) tls_warn_validity(c->client, "client");
     return c;
 fail:
     tls_ctxs_free(c);
