@@ -86,6 +86,7 @@ typedef struct tls_stats {
     atomic_llong resumed;
     atomic_llong read_errors;
     atomic_llong write_errors;
+    atomic_llong write_retries; /* writes OpenSSL asked to retry */
     atomic_llong log_suppressed;
 } tls_stats;
 

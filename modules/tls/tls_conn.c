@@ -31,15 +31,21 @@ typedef struct tls_conn {
     SSL *ssl;
     int outgoing;
     int handshaking;
-    int port; /* the listener's, for the per-port counts; 0 outgoing */
+    int failed; /* a fatal TLS error: no close_notify */
+    int port;   /* the listener's, for the per-port counts; 0 outgoing */
     /* A write that returned WANT_*: the retry must pass the same bytes and
-     * length (OpenSSL's rule). staged: they are in stage already. */
+     * length (OpenSSL's rule; the server passes the same bytes again at
+     * the front of iov, and the address may move). */
     size_t retry_len;
-    int retry_staged;
     char peer[64];
-    char *stage; /* TLS_STAGE_SIZE bytes, or larger for a retry */
-    size_t stage_cap;
+    /* Only for a retry longer than one record that iov splits: gathered
+     * here, freed once written. */
+    char *big;
 } tls_conn;
+
+/* Small iovecs are gathered here: one per thread, as the bytes need not
+ * outlive the call (a retry gathers them again). */
+static _Thread_local char tls_stage[TLS_STAGE_SIZE];
 
 static _Atomic long long tls_log_second;
 static atomic_int tls_log_count;
@@ -118,6 +124,8 @@ static int tls_conn_new(keel_conn *conn, SSL_CTX *ctx, int outgoing) {
         tls_log_limited(KEEL_LOG_WARNING, "TLS: cannot set up a session for %s%s", c->peer,
                         ctx ? "" : " (TLS is not configured)");
         ERR_clear_error();
+        SSL_free(c->ssl); /* close then finds no session to count */
+        c->ssl = NULL;
         return KEEL_ERR;
     }
     c->handshaking = 1;
@@ -212,6 +220,7 @@ static int tls_handshake(keel_conn *conn, void *priv) {
     tls_handshake_why(c, err, why, sizeof(why));
     ERR_clear_error();
     tls_handshake_end(c, 0);
+    c->failed = 1;
     /* A peer that just went away is routine; a protocol or certificate
      * failure is what an operator looks for. */
     tls_log_limited(err == SSL_ERROR_SSL ? KEEL_LOG_WARNING : KEEL_LOG_VERBOSE,
@@ -262,22 +271,18 @@ static ssize_t tls_read(keel_conn *conn, void *buf, size_t len, void *priv) {
     unsigned long e = ERR_peek_last_error();
     if (err == SSL_ERROR_SSL && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
+        tls_log_limited(KEEL_LOG_VERBOSE,
+                        "TLS read from %s: closed without close_notify (or inside a record)",
+                        c->peer);
         return 0;
     }
+    c->failed = 1;
     return tls_io_error(c, err, "read from", &tls.stats.read_errors);
 }
 
-/* Makes the stage hold at least n bytes. */
-static void tls_stage_reserve(tls_conn *c, size_t n) {
-    if (c->stage_cap >= n) return;
-    c->stage = tls.api->core->realloc(c->stage, n);
-    c->stage_cap = n;
-}
-
 /* Copies up to max bytes from the front of iov (skipping skip bytes) into
- * the stage; returns how many. */
-static size_t tls_gather(tls_conn *c, const struct iovec *iov, int iovcnt, size_t skip,
-                         size_t max) {
+ * dst; returns how many. */
+static size_t tls_gather(char *dst, const struct iovec *iov, int iovcnt, size_t skip, size_t max) {
     size_t n = 0;
     for (int i = 0; i < iovcnt && n < max; i++) {
         size_t l = iov[i].iov_len;
@@ -286,57 +291,60 @@ static size_t tls_gather(tls_conn *c, const struct iovec *iov, int iovcnt, size_
             continue;
         }
         size_t take = l - skip < max - n ? l - skip : max - n;
-        memcpy(c->stage + n, (const char *)iov[i].iov_base + skip, take);
+        memcpy(dst + n, (const char *)iov[i].iov_base + skip, take);
         n += take;
         skip = 0;
     }
     return n;
 }
 
-/* The next bytes to write, from offset off of iov, as one pointer (in
- * place, or gathered into the stage). exact: exactly want bytes (a retry;
- * fewer when iov has fewer). Otherwise a large iovec goes whole, in place,
- * and small ones are gathered up to one record. */
+/* The next bytes to write, from offset off of iov, as one pointer: in
+ * place, or gathered. exact: exactly want bytes (a retry; fewer when iov
+ * has fewer). Otherwise a large iovec goes whole, in place, and small ones
+ * are gathered up to one record. */
 static const char *tls_next_chunk(tls_conn *c, const struct iovec *iov, int iovcnt, size_t off,
-                                  size_t want, int exact, size_t *len, int *staged) {
+                                  size_t want, int exact, size_t *len) {
     int i = 0;
     while (i < iovcnt && off >= iov[i].iov_len)
         off -= iov[i++].iov_len;
     *len = 0;
-    *staged = 0;
     if (i == iovcnt) return NULL;
     size_t here = iov[i].iov_len - off;
     if (exact ? here >= want : here >= TLS_DIRECT_MIN) {
         *len = exact ? want : here;
         return (const char *)iov[i].iov_base + off;
     }
-    tls_stage_reserve(c, want);
-    *len = tls_gather(c, iov + i, iovcnt - i, off, want);
-    *staged = 1;
-    return c->stage;
+    char *dst = tls_stage;
+    if (want > sizeof(tls_stage)) {
+        c->big = tls.api->core->realloc(c->big, want);
+        dst = c->big;
+    }
+    *len = tls_gather(dst, iov + i, iovcnt - i, off, want);
+    return dst;
 }
 
 /* One SSL_write_ex; after WANT_* it remembers the length (and whether the
  * stage holds the bytes) so the retry passes the same. 1: written (*done),
  * 0: wait (errno EAGAIN), -1: failed. */
-static int tls_write_one(keel_conn *conn, tls_conn *c, const char *p, size_t len, int staged,
-                         size_t *done) {
+static int tls_write_one(keel_conn *conn, tls_conn *c, const char *p, size_t len, size_t *done) {
     ERR_clear_error();
     errno = 0;
     if (SSL_write_ex(c->ssl, p, len, done) == 1) {
         c->retry_len = 0;
-        c->retry_staged = 0;
+        tls.api->core->free(c->big);
+        c->big = NULL;
         return 1;
     }
     int err = SSL_get_error(c->ssl, 0);
     if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
         c->retry_len = len;
-        c->retry_staged = staged;
+        atomic_fetch_add_explicit(&tls.stats.write_retries, 1, memory_order_relaxed);
         if (err == SSL_ERROR_WANT_READ) tls.api->transport->conn_wait(conn, KEEL_CONN_READABLE);
         errno = EAGAIN;
         return 0;
     }
     tls_io_error(c, err, "write to", &tls.stats.write_errors);
+    c->failed = 1;
     return -1;
 }
 
@@ -346,36 +354,26 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
     size_t total = 0;
     for (;;) {
         size_t len;
-        int staged;
-        const char *p;
-        if (c->retry_len && c->retry_staged) {
-            /* The stage still holds the failed write's bytes, which the
-             * server passes again at the front of iov. */
-            p = c->stage;
-            len = c->retry_len;
-            staged = 1;
-        } else if (c->retry_len) {
-            p = tls_next_chunk(c, iov, iovcnt, total, c->retry_len, 1, &len, &staged);
-            if (len < c->retry_len) {
-                /* OpenSSL cannot take another write before this one. */
-                tls_log_limited(KEEL_LOG_WARNING, "TLS write to %s: retry without the same bytes",
-                                c->peer);
-                errno = EIO;
-                return -1;
-            }
-        } else {
-            p = tls_next_chunk(c, iov, iovcnt, total, TLS_STAGE_SIZE, 0, &len, &staged);
-            if (!p || !len) break;
+        int exact = c->retry_len != 0;
+        const char *p = tls_next_chunk(c, iov, iovcnt, total, exact ? c->retry_len : TLS_STAGE_SIZE,
+                                       exact, &len);
+        if (exact && len < c->retry_len) {
+            /* OpenSSL cannot take another write before this one. */
+            tls_log_limited(KEEL_LOG_WARNING, "TLS write to %s: retried without the same bytes",
+                            c->peer);
+            c->failed = 1;
+            errno = EIO;
+            return -1;
         }
+        if (!p || !len) break;
         size_t done = 0;
-        int r = tls_write_one(conn, c, p, len, staged, &done);
-        if (r == 1) {
+        if (tls_write_one(conn, c, p, len, &done) == 1) {
             total += done;
             continue;
         }
         if (total) {
-            /* What went out counts; the failed write's state is kept (or
-             * the error shows again on the next call). */
+            /* What went out counts; a retry's state is kept, an error shows
+             * again on the next call. */
             ERR_clear_error();
             return (ssize_t)total;
         }
@@ -398,7 +396,7 @@ static void tls_close(keel_conn *conn, void *priv) {
         if (c->handshaking) {
             atomic_fetch_sub_explicit(&tls.stats.hs_in_progress, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&tls.stats.hs_failed, 1, memory_order_relaxed);
-        } else {
+        } else if (!c->failed) {
             /* Best effort close_notify; never waits. */
             ERR_clear_error();
             SSL_shutdown(c->ssl);
@@ -408,7 +406,7 @@ static void tls_close(keel_conn *conn, void *priv) {
         if (!c->outgoing) tls_port_count(c->port, -1, 0);
         SSL_free(c->ssl);
     }
-    tls.api->core->free(c->stage);
+    tls.api->core->free(c->big);
     tls.api->core->free(c);
     tls.api->transport->conn_set_data(conn, NULL);
 }

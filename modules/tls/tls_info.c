@@ -42,6 +42,7 @@ void tls_info_section(keel_info *info, void *priv) {
     api->info->field(info, "tls_sessions_resumed:%lld", tls_load(&s->resumed));
     api->info->field(info, "tls_read_errors:%lld", tls_load(&s->read_errors));
     api->info->field(info, "tls_write_errors:%lld", tls_load(&s->write_errors));
+    api->info->field(info, "tls_write_retries:%lld", tls_load(&s->write_retries));
     api->info->field(info, "tls_reloads_ok:%lld", tls.reloads_ok);
     api->info->field(info, "tls_reloads_failed:%lld", tls.reloads_failed);
     api->info->field(info, "tls_last_reload_time:%lld", tls.last_reload_time);
