@@ -68,6 +68,7 @@ static redisReply *replies[4096];
 static int nreplies;
 static int fds[TLS_MAX_OPEN];
 static int nfds;
+static pid_t own_server; /* a server started outside the harness, or 0 */
 
 static void tls_cli_free(tls_cli *t) {
     if (t->ssl) SSL_free(t->ssl);
@@ -87,6 +88,11 @@ static void tls_teardown(void) {
         SSL_CTX_free(ctxs[i]);
     nclis = nfds = nreplies = nctxs = 0;
     ERR_clear_error();
+    if (own_server > 0) { /* still running: its test failed */
+        kill(own_server, SIGKILL);
+        waitpid(own_server, NULL, 0);
+        own_server = 0;
+    }
     it_teardown();
 }
 
@@ -557,6 +563,7 @@ START_TEST(test_port0_tls_only) {
         execv(v[0], (char **)v);
         _exit(127);
     }
+    own_server = pid;
     it_server s = {.pid = pid, .port = 0};
     snprintf(s.log, sizeof(s.log), "%s", log);
     SSL_CTX *ctx = good_ctx();
@@ -585,6 +592,7 @@ START_TEST(test_port0_tls_only) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
+    own_server = 0;
     ck_assert_msg(served, "the TLS-only server never answered; log:\n%s", it_log_tail(&s));
     ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "bad exit; log:\n%s",
                   it_log_tail(&s));
