@@ -4,7 +4,8 @@
  * hiredis's redisReader): commands, large values and pipelining over TLS,
  * the plain port beside the TLS one, `port 0`, client authentication,
  * expired and untrusted certificates, session resumption, tls-protocols,
- * certificate reload (CONFIG SET and on disk, also under load), INFO, and
+ * a CA directory, an encrypted key, ciphers and DH parameters, hundreds
+ * of handshakes, certificate reload (CONFIG SET and on disk, also under load), INFO, and
  * faults (plain text, TLS on the plain port, stalled and abandoned
  * handshakes, renegotiation, truncated records, a client leaving in the
  * middle of a large reply), each followed by a check that the server still
@@ -14,7 +15,10 @@
  * into a temporary directory. KEEL_TLS_MODULE=builtin runs the suite
  * against a server with TLS built in (Valkey, to check the tests
  * themselves): the Keel-only checks (reload on disk, INFO, refusal of a
- * tls-* line without the module, the handshake timeout) are then skipped. */
+ * tls-* line without the module, the handshake timeout, the refusal of a
+ * TLS client on the plain port) are then skipped. Against Keel with
+ * io-threads (KEEL_TEST_IO_THREADS, as the harness applies it), ASan and
+ * TSan it needs no suppressions. */
 #include "harness.h"
 
 #include <arpa/inet.h>
@@ -754,6 +758,78 @@ START_TEST(test_protocols) {
 }
 END_TEST
 
+/* ---- other directives ---- */
+
+/* The cipher a new client with ctx negotiates, or "" if it cannot. */
+static char *cipher_of(int port, SSL_CTX *ctx) {
+    int ok;
+    tls_cli *t = tls_open(port, ctx, NULL, &ok);
+    char *name = it_fmt("%s", ok ? SSL_get_cipher_name(t->ssl) : "");
+    if (ok && !tls_try_cmd(t, "PING")) name = it_fmt("%s", "");
+    tls_close(t, 1);
+    return name;
+}
+
+START_TEST(test_ca_dir_key_pass) {
+    int tp;
+    /* CAs from a hashed directory, the key encrypted with a passphrase. */
+    it_server *s = tls_start(&tp, "--tls-ca-cert-file", "", "--tls-ca-cert-dir", cert("cadir"),
+                             "--tls-key-file", cert("server-pass.key"), "--tls-key-file-pass",
+                             "keel-test-pass", NULL);
+    char why[512];
+    ck_assert_msg(tls_ping_ok(tp, good_ctx(), why, sizeof(why)), "%s", why);
+    SSL_CTX *other =
+        tls_ctx(cert("ca.crt"), cert("other-client.crt"), cert("other-client.key"), 0, 0);
+    ck_assert_msg(!tls_ping_ok(tp, other, NULL, 0), "a client of another CA was accepted");
+    /* A wrong passphrase is refused, the server serves on. */
+    redisContext *c = it_connect(s);
+    redisReply *r = it_cmd(c, "CONFIG SET tls-key-file-pass wrong-pass");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "a wrong passphrase was accepted");
+    r = it_cmd(c, "CONFIG GET tls-key-file-pass");
+    ck_assert_str_eq(r->element[1]->str, "keel-test-pass");
+    expect_serving(s, tp);
+}
+END_TEST
+
+START_TEST(test_ciphers_dh) {
+    int tp;
+    char *dh = it_fmt("%s/dh.pem", certdir);
+    if (access(dh, R_OK) != 0) {
+        char *cmd = it_fmt("openssl genpkey -genparam -algorithm DH -pkeyopt group:ffdhe2048 -out "
+                           "'%s' 2>/dev/null",
+                           dh);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    it_server *s = tls_start(&tp, "--tls-dh-params-file", dh, "--tls-ciphers",
+                             "DHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384",
+                             "--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256", NULL);
+    SSL_CTX *v13 = tls_ctx(cert("ca.crt"), cert("client.crt"), cert("client.key"), TLS1_3_VERSION,
+                           TLS1_3_VERSION);
+    ck_assert_str_eq(cipher_of(tp, v13), "TLS_CHACHA20_POLY1305_SHA256");
+    /* TLS 1.2 with only a DHE suite: the DH parameters are used. */
+    SSL_CTX *dhe = tls_ctx(cert("ca.crt"), cert("client.crt"), cert("client.key"), TLS1_2_VERSION,
+                           TLS1_2_VERSION);
+    ck_assert_int_eq(SSL_CTX_set_cipher_list(dhe, "DHE-RSA-AES128-GCM-SHA256"), 1);
+    ck_assert_str_eq(cipher_of(tp, dhe), "DHE-RSA-AES128-GCM-SHA256");
+    /* A suite the server does not offer: no handshake. */
+    SSL_CTX *aes = tls_ctx(cert("ca.crt"), cert("client.crt"), cert("client.key"), TLS1_2_VERSION,
+                           TLS1_2_VERSION);
+    ck_assert_int_eq(SSL_CTX_set_cipher_list(aes, "AES256-SHA256"), 1);
+    ck_assert_str_eq(cipher_of(tp, aes), "");
+    /* Refused values leave the server as it was. */
+    redisContext *c = it_connect(s);
+    redisReply *r = it_cmd(c, "CONFIG SET tls-ciphersuites NO_SUCH_SUITE");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "an unknown cipher suite was accepted");
+    r = it_cmd(c, "CONFIG SET tls-dh-params-file %s", cert("ca.crt"));
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "a certificate was accepted as DH parameters");
+    r = it_cmd(c, "CONFIG SET tls-protocols TLSv9");
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "an unknown protocol was accepted");
+    ck_assert_str_eq(cipher_of(tp, v13), "TLS_CHACHA20_POLY1305_SHA256");
+    expect_config_ok(c, "tls-ciphersuites", "TLS_AES_128_GCM_SHA256");
+    ck_assert_str_eq(cipher_of(tp, v13), "TLS_AES_128_GCM_SHA256");
+}
+END_TEST
+
 /* ---- certificate reload ---- */
 
 START_TEST(test_reload_config_set) {
@@ -1157,6 +1233,8 @@ static Suite *tls_suite(void) {
         {"expired_server", test_expired_server_cert},
         {"resumption", test_session_resumption},
         {"protocols", test_protocols},
+        {"ca_dir_key_pass", test_ca_dir_key_pass},
+        {"ciphers_dh", test_ciphers_dh},
         {"reload_config", test_reload_config_set},
         {"reload_disk", test_reload_on_disk},
         {"reload_load", test_reload_under_load},
