@@ -12,7 +12,9 @@
  *   module_hooks.c     filters, observers, client events, timers, cron, INFO
  *   module_config.c    `<module>.<name>` configuration parameters
  *   module_family.c    reserved config-name families (tls-, rdma-)
- *   module_transport.c connection types provided by modules
+ *   module_transport.c connection types provided by modules: I/O, handshakes
+ *   module_listener.c  their listening ports
+ *   module_dial.c      their outgoing connections
  *   module_busy.c      long-running calls: busy_yield, busy_active
  *   module_block.c     blocking clients: block, unblock, signal_key_ready
  *   module_events.c    keyspace events: notify_subscribe, notify_emit
