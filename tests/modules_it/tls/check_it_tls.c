@@ -758,6 +758,34 @@ START_TEST(test_protocols) {
 }
 END_TEST
 
+/* tls-port at run time: a new port opens, the old one closes, 0 closes
+ * the TLS listener; connections already open stay. */
+START_TEST(test_port_runtime) {
+    int tp;
+    it_server *s = tls_start(&tp, NULL);
+    redisContext *c = it_connect(s);
+    tls_cli *t = tls_connect(tp, good_ctx());
+    int tp2 = it_free_port();
+    expect_config_ok(c, "tls-port", it_fmt("%d", tp2));
+    char why[512];
+    ck_assert_msg(tls_ping_ok(tp2, good_ctx(), why, sizeof(why)), "new tls-port: %s", why);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tp)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0,
+                  "the old tls-port still listens");
+    close(fd);
+    tls_expect(t, "+PONG", "PING");
+    expect_config_ok(c, "tls-port", "0");
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = htons((uint16_t)tp2);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0, "tls-port 0 still listens");
+    close(fd);
+    tls_expect(t, "+PONG", "PING");
+    expect_status(c, "PONG", "PING");
+}
+END_TEST
+
 /* ---- other directives ---- */
 
 /* The cipher a new client with ctx negotiates, or "" if it cannot. */
@@ -787,6 +815,16 @@ START_TEST(test_ca_dir_key_pass) {
     ck_assert_msg(r->type == REDIS_REPLY_ERROR, "a wrong passphrase was accepted");
     r = it_cmd(c, "CONFIG GET tls-key-file-pass");
     ck_assert_str_eq(r->element[1]->str, "keel-test-pass");
+    /* The passphrase is a secret: the slow log does not keep it. */
+    expect_config_ok(c, "slowlog-log-slower-than", "0");
+    expect_config_ok(c, "tls-key-file-pass", "keel-test-pass");
+    r = it_cmd(c, "SLOWLOG GET 10");
+    char *all = it_alloc(65536);
+    it_render(r, all, 65536);
+    ck_assert_msg(strstr(all, "tls-key-file-pass") != NULL, "no CONFIG SET in the slow log: %s",
+                  all);
+    ck_assert_msg(strstr(all, "keel-test-pass") == NULL, "the slow log shows the passphrase: %s",
+                  all);
     expect_serving(s, tp);
 }
 END_TEST
@@ -1229,6 +1267,7 @@ static Suite *tls_suite(void) {
         {"large", test_large_values},
         {"pipelining", test_pipelining},
         {"port0", test_port0_tls_only},
+        {"port_runtime", test_port_runtime},
         {"auth", test_auth_clients},
         {"expired_server", test_expired_server_cert},
         {"resumption", test_session_resumption},
