@@ -1084,6 +1084,10 @@ START_TEST(test_fault_plaintext_on_tls_port) {
     fd = raw_tcp(tp);
     send(fd, "PING\r\n", 6, MSG_NOSIGNAL);
     ck_assert_msg(wait_closed(fd, TLS_WAIT_MS), "inline PING on the TLS port was not closed");
+    /* Each is a logged handshake failure (Keel's wording). */
+    if (!builtin)
+        it_wait_until(strstr(it_read_file(s->log), "TLS handshake from 127.0.0.1:") != NULL,
+                      TLS_WAIT_MS);
     expect_serving(s, tp);
 }
 END_TEST
@@ -1139,6 +1143,8 @@ START_TEST(test_fault_stalled_handshakes) {
                           i);
         redisContext *c = it_connect(s);
         it_wait_until(it_info_int(c, "tls", "tls_handshakes_in_progress") == 0, TLS_WAIT_MS);
+        ck_assert_msg(strstr(it_read_file(s->log), "timed out") != NULL,
+                      "no log line for a handshake timeout: %s", it_log_tail(s));
     }
     /* The established client outlived them all. */
     tls_expect(t, "+PONG", "PING");
