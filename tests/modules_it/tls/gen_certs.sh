@@ -4,6 +4,8 @@
 #
 #   ca.{crt,key}                the test CA (self-signed, 10 years)
 #   server.{crt,key}            server cert by ca, SAN DNS:localhost, IP:127.0.0.1, IP:::1
+#   server2.{crt,key}           like server, another subject (CN "Keel Server 2")
+#                               and serial: certificate reload tests
 #   client.{crt,key}            client cert by ca (extendedKeyUsage clientAuth)
 #   server-expired.{crt,key}    like server, but expired (notAfter yesterday)
 #   client-expired.{crt,key}    like client, but expired
@@ -51,6 +53,7 @@ make_cert() {
 make_ca ca "Keel Test CA"
 make_ca other-ca "Keel Other CA"
 make_cert server ca "localhost" server_ext 365
+make_cert server2 ca "Keel Server 2" server_ext 365
 make_cert client ca "Keel Client" client_ext 365
 make_cert server-expired ca "localhost" server_ext -1
 make_cert client-expired ca "Keel Client" client_ext -1
