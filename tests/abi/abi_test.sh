@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# abi_test.sh -- ABI 1.0, 1.1 and 1.2 stay loadable as the SDK grows (see README.md):
-#  1. the frozen headers are byte-for-byte the 1.0, 1.1 and 1.2 ones
-#     (frozen-1.0.sha256, frozen-1.1.sha256, frozen-1.2.sha256);
-#  2. the current header keeps every 1.0, 1.1 and 1.2 offset, member size and
+# abi_test.sh -- ABI 1.0 to 1.3 stay loadable as the SDK grows (see README.md):
+#  1. the frozen headers are byte-for-byte the 1.0, 1.1, 1.2 and 1.3 ones
+#     (frozen-1.0.sha256 ... frozen-1.3.sha256);
+#  2. the current header keeps every 1.0 to 1.3 offset, member size and
 #     constant, no struct shrinks, the major is equal and the minor not smaller;
 #  3. fixture_v1_0.so, built against the frozen 1.0 header only, loads from the
 #     config file (args + a module config line) and everything it registered
@@ -12,29 +12,34 @@
 #     fixture_v1_1.so, built against the frozen 1.1 header only, loads by
 #     MODULE LOAD and its 1.1 function (core->stat_get) works; fixture_v1_2.so
 #     likewise with some 1.2 functions (a call, key specs, per-call flags,
-#     the new replies, INFO fields);
+#     the new replies, INFO fields); fixture_v1_3.so likewise with some 1.3
+#     functions (a config family with a commit hook and a SENSITIVE
+#     parameter, a transport that opens and closes a listener at run time,
+#     dials out and is found by name);
 #  4. fixture_v1_99.so and fixture_v2_0.so are refused by MODULE LOAD with the
 #     loader's messages (and a log line), the server keeps running, and at
 #     start-up a `loadmodule` of either stops the server with file:line:reason.
 #
 # Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1>
-#                    <layout_frozen_1_2> <layout_current> <source dir>
+#                    <layout_frozen_1_2> <layout_frozen_1_3> <layout_current> <source dir>
 set -uo pipefail
 
-usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_frozen_1_2> <layout_current> <source dir>"
+usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_frozen_1_2> <layout_frozen_1_3> <layout_current> <source dir>"
 server=${1:?$usage}
 fixtures=${2:?$usage}
 layout_frozen=${3:?$usage}
 layout_frozen_1_1=${4:?$usage}
 layout_frozen_1_2=${5:?$usage}
-layout_current=${6:?$usage}
-src=${7:?$usage}
+layout_frozen_1_3=${6:?$usage}
+layout_current=${7:?$usage}
+src=${8:?$usage}
 workdir=$(mktemp -d /tmp/keel-abi-XXXXXX)
 . "$src/tests/sdk/lib.sh"
 
 v10=$fixtures/fixture_v1_0.so
 v11=$fixtures/fixture_v1_1.so
 v12=$fixtures/fixture_v1_2.so
+v13=$fixtures/fixture_v1_3.so
 v199=$fixtures/fixture_v1_99.so
 v20=$fixtures/fixture_v2_0.so
 # The server's ABI is the current header's.
@@ -45,14 +50,15 @@ msg_v199="module $v199: ABI 1.99 is newer than this server's (ABI $smaj.$smin); 
 msg_v20="module $v20: ABI 2.0 is not supported by this server (ABI $smaj.$smin)"
 
 # ---- 1. the frozen headers ----
-for v in 1.0 1.1 1.2; do
+for v in 1.0 1.1 1.2 1.3; do
     log "frozen $v header checksum"
     (cd "$src/tests/abi" && sha256sum --quiet -c "frozen-$v.sha256") ||
         fail "the frozen ABI $v header in tests/abi was edited (see tests/abi/README.md)"
 done
 # The first line names the version the header defines.
 for f in tests/abi/include/keel/keel_module.h:1.0 tests/abi/include-1.1/keel/keel_module.h:1.1 \
-    tests/abi/include-1.2/keel/keel_module.h:1.2 "sdk/include/keel/keel_module.h:$smaj.$smin"; do
+    tests/abi/include-1.2/keel/keel_module.h:1.2 tests/abi/include-1.3/keel/keel_module.h:1.3 \
+    "sdk/include/keel/keel_module.h:$smaj.$smin"; do
     [ "$(head -1 "$src/${f%:*}")" = "/* keel_module.h -- the Keel module ABI, version ${f##*:}." ] ||
         fail "${f%:*}: its first line does not say version ${f##*:}"
 done
@@ -88,6 +94,7 @@ check_layout() {
 check_layout "$layout_frozen" 1.0
 check_layout "$layout_frozen_1_1" 1.1
 check_layout "$layout_frozen_1_2" 1.2
+check_layout "$layout_frozen_1_3" 1.3
 
 # ---- 3. the 1.0 fixture keeps loading and working ----
 conf=$workdir/keel.conf
@@ -186,6 +193,75 @@ expect_contains "INFO server (add_fields)" "abifix12_loaded:1" "${cli[@]}" info 
 grep -q "<abifix12> abifix12 (ABI 1.2) loaded on server" "$workdir/server.log" || fail "abifix12's init log line is missing"
 expect "DEL abifix12:n" "1" "${cli[@]}" del abifix12:n
 expect "MODULE UNLOAD abifix12" "OK" "${cli[@]}" module unload abifix12
+
+# ---- the 1.3 fixture ----
+# eventually "what" "wanted output" command...: polls up to 10 s for it
+# (a connection's close reaches the server after the client has exited).
+eventually() {
+    local what=$1 want=$2 i got
+    shift 2
+    for i in $(seq 1 200); do
+        got=$("$@" 2>&1)
+        [ "$got" = "$want" ] && return 0
+        sleep 0.05
+    done
+    fail "$what: expected [$want] within 10 s, got [$got]"
+}
+free_port() {
+    local p
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        p=$((10000 + RANDOM % 22000))
+        port_in_use "$p" || break
+    done
+    echo "$p"
+}
+expect "MODULE LOAD ABI 1.3 fixture" "OK" "${cli[@]}" module load "$v13"
+expect "ABIFIX13.PROBE (KEEL_API_HAS, transport_find)" $'1\n1\n1\n1\n1\n1\n0' "${cli[@]}" abifix13.probe
+grep -q "<abifix13> abifix13 (ABI 1.3) loaded on server" "$workdir/server.log" || fail "abifix13's init log line is missing"
+# A claimed family: the names as they are, one commit for two parameters,
+# a refusing commit rolls both back.
+expect "CONFIG GET abifix13.rdma-cert (no prefix)" "" "${cli[@]}" config get abifix13.rdma-cert
+read -r applies0 commits0 _ <<<"$("${cli[@]}" abifix13.stats | tr '\n' ' ')"
+[ "$commits0" = 0 ] || fail "commit ran at load: commits $commits0"
+expect "CONFIG SET rdma-cert rdma-key (one commit)" "OK" "${cli[@]}" config set rdma-cert a rdma-key a
+read -r applies1 commits1 _ <<<"$("${cli[@]}" abifix13.stats | tr '\n' ' ')"
+[ "$((applies1 - applies0)) $commits1" = "2 1" ] ||
+    fail "CONFIG SET of two parameters: want 2 applies and 1 commit, got $((applies1 - applies0)) and $commits1"
+expect_contains "CONFIG SET refused by commit" "abifix13: cert and key differ" "${cli[@]}" config set rdma-cert b rdma-key c
+expect "CONFIG GET rdma-cert after the refusal" $'rdma-cert\na' "${cli[@]}" config get rdma-cert
+expect "CONFIG GET rdma-key after the refusal" $'rdma-key\na' "${cli[@]}" config get rdma-key
+read -r _ commits2 _ <<<"$("${cli[@]}" abifix13.stats | tr '\n' ' ')"
+[ "$commits2" = 1 ] || fail "a refused commit was counted: commits $commits2"
+expect "CONFIG SET the same values (commit again)" "OK" "${cli[@]}" config set rdma-cert a rdma-key a
+read -r _ commits3 _ <<<"$("${cli[@]}" abifix13.stats | tr '\n' ' ')"
+[ "$commits3" = 2 ] || fail "CONFIG SET of unchanged values: want commit 2, got $commits3"
+# A SENSITIVE parameter: redacted in SLOWLOG, shown by CONFIG GET.
+expect "CONFIG SET slowlog-log-slower-than 0" "OK" "${cli[@]}" config set slowlog-log-slower-than 0
+expect "SLOWLOG RESET" "OK" "${cli[@]}" slowlog reset
+expect "CONFIG SET rdma-pass" "OK" "${cli[@]}" config set rdma-pass hunter2
+slow=$("${cli[@]}" slowlog get 2)
+case "$slow" in *hunter2*) fail "SLOWLOG shows the SENSITIVE value: [$slow]" ;; esac
+case "$slow" in *rdma-pass*"(redacted)"*) ;; *) fail "SLOWLOG: want rdma-pass (redacted) in [$slow]" ;; esac
+expect "CONFIG SET slowlog-log-slower-than back" "OK" "${cli[@]}" config set slowlog-log-slower-than 10000
+expect "CONFIG GET rdma-pass" $'rdma-pass\nhunter2' "${cli[@]}" config get rdma-pass
+# The transport: a listener opened and closed at run time.
+tport=$(free_port)
+expect "ABIFIX13.OPEN" "OK" "${cli[@]}" abifix13.open "$tport"
+expect "PING through the abifix13 listener" "PONG" redis-cli -p "$tport" ping
+read -r _ _ s_accepted s_lport <<<"$("${cli[@]}" abifix13.stats | tr '\n' ' ')"
+[ "$s_accepted $s_lport" = "1 $tport" ] ||
+    fail "abifix13's accept hook: want 1 connection on port $tport, got $s_accepted on $s_lport"
+expect "ABIFIX13.CLOSE" "OK" "${cli[@]}" abifix13.close
+expect_contains "the closed listener refuses" "Connection refused" redis-cli -p "$tport" ping
+# An outgoing connection through the transport (its connect hook) to this
+# server's plain port.
+expect "ABIFIX13.DIAL" "OK" "${cli[@]}" abifix13.dial "$port"
+eventually "ABIFIX13.DIALED (PING through connect)" "+PONG" "${cli[@]}" abifix13.dialed
+eventually "abifix13's connections closed" "0" "${cli[@]}" abifix13.conns
+expect "MODULE UNLOAD abifix13" "OK" "${cli[@]}" module unload abifix13
+expect "CONFIG GET rdma-cert after unload" "" "${cli[@]}" config get rdma-cert
+expect_contains "CONFIG SET rdma-cert after unload" "belongs to the rdma module, which is not loaded" \
+    "${cli[@]}" config set rdma-cert a
 stop_server
 
 # ---- start-up refusals: file, line and reason ----

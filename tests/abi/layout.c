@@ -1,8 +1,8 @@
 /* layout.c -- prints the binary layout of the module ABI as a header defines
  * it: every member's offset and size, every struct's size, every constant.
  * Built against each frozen header (tests/abi/include for 1.0,
- * tests/abi/include-1.1, tests/abi/include-1.2) and against the current one
- * (sdk/include);
+ * tests/abi/include-1.1, tests/abi/include-1.2, tests/abi/include-1.3) and
+ * against the current one (sdk/include);
  * abi_test.sh then requires every frozen offset, member size and constant to
  * be unchanged in the current header, every struct to be at least as large,
  * KEEL_ABI_MAJOR to be equal and KEEL_ABI_MINOR not smaller. That is the
@@ -308,6 +308,10 @@ static void added_1_2(void) {
     CONST(KEEL_NOTIFY_NEW);
     CONST(KEEL_NOTIFY_ALL);
 #endif
+}
+
+/* Added in ABI 1.3. */
+static void added_1_3(void) {
 #if KEEL_ABI_MINOR >= 3
     MEMBER(keel_config_def, commit);
     MEMBER(keel_api_info, config_claim_family);
@@ -373,6 +377,7 @@ int main(void) {
     groups();
     added_1_1();
     added_1_2();
+    added_1_3();
     constants();
     return 0;
 }
