@@ -408,7 +408,9 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
         }
         if (total) {
             /* What went out counts; a retry's state is kept, an error shows
-             * again on the next call. */
+             * again on the next call. A WANT_READ's conn_wait is dropped by
+             * the core with a count: the next call (the socket is writable)
+             * meets it again and waits then, one extra wake-up, rare. */
             ERR_clear_error();
             return (ssize_t)total;
         }

@@ -165,6 +165,10 @@ static SSL_CTX *tls_ctx_server(const tls_cfg *cfg, char *err, size_t errlen) {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
         SSL_CTX_sess_set_cache_size(ctx, (long)cfg->session_cache_size);
         SSL_CTX_set_timeout(ctx, (long)cfg->session_cache_timeout);
+        /* One TLS 1.3 ticket per full handshake, not OpenSSL's two: a
+         * client resumes with one, and each ticket costs an encryption and
+         * a record on every new connection (Valkey keeps the two). */
+        SSL_CTX_set_num_tickets(ctx, 1);
     } else {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
         SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
