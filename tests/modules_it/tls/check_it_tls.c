@@ -5,8 +5,9 @@
  * the plain port beside the TLS one, `port 0`, client authentication,
  * expired and untrusted certificates, session resumption, tls-protocols,
  * a CA directory, an encrypted key, ciphers and DH parameters, hundreds
- * of handshakes, certificate reload (CONFIG SET and on disk, also under load), INFO, and
- * faults (plain text, TLS on the plain port, stalled and abandoned
+ * of handshakes, certificate reload (CONFIG SET and on disk, also under
+ * load), INFO (also its per-port lines over ten tls-port values), the log
+ * budget under connection churn, and faults (plain text, TLS on the plain port, stalled and abandoned
  * handshakes, renegotiation, truncated records, a client leaving in the
  * middle of a large reply), each followed by a check that the server still
  * serves a TLS and a plain client.
