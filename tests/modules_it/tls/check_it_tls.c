@@ -7,9 +7,10 @@
  * a CA directory, an encrypted key, ciphers and DH parameters, hundreds
  * of handshakes, certificate reload (CONFIG SET and on disk, also under
  * load), INFO (also its per-port lines over ten tls-port values), the log
- * budget under connection churn, and faults (plain text, TLS on the plain port, stalled and
- * abandoned handshakes, renegotiation, truncated records, a client leaving in the middle of a large
- * reply), each followed by a check that the server still serves a TLS and a plain client.
+ * budget under connection churn, and faults (plain text, TLS on the plain
+ * port, stalled and abandoned handshakes, renegotiation, truncated
+ * records, a client leaving in the middle of a large reply), each followed
+ * by a check that the server still serves a TLS and a plain client.
  *
  * The certificates come from gen_certs.sh ($KEEL_TLS_GEN_CERTS), run once
  * into a temporary directory. KEEL_TLS_MODULE=builtin runs the suite
