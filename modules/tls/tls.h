@@ -73,6 +73,7 @@ typedef struct tls_ctxs {
     SSL_CTX *server;
     SSL_CTX *client;
     tls_cert_info server_cert, client_cert, ca_cert;
+    long long ca_count; /* CA certificates from tls-ca-cert-file and -dir */
 } tls_ctxs;
 
 /* Counters the hooks bump (any thread: relaxed atomics, no locks). */
@@ -117,6 +118,9 @@ typedef struct tls_state {
     char last_error[512];
     tls_stats stats;
     tls_port_stats ports[TLS_MAX_PORTS];
+    /* The server's loglevel as KEEL_LOG_*, refreshed from the cron: lines
+     * below it are not logged, nor counted against the log budget. */
+    atomic_int min_log_level;
 } tls_state;
 
 extern tls_state tls;
@@ -136,6 +140,9 @@ int tls_reconfigure(const char *why, int automatic);
 
 /* tls_conn.c */
 void tls_transport_def_fill(keel_transport_def *def);
+/* Frees the per-port slots of ports no longer listened on and without
+ * connections (main thread, after the listener moves). */
+void tls_ports_sweep(void);
 
 /* tls_info.c */
 void tls_info_section(keel_info *info, void *priv);

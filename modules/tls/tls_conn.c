@@ -56,6 +56,9 @@ static atomic_int tls_log_count;
 static void tls_log_limited(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void tls_log_limited(int level, const char *fmt, ...) {
+    /* A line the server would drop costs nothing from the budget: routine
+     * verbose lines under connection churn must not crowd out warnings. */
+    if (level < atomic_load_explicit(&tls.min_log_level, memory_order_relaxed)) return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long now = ts.tv_sec, seen = atomic_load_explicit(&tls_log_second, memory_order_relaxed);
@@ -98,6 +101,12 @@ static void tls_peer_of(int fd, char *buf, size_t len) {
     snprintf(buf, len, "%s:%d", ip, port);
 }
 
+/* A port's slot stays while TLS listens on it or it has connections: a
+ * port left behind gives its slot to the next one. */
+static void tls_port_release(tls_port_stats *p) {
+    if (p->current <= 0 && p->port != tls.listener_port) memset(p, 0, sizeof(*p));
+}
+
 static void tls_port_count(int port, int delta_current, int accepted) {
     tls_port_stats *free_slot = NULL;
     for (int i = 0; i < TLS_MAX_PORTS; i++) {
@@ -105,6 +114,7 @@ static void tls_port_count(int port, int delta_current, int accepted) {
         if (p->port == port) {
             p->current += delta_current;
             p->accepted += accepted;
+            tls_port_release(p);
             return;
         }
         if (!p->port && !free_slot) free_slot = p;
@@ -114,6 +124,11 @@ static void tls_port_count(int port, int delta_current, int accepted) {
         free_slot->current = delta_current;
         free_slot->accepted = accepted;
     }
+}
+
+void tls_ports_sweep(void) {
+    for (int i = 0; i < TLS_MAX_PORTS; i++)
+        if (tls.ports[i].port) tls_port_release(&tls.ports[i]);
 }
 
 /* Makes the connection's state and SSL from ctx (main thread). */
@@ -183,6 +198,12 @@ static int tls_connect(keel_conn *conn, void *priv) {
     unsigned char bin[sizeof(struct in6_addr)];
     int literal =
         host && (inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1);
+    /* An address is checked against the certificate's IP SANs, a name
+     * against its DNS SANs (and sent as SNI). */
+    if (literal && X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1) {
+        ERR_clear_error();
+        return KEEL_ERR;
+    }
     if (host && !literal) {
         SSL_set_tlsext_host_name(c->ssl, host);
         SSL_set_hostflags(c->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -387,7 +408,9 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
         }
         if (total) {
             /* What went out counts; a retry's state is kept, an error shows
-             * again on the next call. */
+             * again on the next call. A WANT_READ's conn_wait is dropped by
+             * the core with a count: the next call (the socket is writable)
+             * meets it again and waits then, one extra wake-up, rare. */
             ERR_clear_error();
             return (ssize_t)total;
         }

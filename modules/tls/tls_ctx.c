@@ -97,6 +97,9 @@ static SSL_CTX *tls_ctx_base(const tls_cfg *cfg, int client, char *err, size_t e
                  tls_err_reason(reason, sizeof(reason)));
         goto fail;
     }
+    /* The passphrase is only needed to read the key: the context keeps no
+     * pointer to a value a later CONFIG SET frees. */
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
     if (SSL_CTX_check_private_key(ctx) != 1) {
         snprintf(err, errlen, "Private key %s does not match certificate %s: %s", key, cert,
                  tls_err_reason(reason, sizeof(reason)));
@@ -162,6 +165,10 @@ static SSL_CTX *tls_ctx_server(const tls_cfg *cfg, char *err, size_t errlen) {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
         SSL_CTX_sess_set_cache_size(ctx, (long)cfg->session_cache_size);
         SSL_CTX_set_timeout(ctx, (long)cfg->session_cache_timeout);
+        /* One TLS 1.3 ticket per full handshake, not OpenSSL's two: a
+         * client resumes with one, and each ticket costs an encryption and
+         * a record on every new connection (Valkey keeps the two). */
+        SSL_CTX_set_num_tickets(ctx, 1);
     } else {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
         SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
@@ -204,10 +211,12 @@ static void tls_keep_earliest(tls_cert_info *best, const tls_cert_info *ci) {
     if (ci->expire_time && (!best->expire_time || ci->expire_time < best->expire_time)) *best = *ci;
 }
 
-/* The CA that expires first: among those loaded from tls-ca-cert-file (in
- * the context's store), and the certificates of tls-ca-cert-dir (which
- * OpenSSL reads only when it needs them, so they are read here). */
-static void tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
+/* The CA that expires first, and how many there are: among those loaded
+ * from tls-ca-cert-file (in the context's store), and the certificates of
+ * tls-ca-cert-dir (which OpenSSL reads only when it needs them, so they
+ * are read here). */
+static long long tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
+    long long count = 0;
     memset(out, 0, sizeof(*out));
     tls_cert_info ci;
     X509_STORE *store = SSL_CTX_get_cert_store(ctx);
@@ -215,6 +224,7 @@ static void tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
     for (int i = 0; objs && i < sk_X509_OBJECT_num(objs); i++) {
         X509 *x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
         if (!x) continue;
+        count++;
         tls_cert_info_of(x, &ci);
         tls_keep_earliest(out, &ci);
     }
@@ -228,6 +238,7 @@ static void tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
         FILE *f = fopen(path, "r");
         X509 *x;
         while (f && (x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL) {
+            count++;
             tls_cert_info_of(x, &ci);
             tls_keep_earliest(out, &ci);
             X509_free(x);
@@ -236,6 +247,7 @@ static void tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
     }
     if (d) closedir(d);
     ERR_clear_error(); /* the end of each file is an error to PEM_read_X509 */
+    return count;
 }
 
 static int tls_cfg_check(const tls_cfg *cfg, char *err, size_t errlen) {
@@ -284,7 +296,7 @@ tls_ctxs *tls_ctxs_build(const tls_cfg *cfg, char *err, size_t errlen) {
         tls_cert_info_of(SSL_CTX_get0_certificate(c->client), &c->client_cert);
     }
     tls_cert_info_of(SSL_CTX_get0_certificate(c->server), &c->server_cert);
-    tls_ca_info_of(c->server, cfg->files[TLS_FILE_CA_DIR], &c->ca_cert);
+    c->ca_count = tls_ca_info_of(c->server, cfg->files[TLS_FILE_CA_DIR], &c->ca_cert);
     tls_warn_validity(c->server, "server");
     if (c->client) tls_warn_validity(c->client, "client");
     return c;

@@ -28,11 +28,14 @@ void tls_info_section(keel_info *info, void *priv) {
     const keel_api *api = tls.api;
     tls_ctxs *live = tls.live;
     tls_stats *s = &tls.stats;
-    api->info->field(info, "tls_enabled:%d", live != NULL);
+    /* Enabled: a TLS listener is open (contexts alone, for outgoing
+     * connections, show in the certificate fields). */
+    api->info->field(info, "tls_enabled:%d", tls.listener != NULL);
     api->info->field(info, "tls_port:%d", tls.listener_port);
     tls_info_cert(info, "server", live ? &live->server_cert : NULL);
     tls_info_cert(info, "client", live && live->client ? &live->client_cert : NULL);
     tls_info_cert(info, "ca", live ? &live->ca_cert : NULL);
+    api->info->field(info, "tls_ca_cert_count:%lld", live ? live->ca_count : 0);
     api->info->field(info, "tls_connections_accepted:%lld", tls_load(&s->accepted));
     api->info->field(info, "tls_connections_outgoing:%lld", tls_load(&s->connected));
     api->info->field(info, "tls_connections_current:%lld", tls_load(&s->current));

@@ -3,7 +3,8 @@
  * every CONFIG SET of a tls-* value ends in (new contexts swapped in only
  * when they load, the listener opened, moved or closed), the automatic
  * reload when the certificate files change on disk (checked once a second
- * from the server cron), and unload. All of it runs on the main thread. */
+ * from the server cron, which also refreshes the cached loglevel), and
+ * unload. All of it runs on the main thread. */
 #include "tls.h"
 
 #include <openssl/err.h>
@@ -60,6 +61,7 @@ static int tls_listener_sync(void) {
     if (tls.listener) api->transport->listener_close(tls.listener);
     tls.listener = l;
     tls.listener_port = port;
+    tls_ports_sweep();
     if (port) api->core->log(tls.ctx, KEEL_LOG_NOTICE, "TLS listening on port %d", port);
     return KEEL_OK;
 }
@@ -90,14 +92,28 @@ int tls_reconfigure(const char *why, int automatic) {
     return KEEL_OK;
 }
 
+/* The server's loglevel as KEEL_LOG_*;
+ * debug when it cannot be read, so nothing is wrongly dropped. */
+static void tls_log_level_refresh(void) {
+    static const char *const names[] = {"debug", "verbose", "notice", "warning"};
+    char buf[32];
+    int level = KEEL_LOG_DEBUG;
+    if (tls.api->core->config_get("loglevel", buf, sizeof(buf)) == KEEL_OK)
+        for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+            if (strcmp(buf, names[i]) == 0) level = i;
+    atomic_store_explicit(&tls.min_log_level, level, memory_order_relaxed);
+}
+
 /* Once a second: reload when a file the live contexts came from changed.
  * A failed reload is logged once per change of the files (not every
  * second) and keeps the old contexts. */
 static int64_t tls_cron(keel_ctx *ctx, void *priv) {
     (void)ctx, (void)priv;
     int64_t now = tls.api->core->mstime();
-    if (!tls.live || now - tls.last_check_ms < 1000) return 0;
+    if (now - tls.last_check_ms < 1000) return 0;
     tls.last_check_ms = now;
+    tls_log_level_refresh();
+    if (!tls.live) return 0;
     tls_file_sig sig;
     tls_file_sig_take(&tls.cfg, &sig);
     if (tls_file_sig_equal(&sig, &tls.sig)) return 0;
@@ -130,6 +146,7 @@ static int tls_init(keel_ctx *ctx, const keel_api *api, int argc, const char *co
     tls.ctx = ctx;
     tls.api = api;
     tls.cfg.protocols = TLS_PROTO_DEFAULT;
+    tls_log_level_refresh();
     if (!KEEL_API_HAS(api, transport, transport_find) ||
         !KEEL_API_HAS(api, info, config_claim_family))
         return tls_fail(ctx, "the tls module needs a server with module ABI 1.3");

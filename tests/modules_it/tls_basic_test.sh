@@ -182,6 +182,12 @@ expect "CONFIG SET tls-client-cert-file" OK cli config set tls-client-cert-file 
 expect "INFO client serial" "$(serial_of client)" info_field tls_client_cert_serial
 expect "dial with the client certificate" +PONG cli tlsdial 127.0.0.1 "$tport"
 expect "dial by name (SNI, host name checked)" +PONG cli tlsdial localhost "$tport"
+expect "CONFIG SET a certificate without an IP SAN" OK cli config set \
+    tls-cert-file "$certs/server-dns.crt" tls-key-file "$certs/server-dns.key"
+checks=$((checks + 1))
+out=$(cli tlsdial 127.0.0.1 "$tport" 2>&1)
+[ "$out" != +PONG ] || fail "a dial to 127.0.0.1 accepted a certificate without that IP SAN"
+expect "dial by name to a certificate without an IP SAN" +PONG cli tlsdial localhost "$tport"
 expect "CONFIG SET a certificate of another CA" OK cli config set \
     tls-cert-file "$certs/other-server.crt" tls-key-file "$certs/other-server.key"
 checks=$((checks + 1))
@@ -222,7 +228,10 @@ expect "CONFIG SET the first certificate back (after the automatic reload)" OK c
     tls-cert-file "$certs/server.crt" tls-key-file "$certs/server.key"
 
 # ---- tls-port at runtime ----
+expect "INFO tls_enabled with a TLS listener" 1 info_field tls_enabled
+expect "INFO tls_ca_cert_count" 1 info_field tls_ca_cert_count
 expect "CONFIG SET tls-port 0" OK cli config set tls-port 0
+expect "INFO tls_enabled without a TLS listener" 0 info_field tls_enabled
 checks=$((checks + 1))
 out=$(tcli ca ping 2>&1)
 [ "$out" != PONG ] || fail "TLS PING after tls-port 0 answered PONG"

@@ -5,11 +5,12 @@
  * the plain port beside the TLS one, `port 0`, client authentication,
  * expired and untrusted certificates, session resumption, tls-protocols,
  * a CA directory, an encrypted key, ciphers and DH parameters, hundreds
- * of handshakes, certificate reload (CONFIG SET and on disk, also under load), INFO, and
- * faults (plain text, TLS on the plain port, stalled and abandoned
- * handshakes, renegotiation, truncated records, a client leaving in the
- * middle of a large reply), each followed by a check that the server still
- * serves a TLS and a plain client.
+ * of handshakes, certificate reload (CONFIG SET and on disk, also under
+ * load), INFO (also its per-port lines over ten tls-port values), the log
+ * budget under connection churn, and faults (plain text, TLS on the plain
+ * port, stalled and abandoned handshakes, renegotiation, truncated
+ * records, a client leaving in the middle of a large reply), each followed
+ * by a check that the server still serves a TLS and a plain client.
  *
  * The certificates come from gen_certs.sh ($KEEL_TLS_GEN_CERTS), run once
  * into a temporary directory. KEEL_TLS_MODULE=builtin runs the suite
@@ -776,6 +777,7 @@ START_TEST(test_port_runtime) {
                   "the old tls-port still listens");
     close(fd);
     tls_expect(t, "+PONG", "PING");
+    if (!builtin) ck_assert_int_eq(it_info_int(c, "tls", "tls_enabled"), 1);
     expect_config_ok(c, "tls-port", "0");
     fd = socket(AF_INET, SOCK_STREAM, 0);
     a.sin_port = htons((uint16_t)tp2);
@@ -783,6 +785,48 @@ START_TEST(test_port_runtime) {
     close(fd);
     tls_expect(t, "+PONG", "PING");
     expect_status(c, "PONG", "PING");
+    /* Keel's tls_enabled says whether a TLS listener is open. */
+    if (!builtin) ck_assert_int_eq(it_info_int(c, "tls", "tls_enabled"), 0);
+}
+END_TEST
+
+/* INFO keeps a line per port with connections or listened on: after ten
+ * ports, the current one is counted, the first (a connection still open
+ * there) stays, and the ports left without connections are gone (Keel). */
+START_TEST(test_port_slots) {
+    if (builtin) return;
+    int tp;
+    it_server *s = tls_start(&tp, NULL);
+    redisContext *c = it_connect(s);
+    tls_cli *t = tls_connect(tp, good_ctx());
+    tls_expect(t, "+PONG", "PING");
+    int ports[10] = {0};
+    char why[512];
+    for (int i = 0; i < 10; i++) {
+        int taken;
+        do {
+            ports[i] = it_free_port();
+            taken = ports[i] == tp;
+            for (int j = 0; j < i; j++)
+                taken |= ports[i] == ports[j];
+        } while (taken);
+        expect_config_ok(c, "tls-port", it_fmt("%d", ports[i]));
+        ck_assert_msg(tls_ping_ok(ports[i], good_ctx(), why, sizeof(why)), "tls-port %d: %s",
+                      ports[i], why);
+    }
+    /* The pings' connections close on the server's side after the reply. */
+    char *last = NULL;
+    it_wait_until((last = it_info_str(c, "tls", it_fmt("tls_listener_%d", ports[9]))) != NULL &&
+                      it_kv_get(last, "current") == 0,
+                  TLS_WAIT_MS);
+    ck_assert_msg(last != NULL, "INFO tls: no line for the tenth tls-port %d", ports[9]);
+    ck_assert_int_eq(it_kv_get(last, "accepted"), 1);
+    char *first = it_info_str(c, "tls", it_fmt("tls_listener_%d", tp));
+    ck_assert_msg(first != NULL, "INFO tls: the first port's line went with a connection open");
+    ck_assert_int_eq(it_kv_get(first, "current"), 1);
+    ck_assert_msg(it_info_str(c, "tls", it_fmt("tls_listener_%d", ports[0])) == NULL,
+                  "INFO tls: a port left without connections keeps its line");
+    tls_expect(t, "+PONG", "PING");
 }
 END_TEST
 
@@ -1030,6 +1074,8 @@ START_TEST(test_info) {
     ck_assert_int_gt(exp, now + 364LL * 86400);
     ck_assert_int_lt(exp, now + 366LL * 86400);
     ck_assert_int_gt(it_info_int(c, "tls", "tls_ca_cert_expire_time"), now);
+    ck_assert_int_eq(it_info_int(c, "tls", "tls_ca_cert_count"), 1); /* ca.crt */
+    ck_assert_int_eq(it_info_int(c, "tls", "tls_enabled"), 1);
     /* A resumed session is counted. */
     long long resumed = it_info_int(c, "tls", "tls_sessions_resumed");
     SSL_CTX *ctx = good_ctx();
@@ -1148,6 +1194,44 @@ START_TEST(test_fault_stalled_handshakes) {
     }
     /* The established client outlived them all. */
     tls_expect(t, "+PONG", "PING");
+    expect_serving(s, tp);
+}
+END_TEST
+
+/* How many times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* At the default loglevel (notice), clients that leave without
+ * close_notify (as redis-benchmark -k 0 does) make only verbose lines: they
+ * take nothing from the per-second log budget, so nothing is reported as
+ * suppressed and each refused certificate is still logged (Keel). */
+START_TEST(test_log_budget) {
+    if (builtin) return;
+    int tp;
+    it_server *s = tls_start(&tp, NULL);
+    SSL_CTX *wrong =
+        tls_ctx(cert("ca.crt"), cert("other-client.crt"), cert("other-client.key"), 0, 0);
+    enum { ROUNDS = 3, CHURN = 60 };
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < CHURN; i++) {
+            tls_cli *t = tls_connect(tp, good_ctx());
+            tls_expect(t, "+PONG", "PING");
+            tls_close(t, 0);
+        }
+        ck_assert_msg(!tls_ping_ok(tp, wrong, NULL, 0), "wrong-CA cert accepted");
+    }
+    it_wait_until(count_of(it_read_file(s->log), "certificate verify failed") >= ROUNDS,
+                  TLS_WAIT_MS);
+    const char *log = it_read_file(s->log);
+    ck_assert_msg(count_of(log, "certificate verify failed") == ROUNDS,
+                  "not every refused certificate was logged: %s", it_log_tail(s));
+    ck_assert_msg(strstr(log, "suppressed") == NULL, "lines below loglevel were counted: %s",
+                  it_log_tail(s));
     expect_serving(s, tp);
 }
 END_TEST
@@ -1274,6 +1358,7 @@ static Suite *tls_suite(void) {
         {"pipelining", test_pipelining},
         {"port0", test_port0_tls_only},
         {"port_runtime", test_port_runtime},
+        {"port_slots", test_port_slots},
         {"auth", test_auth_clients},
         {"expired_server", test_expired_server_cert},
         {"resumption", test_session_resumption},
@@ -1287,6 +1372,7 @@ static Suite *tls_suite(void) {
         {"no_module", test_tls_line_without_module},
         {"fault_plaintext", test_fault_plaintext_on_tls_port},
         {"fault_tls_on_plain", test_fault_tls_on_plain_port},
+        {"log_budget", test_log_budget},
         {"fault_stalled", test_fault_stalled_handshakes},
         {"many_handshakes", test_many_handshakes},
         {"fault_renegotiation", test_fault_renegotiation},

@@ -11,6 +11,8 @@
 #   client-expired.{crt,key}    like client, but expired
 #   other-ca.{crt,key}          a second, unrelated CA ("wrong CA")
 #   other-server.{crt,key}      server cert by other-ca (same SAN)
+#   server-dns.{crt,key}        server cert by ca with SAN DNS:localhost only
+#                               (no IP SAN: a dial to 127.0.0.1 must refuse it)
 #   other-client.{crt,key}      client cert by other-ca
 #   server-pass.key             server.key encrypted with the passphrase in
 #                               server-pass.txt ("keel-test-pass")
@@ -30,6 +32,12 @@ basicConstraints = CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth, clientAuth
 subjectAltName = DNS:localhost, IP:127.0.0.1, IP:::1
+
+[ server_dns_ext ]
+basicConstraints = CA:FALSE
+keyUsage = digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth, clientAuth
+subjectAltName = DNS:localhost
 
 [ client_ext ]
 basicConstraints = CA:FALSE
@@ -58,6 +66,7 @@ make_cert client ca "Keel Client" client_ext 365
 make_cert server-expired ca "localhost" server_ext -1
 make_cert client-expired ca "Keel Client" client_ext -1
 make_cert other-server other-ca "localhost" server_ext 365
+make_cert server-dns ca "localhost" server_dns_ext 365
 make_cert other-client other-ca "Keel Other Client" client_ext 365
 
 echo keel-test-pass > server-pass.txt
