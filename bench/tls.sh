@@ -9,10 +9,12 @@
 #   throughput  SET and GET of 64-byte values, -c 50, at -P 16 and -P 1,
 #               over TLS and over plain TCP: req/s, server and client CPU per
 #               request, TLS/plain per server, Keel TLS / peer TLS
-#   conns       new TLS connections per second (-k 0: one connection per
-#               request) with io-threads 2, while a second client (keep-alive
-#               GET, -P 1, over TLS) runs: connections/s and the second
-#               client's req/s with and without the connection load
+#   conns       new TLS connections per second with io-threads 2, driven by
+#               the benchmark binary with -k 0 (one connection per request)
+#               and by bench/tls_connload.c, each alone and while a second
+#               client (keep-alive GET, -P 1, over TLS) runs: connections/s,
+#               CPU per connection, and the second client's req/s with and
+#               without the connection load
 #   large       GET of a 1 MB and an 8 MB value, -P 1, -c 1 and 4, over TLS
 #               and plain: Gbit/s of payload
 #
@@ -57,7 +59,7 @@ QUICK=0
 OUT="$BENCH_DIR/results/tls.md"
 CMDLINE="bench/tls.sh $*"
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --valkey) VALKEY=${2:?--valkey needs a path}; shift 2 ;;
@@ -362,37 +364,51 @@ info_sample() {
         $1 == "cmdstat_ping" { p = $3 }
         END { printf "%d %d %d %s\n", c, g, p, now }' <<<"$out"
 }
-# bg_client LOG ARGS...: the benchmark binary in the background on the client
+# bg_client LOG BINARY ARGS...: a client in the background on the client
 # CPU; sets BG_PID (recorded for stop_all).
 bg_client() {
     local log=$1
     shift
-    "${CLIENT_PIN[@]}" "$CLIENT" "$@" >"$log" 2>&1 </dev/null &
+    "${CLIENT_PIN[@]}" "$@" >"$log" 2>&1 </dev/null &
     BG_PID=$!
     BENCH_PIDS+=("$BG_PID")
 }
 stop_bg() { stop_pid "$1" 5; forget_pid "$1"; }
+# The two connection loads, each keeping 50 attempts in flight: "rb" is the
+# benchmark binary with -k 0 (the usual tool; it spins on its sockets during
+# handshakes, see tls_connload.c), "cl" is tls_connload (waits on epoll).
+CONNLOAD="$BENCH_TMP/tls_connload"
+start_conn_load() { # kind tls_port
+    if [ "$1" = rb ]; then
+        bg_client "$BENCH_TMP/conns.log" "$CLIENT" -h 127.0.0.1 -p "$2" "${TLS_CLIENT_ARGS[@]}" \
+            -k 0 -c 50 -n 1000000000 -t ping_inline --csv
+    else
+        bg_client "$BENCH_TMP/conns.log" "$CONNLOAD" -p "$2" --cacert "$CERTS/ca.crt" -c 50 -w 0 -t 100000
+    fi
+}
 # conn_window K I MODE REP: over SECS seconds after 1 s of warm-up, against
-# instance K (server I), runs MODE: "second" (the second client alone),
-# "conns" (the connection load alone) or "both"; the rates come from the
-# server's own counters. Appends "server,mode,rep,conns/s,get/s,ping/s,cpu%".
+# instance K (server I), runs MODE: "second" (the second client alone), a
+# connection load alone ("rb", "cl") or with the second client ("rb+second",
+# "cl+second"); the rates come from the server's own counters. Appends
+# "server,mode,rep,conns/s,get/s,server cpu %,load client cpu us/conn".
 conn_window() {
-    local k=$1 i=$2 mode=$3 rep=$4 s0 s1 c0 c1 second="" conns=""
+    local k=$1 i=$2 mode=$3 rep=$4 s0 s1 c0 c1 l0=0 l1=0 second="" conns=""
     local tport=${TPORTS[$k]} port=${PORTS[$k]}
-    if [ "$mode" != conns ]; then
-        bg_client "$BENCH_TMP/second.log" -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" \
+    if [ "${mode#*second}" != "$mode" ]; then
+        bg_client "$BENCH_TMP/second.log" "$CLIENT" -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" \
             -c 10 -P 1 -n 1000000000 -t get --csv
         second=$BG_PID
     fi
     if [ "$mode" != second ]; then
-        bg_client "$BENCH_TMP/conns.log" -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" \
-            -k 0 -c 50 -n 1000000000 -t ping_inline --csv
+        start_conn_load "${mode%+second}" "$tport"
         conns=$BG_PID
     fi
     sleep 1
     s0=$(info_sample "$port"); c0=$(cpu_ticks "${SPIDS[$k]}")
+    [ -z "$conns" ] || l0=$(cpu_ticks "$conns")
     sleep "$SECS"
     s1=$(info_sample "$port"); c1=$(cpu_ticks "${SPIDS[$k]}")
+    [ -z "$conns" ] || l1=$(cpu_ticks "$conns")
     [ -z "$second" ] || kill -0 "$second" 2>/dev/null ||
         { cat "$BENCH_TMP/second.log" >&2; die "the second client died (${NAMES[$i]})"; }
     [ -z "$conns" ] || kill -0 "$conns" 2>/dev/null ||
@@ -405,12 +421,16 @@ conn_window() {
     [ -z "$second" ] || [ "$((g1 - g0))" -gt 0 ] || die "the second client made no requests against ${NAMES[$i]}"
     [ -z "$conns" ] || [ "$((p1 - p0))" -gt 0 ] || die "the connection load made no requests against ${NAMES[$i]}"
     awk -v s="${NAMES[$i]}" -v m="$mode" -v r="$rep" -v dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
-        -v dc=$((a1 - a0)) -v dg=$((g1 - g0)) -v dp=$((p1 - p0)) -v cpu=$((c1 - c0)) -v hz="$HZ" \
-        'BEGIN { printf "%s,%s,%s,%.1f,%.1f,%.1f,%.1f\n", s, m, r, dc / dt, dg / dt, dp / dt, cpu / hz / dt * 100 }' >>"$RAW2"
-    tail -n 1 "$RAW2" | awk -F, '{ printf "%.0f conns/s, %.0f GET/s, server CPU %.0f%%\n", $4, $5, $7 }'
+        -v dc=$((a1 - a0)) -v dg=$((g1 - g0)) -v cpu=$((c1 - c0)) -v lc=$((l1 - l0)) -v hz="$HZ" \
+        'BEGIN { printf "%s,%s,%s,%.1f,%.1f,%.1f,%.1f\n", s, m, r, dc / dt, dg / dt, cpu / hz / dt * 100,
+                 (dc > 0 ? lc / hz * 1e6 / dc : 0) }' >>"$RAW2"
+    tail -n 1 "$RAW2" | awk -F, '{ printf "%.0f conns/s, %.0f GET/s, server CPU %.0f%%\n", $4, $5, $6 }'
 }
+CONN_MODES=(second rb rb+second cl cl+second)
 part_conns() {
     local rep i k mode saved=("${SERVER_PIN[@]}") first=${#SPIDS[@]} value
+    cc -O2 -Wall -Wextra -Werror -std=c11 -o "$CONNLOAD" "$BENCH_DIR/tls_connload.c" -lssl -lcrypto ||
+        die "tls_connload did not build (apt-get install libssl-dev)"
     value=$(head -c 64 /dev/zero | tr '\0' v)
     SERVER_PIN=()
     for i in "${!NAMES[@]}"; do start_tls_server "$i" 2; done
@@ -422,50 +442,63 @@ part_conns() {
     for rep in $(seq 1 "$REPS"); do
         for i in "${!NAMES[@]}"; do
             k=$((first + i))
-            for mode in second conns both; do
+            for mode in "${CONN_MODES[@]}"; do
                 check_budget
-                printf 'bench: conns round %d/%d %-6s %-6s: ' "$rep" "$REPS" "${NAMES[$i]}" "$mode"
+                printf 'bench: conns round %d/%d %-6s %-9s: ' "$rep" "$REPS" "${NAMES[$i]}" "$mode"
                 conn_window "$k" "$i" "$mode" "$rep"
             done
         done
     done
 }
 med2() { # server mode column
-    awk -F, -v s="$1" -v l="$2" -v c="$3" '$1 == s && $2 == l { print $c }' "$RAW2" | median
+    awk -F, -v s="$1" -v m="$2" -v c="$3" '$1 == s && $2 == m { print $c }' "$RAW2" | median
 }
 report_conns() {
-    local i conns alone with kc=""
+    local i l conns with alone cpu name
     {
         echo "## 2. New TLS connections per second, io-threads 2 (median of $REPS)"
         echo
-        echo "Connection load: \`$(basename "$CLIENT") --tls -k 0 -c 50 -t ping_inline\` (a new TLS connection, full handshake,"
-        echo "for every request); second client: \`$(basename "$CLIENT") --tls -c 10 -P 1 -t get\` (keep-alive, 64-byte value)."
-        echo "Three windows per server and round: the second client alone, the connection load alone, both at once."
-        echo "Each server runs with \`--io-threads 2 --io-threads-do-reads yes\`, not pinned (its threads may use both"
-        echo "CPUs); both clients are pinned to CPU ${BENCH_CLIENT_CPU:-1}. Rates come from the server's own counters (INFO"
-        echo "total_connections_received and cmdstat_get) over a ${SECS} s window after 1 s of warm-up; server CPU is user +"
-        echo "system of all its threads over the window (100% = one core)."
+        echo "Two connection loads, 50 attempts in flight, each a new TCP connection with a full TLS handshake"
+        echo "(verifying the server certificate), one PING, and a close:"
+        echo "\`$(basename "$CLIENT") --tls -k 0 -c 50 -t ping_inline\` and \`bench/tls_connload -c 50\` (see its header:"
+        echo "the benchmark binary keeps a handshaking socket's write event armed and spins on it; tls_connload waits"
+        echo "on epoll for what OpenSSL asks). Second client: \`$(basename "$CLIENT") --tls -c 10 -P 1 -t get\` (keep-alive,"
+        echo "64-byte value), alone and beside each load. Each server runs with \`--io-threads 2 --io-threads-do-reads yes\`,"
+        echo "not pinned (its threads may use both CPUs); the clients are pinned to CPU ${BENCH_CLIENT_CPU:-1}. Rates come"
+        echo "from the server's own counters (INFO total_connections_received, cmdstat_get) over a ${SECS} s window"
+        echo "after 1 s of warm-up. Server CPU per connection: user + system of all its threads over the window with"
+        echo "the load alone, divided by the connections (a server whose I/O threads poll counts that too); load"
+        echo "client CPU per connection likewise for the load generator."
         echo
-        echo "| server | connections/s, load alone | connections/s, with the second client | second client GET/s alone | with the connection load | kept | server CPU % (second / conns / both) |"
-        echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        echo "| server | connection load | connections/s, alone | with the second client | server CPU µs / conn | load client CPU µs / conn | second client GET/s alone | beside the load | kept |"
+        echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         for i in "${!NAMES[@]}"; do
-            conns=$(med2 "${NAMES[$i]}" both 4); alone=$(med2 "${NAMES[$i]}" second 5); with=$(med2 "${NAMES[$i]}" both 5)
-            [ "$i" = 0 ] && [ "${NAMES[0]}" = keel ] && kc=$conns
-            printf '| %s | %.0f | %.0f | %.0f | %.0f | %s | %.0f / %.0f / %.0f |\n' "${TITLES[$i]}" \
-                "$(med2 "${NAMES[$i]}" conns 4)" "$conns" "$alone" "$with" \
-                "$(awk -v a="$with" -v b="$alone" 'BEGIN { printf "%.0f%%", (b > 0 ? a / b * 100 : 0) }')" \
-                "$(med2 "${NAMES[$i]}" second 7)" "$(med2 "${NAMES[$i]}" conns 7)" "$(med2 "${NAMES[$i]}" both 7)"
-            csv_row conns ping_inline 1 0 50 "${NAMES[$i]}" tls conns_per_s_alone "$(med2 "${NAMES[$i]}" conns 4)"
-            csv_row conns ping_inline 1 0 50 "${NAMES[$i]}" tls conns_per_s_with_second "$conns"
-            csv_row conns get 1 64 10 "${NAMES[$i]}" tls second_rps_alone "$alone"
-            csv_row conns get 1 64 10 "${NAMES[$i]}" tls second_rps_with_load "$with"
+            name=${NAMES[$i]}
+            alone=$(med2 "$name" second 5)
+            for l in rb cl; do
+                conns=$(med2 "$name" "$l" 4)
+                with=$(med2 "$name" "$l+second" 5)
+                cpu=$(med2 "$name" "$l" 6)
+                printf '| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n' "${TITLES[$i]}" \
+                    "$([ "$l" = rb ] && echo "$(basename "$CLIENT") -k 0" || echo tls_connload)" \
+                    "$conns" "$(med2 "$name" "$l+second" 4)" \
+                    "$(awk -v c="$cpu" -v n="$conns" 'BEGIN { print (n > 0 ? c / 100 * 1e6 / n : 0) }')" \
+                    "$(med2 "$name" "$l" 7)" "$alone" "$with" \
+                    "$(awk -v a="$with" -v b="$alone" 'BEGIN { printf "%.0f%%", (b > 0 ? a / b * 100 : 0) }')"
+                csv_row conns "$l" 1 0 50 "$name" tls conns_per_s_alone "$conns"
+                csv_row conns "$l" 1 0 50 "$name" tls conns_per_s_with_second "$(med2 "$name" "$l+second" 4)"
+                csv_row conns "$l" 1 64 10 "$name" tls second_rps_with_load "$with"
+            done
+            csv_row conns get 1 64 10 "$name" tls second_rps_alone "$alone"
         done
-        if [ -n "$kc" ]; then
+        if [ "${NAMES[0]}" = keel ]; then
             echo
             for i in "${!NAMES[@]}"; do
                 [ "$i" = 0 ] && continue
-                echo "Keel / ${TITLES[$i]} connections/s with the second client: $(ratio "$kc" "$(med2 "${NAMES[$i]}" both 4)")x;" \
-                    "load alone: $(ratio "$(med2 keel conns 4)" "$(med2 "${NAMES[$i]}" conns 4)")x."
+                for l in rb cl; do
+                    echo "Keel / ${TITLES[$i]} connections/s ($l): load alone $(ratio "$(med2 keel "$l" 4)" "$(med2 "${NAMES[$i]}" "$l" 4)")x," \
+                        "with the second client $(ratio "$(med2 keel "$l+second" 4)" "$(med2 "${NAMES[$i]}" "$l+second" 4)")x."
+                done
             done
         fi
         echo
