@@ -140,9 +140,15 @@ static void slot_next(slot *s, int ok) {
  * on, -1 = the attempt failed. */
 static int slot_ssl_wait(slot *s, int rc) {
     switch (SSL_get_error(s->ssl, rc)) {
-    case SSL_ERROR_WANT_READ: slot_watch(s, EPOLLIN); return 1;
-    case SSL_ERROR_WANT_WRITE: slot_watch(s, EPOLLOUT); return 1;
-    default: ERR_clear_error(); return -1;
+    case SSL_ERROR_WANT_READ:
+        slot_watch(s, EPOLLIN);
+        return 1;
+    case SSL_ERROR_WANT_WRITE:
+        slot_watch(s, EPOLLOUT);
+        return 1;
+    default:
+        ERR_clear_error();
+        return -1;
     }
 }
 
@@ -224,14 +230,30 @@ static int parse_args(int argc, char **argv) {
     int c;
     while ((c = getopt_long(argc, argv, "h:p:c:t:w:", longs, NULL)) != -1) {
         switch (c) {
-        case 'h': opt.host = optarg; break;
-        case 'p': opt.port = atoi(optarg); break;
-        case 'c': opt.conns = atoi(optarg); break;
-        case 't': opt.seconds = atof(optarg); break;
-        case 'w': opt.warmup = atof(optarg); break;
-        case 'C': opt.cacert = optarg; break;
-        case 'R': opt.resume = 1; break;
-        default: usage(); return -1;
+        case 'h':
+            opt.host = optarg;
+            break;
+        case 'p':
+            opt.port = atoi(optarg);
+            break;
+        case 'c':
+            opt.conns = atoi(optarg);
+            break;
+        case 't':
+            opt.seconds = atof(optarg);
+            break;
+        case 'w':
+            opt.warmup = atof(optarg);
+            break;
+        case 'C':
+            opt.cacert = optarg;
+            break;
+        case 'R':
+            opt.resume = 1;
+            break;
+        default:
+            usage();
+            return -1;
         }
     }
     if (opt.port <= 0 || opt.port > 65535 || opt.conns < 1 || opt.conns > MAX_SLOTS ||
@@ -295,13 +317,15 @@ int main(int argc, char **argv) {
             perror("epoll_wait");
             return 1;
         }
-        for (int i = 0; i < n; i++) slot_step(evs[i].data.ptr);
+        for (int i = 0; i < n; i++)
+            slot_step(evs[i].data.ptr);
     }
     double cpu = cpu_s() - cpu0;
     double rate = (double)completed_in_window / opt.seconds;
     printf("conns_per_sec=%.1f errors=%lld client_cpu_us_per_conn=%.1f\n", rate, failed_in_window,
            completed_in_window ? cpu * 1e6 / (double)completed_in_window : 0.0);
-    fprintf(stderr, "tls_connload: %lld connections in %.1f s (%.0f/s), %lld failed; %lld/%lld in all\n",
+    fprintf(stderr,
+            "tls_connload: %lld connections in %.1f s (%.0f/s), %lld failed; %lld/%lld in all\n",
             completed_in_window, opt.seconds, rate, failed_in_window, completed, failed);
     if (completed_in_window == 0 || failed_in_window > completed_in_window) return 2;
     return 0;
