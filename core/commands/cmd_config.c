@@ -86,7 +86,9 @@ static int config_protected_allowed(client *c) {
 }
 
 /* Applies name/value pairs all or nothing: on a failure the values set so
- * far are put back. */
+ * far are put back. Once every value is set, the parameters' owners act on
+ * them together (config_set_commit: a module's certificate and key); an
+ * owner refusing them puts every value back too. */
 static void config_set_command(client *c) {
     int pairs = (c->argc - 2) / 2;
     if ((c->argc - 2) % 2) { /* a name without its value */
@@ -120,19 +122,27 @@ static void config_set_command(client *c) {
         }
         if (err) failed = names[i];
     }
+    char *committer = NULL;
+    int rollback = done < pairs;
+    if (!rollback && config_set_commit(&committer, &err) != K_OK) {
+        failed = committer;
+        rollback = 1;
+    }
     if (failed) {
         reply_errorf(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", failed,
                      err);
-    } else if (done == pairs) {
+    } else if (!rollback) {
         reply_ok(c);
     }
-    if (done < pairs) {
+    if (rollback) {
         for (int i = 0; i < done; i++) {
             char *ignore = NULL;
             config_set_bytes(names[i], old[i].ptr, old[i].len, &ignore);
             km_free(ignore);
         }
+        config_set_discard();
     }
+    km_free(committer);
     for (int i = 0; i < pairs; i++) {
         km_free(old[i].ptr);
         km_free(names[i]);

@@ -138,7 +138,6 @@ typedef struct config_refused {
     "Keel has no ACL users yet, so its access rules cannot be enforced (requirepass sets the "     \
     "default user's password)"
 #define NO_REPL "replication is not available in Keel yet"
-#define NO_TLS "TLS is not available in Keel yet, so the connections would not be encrypted"
 
 static const config_refused config_refused_table[] = {
     {"user", NULL, NO_ACL},
@@ -148,9 +147,6 @@ static const config_refused config_refused_table[] = {
     {"min-replicas-to-write", "0", NO_REPL ": writes would not wait for replicas"},
     {"min-slaves-to-write", "0", NO_REPL ": writes would not wait for replicas"},
     {"cluster-enabled", "no", "cluster mode is not available in Keel yet"},
-    {"tls-port", "0", NO_TLS},
-    {"tls-replication", "no", NO_TLS},
-    {"tls-cluster", "no", NO_TLS},
     {"maxmemory-clients", "0",
      "client eviction is not available in Keel yet, so client memory would not be limited"},
     {"unixsocketgroup", NULL,
@@ -178,6 +174,12 @@ int config_register(const config_def *table, size_t n) {
 
 void config_set_namespace(const config_namespace *n) {
     ns = n;
+}
+
+/* Names no directive has that the namespace takes: dotted ones, and those
+ * of a family the namespace reserves ("tls-port"). */
+static int config_ns_claims(const char *name) {
+    return ns && ns->claims(name);
 }
 
 static const config_refused *config_refused_find(const char *name) {
@@ -471,7 +473,7 @@ static int config_line(void *priv, const char *file, int line, int argc, char **
     current_file = file;
     current_line = line;
     const config_def *d = config_find(argv[0]);
-    if (!d && strchr(argv[0], '.'))
+    if (!d && config_ns_claims(argv[0]))
         return config_module_param_line(file, line, argc, argv, argl, err);
     /* A refused directive is refused whether or not it has a row. */
     if (!d || d->set == config_set_refused) return config_unimplemented_line(file, line, argc, argv, err);
@@ -550,7 +552,7 @@ static void config_restore(const config_def *d, const config_out *before) {
 
 int config_set_bytes(const char *name, const char *value, size_t len, char **err) {
     const config_def *d = config_find(name);
-    if (!d && ns && strchr(name, '.')) return config_set_module(name, value, len, err);
+    if (!d && config_ns_claims(name)) return config_set_module(name, value, len, err);
     if (!d || (d->flags & CFG_IMMUTABLE)) {
         *err = d ? km_strdup("can't set immutable config") : config_errf("Unknown option '%s'%s", name, "");
         return K_ERR;
@@ -595,7 +597,7 @@ int config_set(const char *name, const char *value, char **err) {
 char *config_get_value(const char *name, size_t *len) {
     const config_def *d = config_find(name);
     if (!d) {
-        char *v = ns && strchr(name, '.') ? ns->value(name) : NULL;
+        char *v = config_ns_claims(name) ? ns->value(name) : NULL;
         if (v) *len = strlen(v);
         return v;
     }
@@ -782,7 +784,7 @@ static int config_rewrite_module_seen(const config_rewrite_modules *r, const cha
 /* A file line naming a loaded module's parameter gets its current value
  * (first occurrence; later ones are dropped). Returns 0 for other lines. */
 static int config_rewrite_module_line(config_rewrite_modules *r, const char *name) {
-    char *value = ns && strchr(name, '.') ? ns->value(name) : NULL;
+    char *value = config_ns_claims(name) ? ns->value(name) : NULL;
     if (!value) return 0;
     if (!config_rewrite_module_seen(r, name)) {
         r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));
@@ -936,9 +938,7 @@ int config_rewrite_file(const char *path, char **err) {
 char *config_canonical_name(const char *name) {
     const config_def *d = config_find(name);
     if (d) return km_strdup(d->name);
-    char *value = ns && strchr(name, '.') ? ns->value(name) : NULL;
-    if (!value) return NULL;
-    km_free(value);
+    if (!config_ns_claims(name) || !ns->known(name)) return NULL;
     char *lower = km_strdup(name);
     for (char *p = lower; *p; p++)
         *p = (char)tolower((unsigned char)*p);
@@ -947,7 +947,16 @@ char *config_canonical_name(const char *name) {
 
 int config_is_secret(const char *name) {
     const config_def *d = config_find(name);
-    return d && (d->flags & CFG_SECRET);
+    if (!d) return config_ns_claims(name) && ns->is_secret(name);
+    return (d->flags & CFG_SECRET) != 0;
+}
+
+int config_set_commit(char **failed, char **err) {
+    return ns ? ns->commit(failed, err) : K_OK;
+}
+
+void config_set_discard(void) {
+    if (ns) ns->discard();
 }
 
 int config_is_protected(const char *name) {

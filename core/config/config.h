@@ -96,6 +96,18 @@ typedef struct config_namespace {
     void (*foreach)(config_param_fn fn, void *priv);
     /* CONFIG REWRITE: what replaces the file's loadmodule lines. */
     void (*foreach_loaded)(config_loaded_fn fn, void *priv);
+    /* 1 if name belongs to the namespace (a dotted name, a reserved family
+     * such as "tls-"), whether or not it exists now: file lines, sets and
+     * gets of names no directive has go to the namespace then. */
+    int (*claims)(const char *name);
+    /* 1 if CONFIG SET should try name (it exists, or set explains why not). */
+    int (*known)(const char *name);
+    int (*is_secret)(const char *name);
+    /* CONFIG SET's end: the namespace acts on the values set since the
+     * last commit or discard, all together (K_ERR: *failed names the
+     * parameter, *err the reason, both km_alloc'ed), or forgets them. */
+    int (*commit)(char **failed, char **err);
+    void (*discard)(void);
 } config_namespace;
 /* Borrows ns until config_free. */
 void config_set_namespace(const config_namespace *ns);
@@ -165,6 +177,13 @@ void config_free(void);
 /* The name CONFIG SET reports: a directive's own (not an alias) or a
  * parameter's, km_alloc'ed; NULL if neither exists. */
 char *config_canonical_name(const char *name);
+/* Ends a CONFIG SET whose sets all succeeded: the namespace acts on the
+ * parameters it set, together. K_OK, or K_ERR with *failed (the parameter)
+ * and *err (km_free both): the caller puts every old value back and calls
+ * config_set_discard. */
+int config_set_commit(char **failed, char **err);
+/* Ends a CONFIG SET that failed, after its old values were put back. */
+void config_set_discard(void);
 /* 1 for directives whose values are secrets (hidden from the slow log). */
 int config_is_secret(const char *name);
 /* 1 for directives enable-protected-configs guards (dir, dbfilename). */

@@ -38,6 +38,7 @@ struct event_loop {
     struct epoll_event *fired_nested;
     timer_event *timers; /* sorted by when_us */
     event_hook_fn before_sleep;
+    int dont_wait; /* event_dont_wait: the next wait is a poll */
     event_hook_fn after_sleep;
 };
 
@@ -253,7 +254,9 @@ void event_loop_run(event_loop *el) {
     while (!el->stop) {
         if (el->before_sleep) el->before_sleep(el);
         if (el->stop) break;
-        event_process(el, -1);
+        int64_t wait = el->dont_wait ? 0 : -1;
+        el->dont_wait = 0;
+        event_process(el, wait);
     }
 }
 
@@ -263,4 +266,8 @@ int event_fired(const event_loop *el) {
 
 void event_loop_stop(event_loop *el) {
     el->stop = 1;
+}
+
+void event_dont_wait(event_loop *el) {
+    el->dont_wait = 1;
 }

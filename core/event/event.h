@@ -44,6 +44,9 @@ void event_set_after_sleep(event_loop *el, event_hook_fn fn);
 /* Runs until event_loop_stop(). */
 void event_loop_run(event_loop *el);
 void event_loop_stop(event_loop *el);
+/* The next wait for events does not block (work is left that no event will
+ * announce: bytes a transport buffered). Reset once the wait is done. */
+void event_dont_wait(event_loop *el);
 /* Events the last wait returned (valid from the after-sleep hook on). */
 int event_fired(const event_loop *el);
 /* One iteration; wait_ms < 0 waits until the next timer. Returns events handled. */

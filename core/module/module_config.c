@@ -1,4 +1,5 @@
-/* module_config.c -- module configuration parameters, `<module>.<name>`.
+/* module_config.c -- module configuration parameters, `<module>.<name>`,
+ * and the names of a reserved family a module claimed ("tls-port").
  *
  * A module declares each parameter during init (type, default, bounds or
  * enum values, an apply callback). Its first value is, in order of
@@ -7,7 +8,11 @@
  * kept here as pending values until the parameter is registered; one that no
  * module claims stops start-up (module_config_check_pending), as in Valkey.
  * After load, CONFIG GET/SET/REWRITE reach the parameters through
- * module_config_get/set/foreach, which config.c calls for dotted names. */
+ * module_config_get/set/foreach, which config.c calls for dotted names and
+ * names of a reserved family (module_family.c). A CONFIG SET's applies are
+ * followed by one run of each distinct commit callback among the parameters
+ * it named (module_config_commit), so a module can act on values that go
+ * together (a certificate and its key) once. */
 #include "common/common.h"
 #include "common/kmem.h"
 #include "config/config.h"
@@ -22,16 +27,21 @@
 #define PARAM_NAME_MAX 64
 /* keel_config_def as ABI 1.0 defined it: everything up to priv. */
 #define CONFIG_DEF_SIZE_1_0 (offsetof(keel_config_def, priv) + sizeof(void *))
+#define CONFIG_FLAGS_KNOWN (KEEL_CONFIG_IMMUTABLE | KEEL_CONFIG_FAMILY | KEEL_CONFIG_SENSITIVE)
 
 typedef struct module_param {
     module *mod;
-    char *name; /* "<module>.<param>" */
+    char *name; /* "<module>.<param>", or the family name as it is */
     int type;
     uint32_t flags;
     long long min, max;
     char **enums; /* NULL-terminated copies */
     int (*apply)(long long number, const char *text, void *priv, const char **err);
     void *priv;
+    int (*commit)(void *priv, const char **err);
+    /* Order in which the running CONFIG SET set it (1, 2, ...); 0 if it
+     * did not: commits run in that order. */
+    unsigned touched;
     char *dflt;       /* the default as CONFIG GET shows it */
     long long number; /* current value: bool, int, memory, enum index */
     char *text;       /* current value: string, enum */
@@ -48,6 +58,7 @@ typedef struct pending_value {
 
 static module_param *params; /* registration order */
 static pending_value *pending;
+static unsigned touch_count; /* parameters set since the last commit or discard */
 /* MODULE LOADEX CONFIG pairs of the module being loaded. */
 static int load_ncfg;
 static const char *const *load_cfg;
@@ -157,8 +168,10 @@ static int config_def_check(keel_ctx *ctx, const keel_config_def *d) {
         why = "invalid name (1 to 64 characters of [a-z0-9_-])";
     else if (d->type < KEEL_CONFIG_BOOL || d->type > KEEL_CONFIG_MEMORY)
         why = "unknown type";
-    else if (d->flags & ~KEEL_CONFIG_IMMUTABLE)
+    else if (d->flags & ~CONFIG_FLAGS_KNOWN)
         why = "unknown flags";
+    else if ((d->flags & KEEL_CONFIG_FAMILY) && !module_family_held_by(d->name, ctx->mod))
+        why = "KEEL_CONFIG_FAMILY needs a family the module claimed (config_claim_family)";
     else if (d->type == KEEL_CONFIG_ENUM && (!d->enum_values || !d->enum_values[0]))
         why = "enum without values";
     else if ((d->type == KEEL_CONFIG_INT || d->type == KEEL_CONFIG_MEMORY) && d->min > d->max)
@@ -172,7 +185,10 @@ static int config_def_check(keel_ctx *ctx, const keel_config_def *d) {
 static module_param *param_new(module *m, const keel_config_def *d) {
     module_param *p = km_calloc(1, sizeof(*p));
     char name[PARAM_NAME_MAX * 2 + 2];
-    snprintf(name, sizeof(name), "%s.%s", m->name, d->name);
+    if (d->flags & KEEL_CONFIG_FAMILY)
+        snprintf(name, sizeof(name), "%s", d->name);
+    else
+        snprintf(name, sizeof(name), "%s.%s", m->name, d->name);
     p->mod = m;
     p->name = km_strdup(name);
     p->type = d->type;
@@ -181,6 +197,7 @@ static module_param *param_new(module *m, const keel_config_def *d) {
     p->max = d->max;
     p->apply = d->apply;
     p->priv = d->priv;
+    p->commit = d->commit;
     if (d->type == KEEL_CONFIG_ENUM) {
         int n = 0;
         while (d->enum_values[n])
@@ -306,6 +323,7 @@ void module_configs_release(module *m) {
         *pp = p->next;
         param_free(p);
     }
+    module_families_release(m);
 }
 
 /* ---- what config.c calls ---- */
@@ -331,9 +349,16 @@ int module_config_file_value(const char *name, const char *value, const char *fi
 int module_config_check_pending(char **err) {
     if (!pending) return K_OK;
     char buf[512];
-    snprintf(buf, sizeof(buf),
-             "%s:%d: module configuration '%s' matches no parameter of a loaded module",
-             pending->file, pending->line, pending->name);
+    const char *owner = module_family_module(pending->name);
+    if (owner && !module_family_held(pending->name))
+        snprintf(buf, sizeof(buf),
+                 "%s:%d: %s: this directive belongs to the %s module, which is not loaded (add "
+                 "`loadmodule /path/to/%s.so` before it)",
+                 pending->file, pending->line, pending->name, owner, owner);
+    else
+        snprintf(buf, sizeof(buf),
+                 "%s:%d: module configuration '%s' matches no parameter of a loaded module",
+                 pending->file, pending->line, pending->name);
     *err = km_strdup(buf);
     return K_ERR;
 }
@@ -342,15 +367,75 @@ int module_config_set(const char *name, const char *value, char **err) {
     module_param *p = param_find(name);
     const char *why;
     char buf[256];
+    const char *owner = module_family_module(name);
+    if (!p && owner && !module_family_held(name)) {
+        snprintf(buf, sizeof(buf),
+                 "%s: this directive belongs to the %s module, which is not loaded", name, owner);
+        *err = km_strdup(buf);
+        return K_ERR;
+    }
     if (!p || (p->flags & KEEL_CONFIG_IMMUTABLE)) {
         snprintf(buf, sizeof(buf), p ? "can't set immutable config '%s'" : "Unknown option '%s'",
                  name);
         *err = km_strdup(buf);
         return K_ERR;
     }
-    if (param_set(p, value, &why) == K_OK) return K_OK;
-    *err = km_strdup(why);
-    return K_ERR;
+    if (param_set(p, value, &why) != K_OK) {
+        *err = km_strdup(why);
+        return K_ERR;
+    }
+    if (!p->touched) p->touched = ++touch_count;
+    return K_OK;
+}
+
+/* The parameter set touch-th by the running CONFIG SET. */
+static module_param *param_touched(unsigned touch) {
+    for (module_param *p = params; p; p = p->next)
+        if (p->touched == touch) return p;
+    return NULL;
+}
+
+/* 1 if a parameter set before the touch-th has the same commit. */
+static int commit_seen(unsigned touch, int (*commit)(void *, const char **)) {
+    for (unsigned t = 1; t < touch; t++) {
+        const module_param *q = param_touched(t);
+        if (q && q->commit == commit) return 1;
+    }
+    return 0;
+}
+
+int module_config_commit(char **failed, char **err) {
+    int rv = K_OK;
+    for (unsigned t = 1; t <= touch_count && rv == K_OK; t++) {
+        module_param *p = param_touched(t);
+        if (!p || !p->commit || commit_seen(t, p->commit)) continue;
+        const char *why = NULL;
+        if (p->commit(p->priv, &why) == KEEL_OK) continue;
+        *failed = km_strdup(p->name);
+        *err = km_strdup(why ? why : "the module refused the values");
+        rv = K_ERR;
+    }
+    module_config_discard();
+    return rv;
+}
+
+void module_config_discard(void) {
+    for (module_param *p = params; p; p = p->next)
+        p->touched = 0;
+    touch_count = 0;
+}
+
+int module_config_is_secret(const char *name) {
+    const module_param *p = param_find(name);
+    return p && (p->flags & KEEL_CONFIG_SENSITIVE);
+}
+
+int module_config_claims(const char *name) {
+    return strchr(name, '.') || module_family_module(name);
+}
+
+int module_config_known(const char *name) {
+    return param_find(name) || (module_family_module(name) && !module_family_held(name));
 }
 
 int module_config_get(const char *name, char *buf, size_t len) {
@@ -419,6 +504,11 @@ static const config_namespace module_config_ns = {
     .value = module_config_value,
     .foreach = module_config_foreach,
     .foreach_loaded = module_foreach_loaded,
+    .claims = module_config_claims,
+    .known = module_config_known,
+    .is_secret = module_config_is_secret,
+    .commit = module_config_commit,
+    .discard = module_config_discard,
 };
 
 void module_config_setup(void) {

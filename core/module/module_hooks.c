@@ -333,4 +333,5 @@ const keel_api_info module_api_info = {
     .field = api_info_field,
     .config_register = module_api_config_register,
     .add_fields = api_add_fields,
+    .config_claim_family = module_api_config_claim_family,
 };

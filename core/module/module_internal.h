@@ -11,7 +11,10 @@
  *   module_keyspace.c  keys, custom data types, their object hooks
  *   module_hooks.c     filters, observers, client events, timers, cron, INFO
  *   module_config.c    `<module>.<name>` configuration parameters
- *   module_transport.c connection types provided by modules
+ *   module_family.c    reserved config-name families (tls-, rdma-)
+ *   module_transport.c connection types provided by modules: I/O, handshakes
+ *   module_listener.c  their listening ports
+ *   module_dial.c      their outgoing connections
  *   module_busy.c      long-running calls: busy_yield, busy_active
  *   module_block.c     blocking clients: block, unblock, signal_key_ready
  *   module_events.c    keyspace events: notify_subscribe, notify_emit
@@ -161,5 +164,14 @@ const char *module_config_end_load(void);
  * error naming its file and line. */
 int module_config_check_pending(char **err);
 void module_config_teardown(void);
+
+/* Reserved config-name families (module_family.c). The module to load for
+ * name's family, NULL if name is in none. */
+const char *module_family_module(const char *name);
+/* 1 if name's family is claimed (by m). */
+int module_family_held(const char *name);
+int module_family_held_by(const char *name, const module *m);
+int module_api_config_claim_family(keel_ctx *ctx, const char *prefix);
+void module_families_release(module *m);
 
 #endif

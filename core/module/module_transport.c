@@ -7,16 +7,30 @@
  * accepted connection then takes the server's normal admission path
  * (server_on_accept), runs the transport's handshake, and becomes a client.
  *
- * Connections carry a small record (conn->type_data): the module's state,
- * the accept continuation, and a guard so a connection closed from inside
- * one of its own handlers is freed only once the handler returns. */
+ * Connections carry a small record (conn->type_data, module_transport.h):
+ * the module's state, the accept continuation, a guard so a connection
+ * closed from inside one of its own handlers is freed only once the handler
+ * returns, and what conn_wait asked. Two things a plain socket never needs:
+ *
+ *  - A read or write may need the socket in the other direction (TLS: a
+ *    read that must first send). The hook says so with conn_wait; the
+ *    socket is then watched in that direction for that operation, and the
+ *    same operation is retried when it fires.
+ *  - A transport may hold bytes the socket will not announce again (TLS
+ *    records read whole). A connection left with some after a read step is
+ *    put on a list that module_transport_before_sleep runs again before the
+ *    event loop sleeps (which then does not block), as Valkey does for TLS.
+ *
+ * A connection still in its handshake after the transport's
+ * handshake_timeout_ms is logged and closed (a client that stops
+ * mid-handshake holds nothing for longer). */
+#include "module/module_transport.h"
+
 #include "common/common.h"
-#include "common/log.h"
 #include "common/kmem.h"
+#include "common/log.h"
 #include "io/io_threads.h"
 #include "module/module.h"
-#include "module/module_internal.h"
-#include "net/conn.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -27,42 +41,88 @@
 #define TRANSPORT_NAME_MAX 32
 /* keel_transport_def as ABI 1.0 defined it: everything up to priv. */
 #define TRANSPORT_DEF_SIZE_1_0 (offsetof(keel_transport_def, priv) + sizeof(void *))
-
-typedef struct module_conn {
-    conn *cn;
-    void *data; /* the transport's */
-    conn_handler accept_done;
-    int refs;    /* our handlers on the stack, or a handshake job out */
-    int closing; /* closed while refs > 0 */
-    int hs_rv;   /* the last handshake step's result (any thread writes) */
-    struct module_conn *prev, *next;
-} module_conn;
-
-struct keel_transport {
-    conn_type ct; /* what the core calls; conn->type points here */
-    module *mod;
-    char name[TRANSPORT_NAME_MAX + 1];
-    keel_transport_def def;
-    uint64_t nconns;
-    module_conn *conns;
-    keel_transport *next;
-};
-
-typedef struct module_listener {
-    conn_listener l;
-    keel_transport *t;
-    struct module_listener *next;
-} module_listener;
+#define HANDSHAKE_TIMEOUT_DEFAULT_MS 10000
+/* How often handshakes are checked against their timeout. */
+#define HANDSHAKE_CHECK_MS 100
 
 static keel_transport *transports;
-static module_listener *listeners;
+/* Connections with buffered bytes, and those module_transport_before_sleep
+ * is running now (a handler may close any of them: it leaves its list). */
+static module_conn *pending_head, *running_head;
+static int64_t hs_timer;          /* the handshake timeout check, 0 if none */
 
-static keel_transport *conn_transport(const conn *cn) {
+keel_transport *mt_conn_transport(const conn *cn) {
     return (keel_transport *)((const char *)cn->type - offsetof(keel_transport, ct));
 }
 
-static module_conn *conn_record(const conn *cn) {
+module_conn *mt_conn_record(const conn *cn) {
     return cn->type_data;
+}
+
+keel_transport *mt_transports(void) {
+    return transports;
+}
+
+module_conn *mt_conn_attach(keel_transport *t, conn *cn) {
+    module_conn *mc = km_calloc(1, sizeof(*mc));
+    mc->cn = cn;
+    mc->next = t->conns;
+    if (t->conns) t->conns->prev = mc;
+    t->conns = mc;
+    t->nconns++;
+    cn->type_data = mc;
+    return mc;
+}
+
+/* ---- lists: handshakes in progress, buffered bytes ---- */
+
+static void hs_link(keel_transport *t, module_conn *mc) {
+    mc->in_hs = 1;
+    mc->hs_start_ms = event_cached_ms();
+    mc->hs_prev = t->hs_tail;
+    mc->hs_next = NULL;
+    if (t->hs_tail)
+        t->hs_tail->hs_next = mc;
+    else
+        t->hs_head = mc;
+    t->hs_tail = mc;
+}
+
+static void hs_unlink(keel_transport *t, module_conn *mc) {
+    if (!mc->in_hs) return;
+    mc->in_hs = 0;
+    if (mc->hs_prev)
+        mc->hs_prev->hs_next = mc->hs_next;
+    else
+        t->hs_head = mc->hs_next;
+    if (mc->hs_next)
+        mc->hs_next->hs_prev = mc->hs_prev;
+    else
+        t->hs_tail = mc->hs_prev;
+}
+
+#define PENDING_LISTED 1
+#define PENDING_RUNNING 2
+
+static void pending_remove(module_conn *mc) {
+    if (!mc->pending) return;
+    module_conn **head = mc->pending == PENDING_LISTED ? &pending_head : &running_head;
+    mc->pending = 0;
+    if (mc->pd_prev)
+        mc->pd_prev->pd_next = mc->pd_next;
+    else
+        *head = mc->pd_next;
+    if (mc->pd_next) mc->pd_next->pd_prev = mc->pd_prev;
+}
+
+static void pending_add(module_conn *mc) {
+    if (mc->pending == PENDING_LISTED) return;
+    pending_remove(mc);
+    mc->pending = PENDING_LISTED;
+    mc->pd_prev = NULL;
+    mc->pd_next = pending_head;
+    if (pending_head) pending_head->pd_prev = mc;
+    pending_head = mc;
 }
 
 /* ---- closing ---- */
@@ -77,20 +137,23 @@ static void mt_unlink(keel_transport *t, module_conn *mc) {
 }
 
 static void mt_close_now(conn *cn) {
-    keel_transport *t = conn_transport(cn);
-    module_conn *mc = conn_record(cn);
+    keel_transport *t = mt_conn_transport(cn);
+    module_conn *mc = mt_conn_record(cn);
     if (t->def.close) t->def.close((keel_conn *)cn, t->def.priv);
     if (cn->fd != -1) {
         event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
         close(cn->fd);
     }
+    hs_unlink(t, mc);
+    pending_remove(mc);
+    mt_dial_free(mc);
     mt_unlink(t, mc);
     km_free(mc);
     km_free(cn);
 }
 
-static void mt_close(conn *cn) {
-    module_conn *mc = conn_record(cn);
+void mt_close(conn *cn) {
+    module_conn *mc = mt_conn_record(cn);
     if (!mc->refs) {
         mt_close_now(cn);
         return;
@@ -111,16 +174,30 @@ static void mt_note_result(conn *cn, ssize_t n, int is_read) {
     }
 }
 
+/* Any thread that owns cn: the wait is the hook's only while it returns
+ * EAGAIN. */
 static ssize_t mt_read(conn *cn, void *buf, size_t len) {
-    keel_transport *t = conn_transport(cn);
+    keel_transport *t = mt_conn_transport(cn);
+    module_conn *mc = mt_conn_record(cn);
+    mc->read_wait_next = 0;
+    mc->in_read = 1;
     ssize_t n = t->def.read((keel_conn *)cn, buf, len, t->def.priv);
+    int again = n < 0 && errno == EAGAIN;
+    mc->in_read = 0;
+    if (!again) mc->read_wait_next = 0;
     mt_note_result(cn, n, 1);
     return n;
 }
 
 static ssize_t mt_writev(conn *cn, const struct iovec *iov, int iovcnt) {
-    keel_transport *t = conn_transport(cn);
+    keel_transport *t = mt_conn_transport(cn);
+    module_conn *mc = mt_conn_record(cn);
+    mc->write_wait_next = 0;
+    mc->in_write = 1;
     ssize_t n = t->def.writev((keel_conn *)cn, iov, iovcnt, t->def.priv);
+    int again = n < 0 && errno == EAGAIN;
+    mc->in_write = 0;
+    if (!again) mc->write_wait_next = 0;
     mt_note_result(cn, n, 0);
     return n;
 }
@@ -131,43 +208,113 @@ static ssize_t mt_write(conn *cn, const void *buf, size_t len) {
 }
 
 static int mt_has_pending(conn *cn) {
-    keel_transport *t = conn_transport(cn);
+    keel_transport *t = mt_conn_transport(cn);
     return t->def.has_pending ? t->def.has_pending((keel_conn *)cn, t->def.priv) : 0;
 }
 
-/* The client's handlers. The client's read step reads again while the
- * transport reports buffered bytes (on whichever thread runs it). */
-static void mt_event(event_loop *el, int fd, void *data, int mask) {
-    conn *cn = data;
-    module_conn *mc = conn_record(cn);
+/* The socket directions the handlers wait for: each operation's own unless
+ * conn_wait asked for the other. */
+static int mt_read_on(const module_conn *mc) {
+    return mc->read_wait ? mc->read_wait : EV_READABLE;
+}
+
+static int mt_write_on(const module_conn *mc) {
+    return mc->write_wait ? mc->write_wait : EV_WRITABLE;
+}
+
+static void mt_on_readable(event_loop *el, int fd, void *data, int mask);
+static void mt_on_writable(event_loop *el, int fd, void *data, int mask);
+
+/* Watches the socket for what the handlers wait for, nothing more. Readable
+ * and writable events carry different data (cn, its record), so the loop
+ * calls both when both fire. */
+static void mt_watch(conn *cn) {
+    module_conn *mc = mt_conn_record(cn);
+    int want = 0;
+    if (cn->read_handler) want |= mt_read_on(mc);
+    if (cn->write_handler) want |= mt_write_on(mc);
+    event_del(cn->el, cn->fd, (EV_READABLE | EV_WRITABLE) & ~want);
+    int ok = K_OK;
+    if (want & EV_READABLE) ok |= event_add(cn->el, cn->fd, EV_READABLE, mt_on_readable, cn);
+    if (want & EV_WRITABLE) ok |= event_add(cn->el, cn->fd, EV_WRITABLE, mt_on_writable, mc);
+    if (ok != K_OK)
+        log_write(LL_WARNING, "transport '%s': cannot watch a connection's socket",
+                  mt_conn_transport(cn)->name);
+}
+
+/* Runs the handlers waiting for `dir`, holding the connection open. */
+static void mt_dispatch(conn *cn, int dir) {
+    module_conn *mc = mt_conn_record(cn);
     mc->refs++;
-    if ((mask & EV_READABLE) && cn->read_handler) {
-        cn->read_handler(cn);
-    } else if ((mask & EV_WRITABLE) && cn->write_handler) {
-        cn->write_handler(cn);
-    }
+    if (cn->read_handler && (mt_read_on(mc) & dir)) cn->read_handler(cn);
+    if (!mc->closing && cn->write_handler && (mt_write_on(mc) & dir)) cn->write_handler(cn);
     mc->refs--;
     if (mc->closing && !mc->refs) mt_close_now(cn);
 }
 
-static int mt_set_handler(conn *cn, conn_handler fn, conn_handler *slot, int mask) {
-    *slot = fn;
-    if (fn) return event_add(cn->el, cn->fd, mask, mt_event, cn);
-    event_del(cn->el, cn->fd, mask);
-    return K_OK;
+static void mt_on_readable(event_loop *el, int fd, void *data, int mask) {
+    mt_dispatch(data, EV_READABLE);
+}
+
+static void mt_on_writable(event_loop *el, int fd, void *data, int mask) {
+    mt_dispatch(((module_conn *)data)->cn, EV_WRITABLE);
 }
 
 static int mt_set_read_handler(conn *cn, conn_handler fn) {
-    return mt_set_handler(cn, fn, &cn->read_handler, EV_READABLE);
+    module_conn *mc = mt_conn_record(cn);
+    cn->read_handler = fn;
+    if (fn && mc->parked) { /* bytes buffered while nobody read */
+        mc->parked = 0;
+        pending_add(mc);
+    }
+    mt_watch(cn);
+    return K_OK;
 }
 
 static int mt_set_write_handler(conn *cn, conn_handler fn) {
-    return mt_set_handler(cn, fn, &cn->write_handler, EV_WRITABLE);
+    cn->write_handler = fn;
+    mt_watch(cn);
+    return K_OK;
 }
 
-/* ---- accepting and the handshake ---- */
+void mt_after_io(conn *cn) {
+    module_conn *mc = mt_conn_record(cn);
+    mc->read_wait = mc->read_wait_next;
+    mc->write_wait = mc->write_wait_next;
+    if (cn->state == CONN_STATE_CONNECTED && mt_has_pending(cn)) pending_add(mc);
+    mt_watch(cn);
+}
 
-static void mt_handshake_step(conn *cn);
+void module_transport_before_sleep(void) {
+    running_head = pending_head;
+    pending_head = NULL;
+    for (module_conn *mc = running_head; mc; mc = mc->pd_next)
+        mc->pending = PENDING_RUNNING; /* a handler below may list it again */
+    while (running_head) {
+        module_conn *mc = running_head;
+        pending_remove(mc);
+        conn *cn = mc->cn;
+        if (!cn->read_handler) {
+            mc->parked = 1;
+            continue;
+        }
+        mc->refs++;
+        cn->read_handler(cn);
+        mc->refs--;
+        if (mc->closing && !mc->refs) mt_close_now(cn);
+    }
+    if (pending_head && module_env_get()->el) event_dont_wait(module_env_get()->el);
+}
+
+static void api_conn_wait(keel_conn *kc, int want) {
+    if (!kc || (want != KEEL_CONN_READABLE && want != KEEL_CONN_WRITABLE)) return;
+    module_conn *mc = mt_conn_record((conn *)kc);
+    int dir = want == KEEL_CONN_READABLE ? EV_READABLE : EV_WRITABLE;
+    if (mc->in_read) mc->read_wait_next = dir;
+    if (mc->in_write) mc->write_wait_next = dir;
+}
+
+/* ---- the handshake ---- */
 
 static void mt_handshake_event(event_loop *el, int fd, void *data, int mask) {
     mt_handshake_step(data);
@@ -175,30 +322,44 @@ static void mt_handshake_event(event_loop *el, int fd, void *data, int mask) {
 
 /* One handshake step: touches only the connection (any thread). */
 static void mt_handshake_run(conn *cn) {
-    keel_transport *t = conn_transport(cn);
-    conn_record(cn)->hs_rv = t->def.handshake ? t->def.handshake((keel_conn *)cn, t->def.priv) : KEEL_OK;
+    keel_transport *t = mt_conn_transport(cn);
+    mt_conn_record(cn)->hs_rv =
+        t->def.handshake ? t->def.handshake((keel_conn *)cn, t->def.priv) : KEEL_OK;
+}
+
+static void mt_fail(conn *cn) {
+    if (mt_conn_record(cn)->dial)
+        mt_dial_finished(cn, 0);
+    else
+        mt_close(cn);
 }
 
 /* Acts on the step's result (main thread): done, wait for the socket, or
- * drop. */
+ * drop. Bytes the last step buffered are read before the loop sleeps. */
 static void mt_handshake_apply(conn *cn) {
-    int rv = conn_record(cn)->hs_rv;
+    module_conn *mc = mt_conn_record(cn);
+    int rv = mc->hs_rv;
     if (rv == KEEL_OK) {
+        hs_unlink(mt_conn_transport(cn), mc);
         cn->state = CONN_STATE_CONNECTED;
-        conn_record(cn)->accept_done(cn);
+        if (mt_has_pending(cn)) pending_add(mc);
+        if (mc->dial)
+            mt_dial_finished(cn, 1);
+        else
+            mc->accept_done(cn);
     } else if (rv == KEEL_CONN_WANT_READ || rv == KEEL_CONN_WANT_WRITE) {
         int mask = rv == KEEL_CONN_WANT_READ ? EV_READABLE : EV_WRITABLE;
-        if (event_add(cn->el, cn->fd, mask, mt_handshake_event, cn) != K_OK) mt_close(cn);
+        if (event_add(cn->el, cn->fd, mask, mt_handshake_event, cn) != K_OK) mt_fail(cn);
     } else {
-        mt_close(cn);
+        mt_fail(cn);
     }
 }
 
 /* Runs a handshake step on an I/O thread when one is active (TLS key
  * exchanges are the expensive part of accepting), else inline. The socket
  * is not watched while the step is out. */
-static void mt_handshake_step(conn *cn) {
-    module_conn *mc = conn_record(cn);
+void mt_handshake_step(conn *cn) {
+    module_conn *mc = mt_conn_record(cn);
     event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
     if (io_threads_submit(IO_JOB_HANDSHAKE, cn, (uint64_t)cn->fd, 0) == K_OK) {
         mc->refs++; /* a close meanwhile waits for the job */
@@ -214,7 +375,7 @@ static void mt_handshake_job(void *item) {
 
 static void mt_handshake_done(void *item) {
     conn *cn = item;
-    module_conn *mc = conn_record(cn);
+    module_conn *mc = mt_conn_record(cn);
     mc->refs--;
     if (mc->closing) {
         if (!mc->refs) mt_close_now(cn);
@@ -223,46 +384,59 @@ static void mt_handshake_done(void *item) {
     mt_handshake_apply(cn);
 }
 
+static int64_t mt_handshake_timeout(const keel_transport *t) {
+    return t->def.handshake_timeout_ms > 0 ? t->def.handshake_timeout_ms
+                                           : HANDSHAKE_TIMEOUT_DEFAULT_MS;
+}
+
+/* Closes the accepted connections whose handshake outlived the timeout
+ * (each list is oldest first). One closed while its step is out on a
+ * thread goes when the step is back. */
+static int64_t mt_handshake_check(event_loop *el, int64_t id, void *data) {
+    int64_t now = event_cached_ms();
+    for (keel_transport *t = transports; t; t = t->next) {
+        int64_t limit = mt_handshake_timeout(t);
+        while (t->hs_head && now - t->hs_head->hs_start_ms >= limit) {
+            module_conn *mc = t->hs_head;
+            char addr[128] = "?";
+            conn_addr(mc->cn, addr, sizeof(addr), 1);
+            log_write(LL_NOTICE,
+                      "transport '%s': handshake with %s timed out after %lld ms, closing it",
+                      t->name, addr, (long long)limit);
+            hs_unlink(t, mc);
+            mt_close(mc->cn);
+        }
+    }
+    return HANDSHAKE_CHECK_MS;
+}
+
 void module_transport_setup(void) {
     io_threads_register(IO_JOB_HANDSHAKE, mt_handshake_job, mt_handshake_done);
 }
 
 static int mt_accept(conn *cn, conn_handler accept_done) {
-    keel_transport *t = conn_transport(cn);
-    conn_record(cn)->accept_done = accept_done;
+    keel_transport *t = mt_conn_transport(cn);
+    mt_conn_record(cn)->accept_done = accept_done;
     if (t->def.accept && t->def.accept((keel_conn *)cn, t->def.priv) != KEEL_OK) {
         mt_close(cn);
         return K_ERR;
     }
+    hs_link(t, mt_conn_record(cn));
     mt_handshake_step(cn);
     return K_OK;
 }
 
-/* A socket accepted on a module listener: give it its record, then the
- * server's admission (maxclients, protected mode), which calls mt_accept. */
-static void mt_on_accept(conn *cn, void *priv) {
-    keel_transport *t = conn_transport(cn);
-    module_conn *mc = km_calloc(1, sizeof(*mc));
-    mc->cn = cn;
-    mc->next = t->conns;
-    if (t->conns) t->conns->prev = mc;
-    t->conns = mc;
-    t->nconns++;
-    cn->type_data = mc;
-    module_env_get()->on_accept(cn, NULL);
+static int mt_addr(conn *cn, char *buf, size_t len, int remote) {
+    return conn_type_tcp.addr(cn, buf, len, remote);
 }
 
-/* Listening and addresses are TCP's: the transport layers on TCP sockets. */
+/* Listening is TCP's: the transport layers on TCP sockets. */
 static int mt_listen(conn_listener *l, event_loop *el, char *err, size_t errlen) {
     return conn_type_tcp.listen(l, el, err, errlen);
 }
 
 static void mt_listen_close(conn_listener *l, event_loop *el) {
     conn_type_tcp.listen_close(l, el);
-}
-
-static int mt_addr(conn *cn, char *buf, size_t len, int remote) {
-    return conn_type_tcp.addr(cn, buf, len, remote);
 }
 
 /* ---- registration ---- */
@@ -275,6 +449,8 @@ static int transport_check(keel_ctx *ctx, const keel_transport_def *d) {
         why = "read and writev are required";
     else if (!strcmp(d->name, conn_type_tcp.name) || !strcmp(d->name, conn_type_unix.name))
         why = "name is built in";
+    else if (d->handshake_timeout_ms < 0)
+        why = "negative handshake_timeout_ms";
     for (keel_transport *t = transports; t && !why; t = t->next)
         if (!strcmp(t->name, d->name)) why = "name is already taken";
     if (why) module_reg_error(ctx, "transport '%s': %s", d->name ? d->name : "(null)", why);
@@ -295,6 +471,7 @@ static void transport_init_type(keel_transport *t) {
         .close = mt_close,
         .addr = mt_addr,
         .has_pending = mt_has_pending,
+        .after_io = mt_after_io,
         .is_local = 0,
     };
 }
@@ -316,44 +493,10 @@ static keel_transport *api_register_transport(keel_ctx *ctx, const keel_transpor
     transport_init_type(t);
     t->next = transports;
     transports = t;
+    event_loop *el = module_env_get()->el;
+    if (!hs_timer && el)
+        hs_timer = event_timer_add(el, HANDSHAKE_CHECK_MS, mt_handshake_check, NULL);
     return t;
-}
-
-static void listener_free(module_listener *ml) {
-    for (int i = 0; i < ml->l.bindaddr_count; i++)
-        km_free(ml->l.bindaddr[i]);
-    km_free(ml);
-}
-
-static int api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs, int naddrs,
-                      int port) {
-    MODULE_ASSERT_MAIN();
-    char err[256];
-    if (!t || t->mod != ctx->mod || !addrs || naddrs < 1 || naddrs > CONN_MAX_BINDS || port < 1 ||
-        port > 65535 || !module_env_get()->el) {
-        module_reg_error(ctx, "listen: invalid transport, addresses or port");
-        return KEEL_ERR;
-    }
-    module_listener *ml = km_calloc(1, sizeof(*ml));
-    ml->t = t;
-    ml->l = (conn_listener){
-        .type = &t->ct,
-        .port = port,
-        .backlog = *module_env_get()->tcp_backlog ? *module_env_get()->tcp_backlog : 511,
-        .on_accept = mt_on_accept};
-    for (int i = 0; i < naddrs; i++)
-        ml->l.bindaddr[i] = km_strdup(addrs[i] ? addrs[i] : "*");
-    ml->l.bindaddr_count = naddrs;
-    if (t->ct.listen(&ml->l, module_env_get()->el, err, sizeof(err)) != K_OK) {
-        t->ct.listen_close(&ml->l, module_env_get()->el); /* addresses bound before the failure */
-        listener_free(ml);
-        module_reg_error(ctx, "transport '%s': listen on port %d: %s", t->name, port, err);
-        return KEEL_ERR;
-    }
-    ml->next = listeners;
-    listeners = ml;
-    log_write(LL_NOTICE, "<%s> transport '%s' listening on port %d", ctx->mod->name, t->name, port);
-    return KEEL_OK;
 }
 
 /* Any thread: these read only the connection's own fields. */
@@ -362,11 +505,11 @@ static int api_conn_fd(keel_conn *kc) {
 }
 
 static void api_conn_set_data(keel_conn *kc, void *data) {
-    if (kc) conn_record((conn *)kc)->data = data;
+    if (kc) mt_conn_record((conn *)kc)->data = data;
 }
 
 static void *api_conn_get_data(keel_conn *kc) {
-    return kc ? conn_record((conn *)kc)->data : NULL;
+    return kc ? mt_conn_record((conn *)kc)->data : NULL;
 }
 
 static keel_client *api_conn_client(keel_conn *kc) {
@@ -379,6 +522,17 @@ static uint64_t api_conn_count(keel_transport *t) {
     return t ? t->nconns : 0;
 }
 
+static int api_conn_local_port(keel_conn *kc) {
+    return kc ? mt_conn_record((conn *)kc)->local_port : 0;
+}
+
+static keel_transport *api_transport_find(const char *name) {
+    MODULE_ASSERT_MAIN();
+    for (keel_transport *t = transports; name && t; t = t->next)
+        if (!strcmp(t->name, name)) return t;
+    return NULL;
+}
+
 /* ---- unload ---- */
 
 uint64_t module_open_conns(const module *m) {
@@ -388,34 +542,21 @@ uint64_t module_open_conns(const module *m) {
     return n;
 }
 
-static void module_listeners_release(module *m) {
-    for (module_listener **pp = &listeners; *pp;) {
-        module_listener *ml = *pp;
-        if (ml->t->mod != m) {
-            pp = &ml->next;
-            continue;
-        }
-        *pp = ml->next;
-        ml->l.type->listen_close(&ml->l, module_env_get()->el);
-        listener_free(ml);
-    }
-}
-
 /* Unload refuses while connections are open, so only teardown and a failed
  * init get here with some: clients are freed (closing their connection),
- * connections still in their handshake are closed. */
+ * other connections (in their handshake, outgoing) are closed. */
 static void transport_close_all(keel_transport *t) {
     for (module_conn *mc = t->conns, *next; mc; mc = next) {
         next = mc->next;
         if (mc->cn->private_data)
             client_free(mc->cn->private_data);
         else
-            conn_close(mc->cn);
+            mt_close(mc->cn);
     }
 }
 
 void module_transports_release(module *m) {
-    module_listeners_release(m);
+    mt_listeners_release(m);
     for (keel_transport **pp = &transports; *pp;) {
         keel_transport *t = *pp;
         if (t->mod != m) {
@@ -426,15 +567,30 @@ void module_transports_release(module *m) {
         *pp = t->next;
         km_free(t);
     }
+    if (!transports && hs_timer) {
+        event_timer_del(module_env_get()->el, hs_timer);
+        hs_timer = 0;
+    }
 }
 
 const keel_api_transport module_api_transport = {
     .size = sizeof(keel_api_transport),
     .register_transport = api_register_transport,
-    .listen = api_listen,
+    .listen = mt_api_listen,
     .conn_fd = api_conn_fd,
     .conn_set_data = api_conn_set_data,
     .conn_get_data = api_conn_get_data,
     .conn_client = api_conn_client,
     .conn_count = api_conn_count,
+    .listener_open = mt_api_listener_open,
+    .listener_close = mt_api_listener_close,
+    .conn_wait = api_conn_wait,
+    .connect = mt_api_connect,
+    .conn_set_handlers = mt_api_conn_set_handlers,
+    .conn_read = mt_api_conn_read,
+    .conn_write = mt_api_conn_write,
+    .conn_close = mt_api_conn_close,
+    .conn_host = mt_api_conn_host,
+    .conn_local_port = api_conn_local_port,
+    .transport_find = api_transport_find,
 };

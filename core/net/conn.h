@@ -71,6 +71,10 @@ struct conn_type {
     /* Bytes buffered inside the transport that a read would return without
      * touching the socket (TLS records); 0 for plain sockets. */
     int (*has_pending)(conn *c);
+    /* After a read or write step, on the main thread (the step may have run
+     * on an I/O thread): a transport acts on what the step left (the
+     * direction an operation waits for, buffered bytes). May be NULL. */
+    void (*after_io)(conn *c);
     int is_local; /* unix sockets: protected-mode does not apply */
 };
 
@@ -104,6 +108,9 @@ static inline int conn_set_write_handler(conn *c, conn_handler fn) {
 }
 static inline void conn_close(conn *c) {
     c->type->close(c);
+}
+static inline void conn_after_io(conn *c) {
+    if (c->type->after_io) c->type->after_io(c);
 }
 static inline int conn_addr(conn *c, char *buf, size_t len, int remote) {
     return c->type->addr(c, buf, len, remote);

@@ -104,10 +104,6 @@ static void server_tcp_free(conn_listener *l) {
 
 static int server_listen(char **err) {
     char msg[256];
-    if (srv.port == 0 && !srv.unixsocket) {
-        *err = km_strdup("Configured to not listen anywhere, exiting.");
-        return K_ERR;
-    }
     conn_listener *unx = &srv.listeners[1];
     server_tcp_init(&srv.listeners[0]);
     *unx = (conn_listener){.type = &conn_type_unix, .path = srv.unixsocket, .perm = srv.unixsocketperm,
@@ -132,8 +128,10 @@ int server_rebind(void) {
     conn_listener *cur = &srv.listeners[0];
     if (!srv.el || !cur->type) return K_OK; /* not listening yet: start-up opens them */
     if (srv.port == 0) {
-        if (!srv.listeners[1].count) {
-            log_write(LL_WARNING, "Refusing port 0: the server would listen nowhere (no unixsocket)");
+        if (!srv.listeners[1].count && !module_listening()) {
+            log_write(LL_WARNING,
+                      "Refusing port 0: the server would listen nowhere (no unixsocket, no "
+                      "transport listener)");
             return K_ERR;
         }
         server_tcp_free(cur);
@@ -222,7 +220,9 @@ static void server_before_sleep(event_loop *el) {
      * ready outside a command are served and the clients unblocked so far
      * (by this iteration's commands and timeouts, or by the requests the
      * jobs just ran) run their pipelined requests, so their replies go out
-     * now rather than after the next wake-up. */
+     * now rather than after the next wake-up. Transport connections with
+     * buffered bytes (TLS records no socket event announces) read first. */
+    module_transport_before_sleep();
     do {
         io_threads_poll();
         pause_before_sleep();
@@ -419,6 +419,8 @@ static const commands_env server_commands_env = {
 
 static module_env server_module_env = {
     .tcp_backlog = &srv.tcp_backlog,
+    .bindaddr = srv.bindaddr,
+    .bindaddr_count = &srv.bindaddr_count,
     .on_accept = server_on_accept,
     .info_add_section = info_add_section,
     .info_remove_owner = info_remove_owner,
@@ -471,6 +473,12 @@ int server_setup(char **err) {
     server_apply_io_threads();
     obj_free_large_hook = server_free_large;
     if (module_load_configured(err) != K_OK) return K_ERR;
+    /* port 0 without a unix socket: a module's listener (tls-port) may be
+     * the only one. */
+    if (srv.port == 0 && !srv.unixsocket && !module_listening()) {
+        *err = km_strdup("Configured to not listen anywhere, exiting.");
+        return K_ERR;
+    }
     event_timer_add(srv.el, 1, server_cron, NULL);
     event_set_before_sleep(srv.el, server_before_sleep);
     event_set_after_sleep(srv.el, server_after_sleep);

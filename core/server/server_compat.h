@@ -125,23 +125,6 @@ typedef struct server_compat_options {
     long long repl_backlog_ttl;
     unsigned long long auto_aof_rewrite_min_size;
     long long loading_process_events_interval_bytes;
-    int tls_session_cache_size;
-    int tls_session_cache_timeout;
-    int tls_auth_clients;
-    int tls_prefer_server_ciphers;
-    int tls_session_caching;
-    char *tls_cert_file;
-    char *tls_key_file;
-    char *tls_key_file_pass;
-    char *tls_client_cert_file;
-    char *tls_client_key_file;
-    char *tls_client_key_file_pass;
-    char *tls_dh_params_file;
-    char *tls_ca_cert_file;
-    char *tls_ca_cert_dir;
-    char *tls_protocols;
-    char *tls_ciphers;
-    char *tls_ciphersuites;
     /* Hand-parsed ones. */
     int oom_score_adj_values[3];
     int shutdown_on_sigint; /* bits of save, nosave, now, force; 0 default */

@@ -241,7 +241,12 @@ static int apply_port(const char **err) {
 }
 
 static int apply_bind(const char **err) {
-    if (server_rebind() == K_OK) return K_OK;
+    /* transport listeners follow; one that cannot is logged and keeps its
+     * old addresses */
+    if (server_rebind() == K_OK) {
+        module_transport_rebind();
+        return K_OK;
+    }
     *err = "Failed to bind to specified addresses.";
     return K_ERR;
 }

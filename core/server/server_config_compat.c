@@ -10,7 +10,9 @@
  *   is warned about; CONFIG SET stores silently).
  * - Directives that protect the server and whose feature Keel lacks keep
  *   only the value that asks for nothing (config_set_refused: cluster-enabled
- *   no, tls-port 0, ...); replicaof answers "" as a primary does.
+ *   no, maxmemory-clients 0, ...); replicaof answers "" as a primary does.
+ * - The tls-* directives are not here: they are the TLS module's (a
+ *   reserved config family, module/module_family.c).
  * - dir has its effect (the working directory), guarded like Valkey's by
  *   enable-protected-configs. */
 #include "server/server_compat.h"
@@ -50,8 +52,6 @@ static const config_enum enum_cluster_preferred_endpoint_type[] = {
     {"ip", 0}, {"hostname", 1}, {"unknown-endpoint", 2}, {NULL, 0}};
 static const config_enum enum_propagation_error_behavior[] = {
     {"ignore", 0}, {"panic", 1}, {"panic-on-replicas", 2}, {NULL, 0}};
-static const config_enum enum_tls_auth_clients[] = {
-    {"no", 0}, {"yes", 1}, {"optional", 2}, {NULL, 0}};
 
 /* ---- dir: the working directory ---- */
 
@@ -292,23 +292,6 @@ static const config_def compat_config_table[] = {
     CPM("auto-aof-rewrite-min-size", NULL, NE, auto_aof_rewrite_min_size, "67108864", 0, LLONG_MAX),
     CPL("loading-process-events-interval-bytes", NULL, CFG_HIDDEN | NE,
         loading_process_events_interval_bytes, "2097152", 1024, INT_MAX),
-    CPI("tls-session-cache-size", NULL, NE, tls_session_cache_size, "20480", 0, INT_MAX),
-    CPI("tls-session-cache-timeout", NULL, NE, tls_session_cache_timeout, "300", 0, INT_MAX),
-    CPE("tls-auth-clients", NULL, NE, tls_auth_clients, "yes", enum_tls_auth_clients),
-    CPB("tls-prefer-server-ciphers", NULL, NE, tls_prefer_server_ciphers, "no"),
-    CPB("tls-session-caching", NULL, NE, tls_session_caching, "yes"),
-    CPS("tls-cert-file", NULL, NE, tls_cert_file, ""),
-    CPS("tls-key-file", NULL, NE, tls_key_file, ""),
-    CPS("tls-key-file-pass", NULL, CFG_SECRET | NE, tls_key_file_pass, ""),
-    CPS("tls-client-cert-file", NULL, NE, tls_client_cert_file, ""),
-    CPS("tls-client-key-file", NULL, NE, tls_client_key_file, ""),
-    CPS("tls-client-key-file-pass", NULL, CFG_SECRET | NE, tls_client_key_file_pass, ""),
-    CPS("tls-dh-params-file", NULL, NE, tls_dh_params_file, ""),
-    CPS("tls-ca-cert-file", NULL, NE, tls_ca_cert_file, ""),
-    CPS("tls-ca-cert-dir", NULL, NE, tls_ca_cert_dir, ""),
-    CPS("tls-protocols", NULL, NE, tls_protocols, ""),
-    CPS("tls-ciphers", NULL, NE, tls_ciphers, ""),
-    CPS("tls-ciphersuites", NULL, NE, tls_ciphersuites, ""),
     SP("oom-score-adj-values", NULL, NE, NULL, "0 200 800", set_oom_values, get_oom_values),
     SP("shutdown-on-sigint", NULL, NE, &srv.compat.shutdown_on_sigint, "default", set_shutdown_flags,
        get_shutdown_flags),
@@ -324,9 +307,6 @@ static const config_def compat_config_table[] = {
     RF("aclfile", NULL, IMM, NULL),
     RF("unixsocketgroup", NULL, IMM, NULL),
     RF("cluster-enabled", NULL, IMM, "no"),
-    RF("tls-port", NULL, 0, "0"),
-    RF("tls-replication", NULL, 0, "no"),
-    RF("tls-cluster", NULL, 0, "no"),
     RF("maxmemory-clients", NULL, 0, "0"),
     RF("min-replicas-to-write", "min-slaves-to-write", 0, "0"),
 };

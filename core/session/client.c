@@ -507,6 +507,7 @@ static void client_read_step(client *c) {
 static int client_read_done(client *c) {
     ssize_t n = c->io_nread;
     session_stats()->total_reads_processed++;
+    conn_after_io(c->conn); /* a transport re-arms what the step left */
     if (n == 0 || (n < 0 && c->io_errno != EAGAIN && c->io_errno != EINTR)) {
         client_free(c);
         return K_ERR;
@@ -838,15 +839,19 @@ static void client_consume_reply(client *c, size_t sent) {
 static void client_write_step(client *c) {
     struct iovec iov[CLIENT_WRITEV_IOVS];
     size_t written = 0, max = c->io_write_max;
+    if (max < c->io_write_again) max = c->io_write_again; /* a retry: never fewer bytes */
     c->io_write_failed = 0;
     while (written < c->reply_bytes && written < max) {
         size_t total;
         int n = client_build_iov(c, iov, written, max - written, &total);
         ssize_t w = conn_writev(c->conn, iov, n);
         if (w <= 0) {
-            c->io_write_failed = !(w < 0 && (errno == EAGAIN || errno == EINTR));
+            int again = w < 0 && (errno == EAGAIN || errno == EINTR);
+            c->io_write_failed = !again;
+            c->io_write_again = again ? total : 0;
             break;
         }
+        c->io_write_again = 0;
         written += (size_t)w;
         if ((size_t)w < total) break; /* the socket is full */
     }
@@ -860,6 +865,7 @@ static void client_write_handler(conn *cn);
 static int client_write_done(client *c) {
     size_t w = c->io_written;
     session_stats()->total_writes_processed++;
+    conn_after_io(c->conn);
     c->net_out += (long long)w;
     session_stats()->total_net_output_bytes += (long long)w;
     client_consume_reply(c, w);

@@ -236,6 +236,10 @@ typedef struct client {
     size_t io_write_max; /* most bytes the write step may send */
     size_t io_written;   /* bytes sent by the write step */
     int io_write_failed; /* the connection broke */
+    /* Bytes the last writev offered when it found the socket full (EAGAIN):
+     * the next write step offers at least those, from the same byte (a TLS
+     * write must be retried with the same data). 0 after a write went. */
+    size_t io_write_again;
 
     /* MULTI/EXEC. */
     multi_cmd *mcmds;

@@ -308,6 +308,27 @@ static void added_1_2(void) {
     CONST(KEEL_NOTIFY_NEW);
     CONST(KEEL_NOTIFY_ALL);
 #endif
+#if KEEL_ABI_MINOR >= 3
+    MEMBER(keel_config_def, commit);
+    MEMBER(keel_api_info, config_claim_family);
+    MEMBER(keel_transport_def, connect);
+    MEMBER(keel_transport_def, handshake_timeout_ms);
+    MEMBER(keel_api_transport, listener_open);
+    MEMBER(keel_api_transport, listener_close);
+    MEMBER(keel_api_transport, conn_wait);
+    MEMBER(keel_api_transport, connect);
+    MEMBER(keel_api_transport, conn_set_handlers);
+    MEMBER(keel_api_transport, conn_read);
+    MEMBER(keel_api_transport, conn_write);
+    MEMBER(keel_api_transport, conn_close);
+    MEMBER(keel_api_transport, conn_host);
+    MEMBER(keel_api_transport, conn_local_port);
+    MEMBER(keel_api_transport, transport_find);
+    CONST(KEEL_CONFIG_FAMILY);
+    CONST(KEEL_CONFIG_SENSITIVE);
+    CONST(KEEL_CONN_READABLE);
+    CONST(KEEL_CONN_WRITABLE);
+#endif
 }
 
 static void constants(void) {

@@ -796,11 +796,15 @@ END_TEST
  * file, line and directive named; their harmless values are accepted. */
 START_TEST(test_refused_directives) {
     static const char *const refused[] = {
-        "user default off",        "aclfile /etc/valkey/users.acl",
-        "replicaof 10.0.0.1 6379", "slaveof 10.0.0.1 6379",
-        "min-replicas-to-write 1", "cluster-enabled yes",
-        "tls-port 6380",           "maxmemory-clients 10%",
-        "unixsocketgroup valkey",  "sentinel monitor m 1.2.3.4 6379 2",
+        "user default off",
+        "aclfile /etc/valkey/users.acl",
+        "replicaof 10.0.0.1 6379",
+        "slaveof 10.0.0.1 6379",
+        "min-replicas-to-write 1",
+        "cluster-enabled yes",
+        "maxmemory-clients 10%",
+        "unixsocketgroup valkey",
+        "sentinel monitor m 1.2.3.4 6379 2",
     };
     for (size_t i = 0; i < K_ARRAY_LEN(refused); i++) {
         char text[128], msg[512], want[400];
@@ -814,10 +818,9 @@ START_TEST(test_refused_directives) {
                       "error \"%s\" does not start with \"%s\"", msg, want);
     }
     char msg[512];
-    ck_assert_msg(
-        load(NULL, "cluster-enabled no\ntls-port 0\nmin-replicas-to-write 0\nmaxmemory-clients 0\n",
-             msg, sizeof(msg)) == 0,
-        "harmless values refused: %s", msg);
+    ck_assert_msg(load(NULL, "cluster-enabled no\nmin-replicas-to-write 0\nmaxmemory-clients 0\n",
+                       msg, sizeof(msg)) == 0,
+                  "harmless values refused: %s", msg);
 }
 END_TEST
 
@@ -998,13 +1001,10 @@ START_TEST(test_compat_rows) {
     expect_set_err("replicaof", "127.0.0.1 6380", "can't set immutable config");
     /* refused directives keep the value that asks for nothing */
     expect_get("cluster-enabled", "no");
-    expect_get("tls-port", "0");
-    expect_set_ok("tls-port", "0");
-    expect_set_err("tls-port", "6380", "TLS is not available");
     expect_set_err("min-slaves-to-write", "1", "replication is not available");
     expect_set_ok("maxmemory-clients", "0");
     char msg[512];
-    ck_assert_int_eq(load(NULL, "cluster-enabled no\ntls-port 0\n", msg, sizeof(msg)), 0);
+    ck_assert_int_eq(load(NULL, "cluster-enabled no\n", msg, sizeof(msg)), 0);
     ck_assert_int_ne(load(NULL, "cluster-enabled yes\n", msg, sizeof(msg)), 0);
     ck_assert_msg(strstr(msg, "'cluster-enabled' is not supported"), "error \"%s\"", msg);
     ck_assert_int_ne(load(NULL, "replicaof 127.0.0.1 6380\n", msg, sizeof(msg)), 0);
@@ -1034,7 +1034,7 @@ START_TEST(test_compat_rewrite) {
     ck_assert_msg(strstr(text, "\nlist-max-listpack-size -2\n"), "file:\n%s", text);
     ck_assert_msg(!strstr(text, "zset-max-listpack-entries"), "default written:\n%s", text);
     ck_assert_msg(!strstr(text, "replicaof") && !strstr(text, "aclfile") &&
-                      !strstr(text, "cluster-enabled") && !strstr(text, "tls-port"),
+                      !strstr(text, "cluster-enabled"),
                   "refused row written:\n%s", text);
     rewrite_and_reload("compatibility rows");
     expect_get("appendfsync", "no");

@@ -201,11 +201,11 @@ START_TEST(test_abi_minor_99) {
 }
 END_TEST
 
-/* The next minor is refused by name: this 1.2 server says 1.3 and 1.2. */
+/* The next minor is refused by name: this 1.3 server says 1.4 and 1.3. */
 START_TEST(test_abi_minor_next) {
-    ck_assert_int_eq(KEEL_ABI_MINOR, 2);
-    expect_refused(fixture("minor3"),
-                   ": ABI 1.3 is newer than this server's (ABI 1.2); upgrade the server");
+    ck_assert_int_eq(KEEL_ABI_MINOR, 3);
+    expect_refused(fixture("minor4"),
+                   ": ABI 1.4 is newer than this server's (ABI 1.3); upgrade the server");
 }
 END_TEST
 

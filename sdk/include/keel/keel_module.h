@@ -562,6 +562,14 @@ typedef struct keel_transport_def {
 #define KEEL_CONN_READABLE KEEL_CONN_WANT_READ
 #define KEEL_CONN_WRITABLE KEEL_CONN_WANT_WRITE
 
+/* Retries (ABI 1.3 servers): after writev returned -1 with EAGAIN, the
+ * server's next writev of that connection starts at the same byte and
+ * offers at least as many bytes (the iovecs may differ: a TLS transport
+ * copies what it tried, or uses SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER). After
+ * a read or writev that called conn_wait, the same operation is retried
+ * when the socket is as asked; bytes a read left buffered (has_pending)
+ * are read again before the event loop sleeps, also after a handshake. */
+
 /* An outgoing connection's events (main thread): connect's done with
  * status KEEL_OK (ready: TCP connected and handshake done) or KEEL_ERR
  * (failed or timed out: the server closes the connection after done

@@ -1,0 +1,95 @@
+/* module_transport.h -- what the transport files of core/module share: the
+ * server-side structs behind keel_transport and keel_conn, and the steps
+ * accepted and outgoing connections have in common.
+ *
+ *   module_transport.c  registration, I/O through the hooks, conn_wait,
+ *                       buffered bytes (has_pending), handshakes and their
+ *                       timeout, closing
+ *   module_listener.c   listening ports (listen, listener_open/close, bind)
+ *   module_dial.c       outgoing connections (connect and its handlers)
+ *
+ * Threads: main thread, except where a function says otherwise. */
+#ifndef KEEL_MODULE_TRANSPORT_H
+#define KEEL_MODULE_TRANSPORT_H
+
+#include <stdint.h>
+
+#include "keel/keel_module.h"
+#include "module/module_internal.h"
+#include "net/conn.h"
+
+typedef struct module_dial module_dial; /* an outgoing connection's state */
+
+typedef struct module_conn {
+    conn *cn;
+    void *data; /* the transport's */
+    conn_handler accept_done;
+    int refs;    /* our handlers on the stack, or a handshake job out */
+    int closing; /* closed while refs > 0 */
+    int hs_rv;   /* the last handshake step's result (any thread writes) */
+    int local_port;
+    /* conn_wait inside the running read or writev (written by the thread
+     * that owns the connection): the direction that operation needs, 0 for
+     * its own. */
+    int in_read, in_write;
+    int read_wait_next, write_wait_next;
+    /* The same, as the main thread acts on it (copied after each step). */
+    int read_wait, write_wait;
+    int pending; /* on the list of connections with buffered bytes */
+    int parked;  /* had buffered bytes while no read handler was set */
+    int in_hs;   /* on its transport's handshake list */
+    int64_t hs_start_ms;
+    module_dial *dial; /* NULL for an accepted connection */
+    struct module_conn *hs_prev, *hs_next;
+    struct module_conn *pd_prev, *pd_next;
+    struct module_conn *prev, *next;
+} module_conn;
+
+struct keel_transport {
+    conn_type ct; /* what the core calls; conn->type points here */
+    module *mod;
+    char name[32 + 1];
+    keel_transport_def def;
+    uint64_t nconns;
+    module_conn *conns;
+    module_conn *hs_head, *hs_tail; /* in their handshake, oldest first */
+    keel_transport *next;
+};
+
+keel_transport *mt_conn_transport(const conn *cn);
+module_conn *mt_conn_record(const conn *cn);
+/* Gives cn its record and counts it as one of t's connections. */
+module_conn *mt_conn_attach(keel_transport *t, conn *cn);
+/* Runs (or sends to an I/O thread) the next handshake step. */
+void mt_handshake_step(conn *cn);
+void mt_close(conn *cn);
+/* After a read or write on the main thread: acts on conn_wait and on
+ * bytes the transport buffered. */
+void mt_after_io(conn *cn);
+/* The first registered transport, for walking them all. */
+keel_transport *mt_transports(void);
+
+/* module_dial.c: an outgoing connection's handshake ended (ok: ready;
+ * otherwise it failed: done(KEEL_ERR), then the connection closes). */
+void mt_dial_finished(conn *cn, int ok);
+/* Frees the dial state when its connection closes. */
+void mt_dial_free(module_conn *mc);
+
+/* module_listener.c */
+void mt_listeners_release(module *m);
+
+/* The group's members module_listener.c and module_dial.c implement. */
+int mt_api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs, int naddrs, int port);
+keel_listener *mt_api_listener_open(keel_ctx *ctx, keel_transport *t, const char *const *addrs,
+                                    int naddrs, int port);
+void mt_api_listener_close(keel_listener *l);
+keel_conn *mt_api_connect(keel_ctx *ctx, keel_transport *t, const char *host, int port,
+                          int64_t timeout_ms, keel_conn_fn done, void *udata);
+int mt_api_conn_set_handlers(keel_conn *kc, keel_conn_fn on_readable, keel_conn_fn on_writable,
+                             void *udata);
+ssize_t mt_api_conn_read(keel_conn *kc, void *buf, size_t len);
+ssize_t mt_api_conn_write(keel_conn *kc, const void *buf, size_t len);
+void mt_api_conn_close(keel_conn *kc);
+const char *mt_api_conn_host(keel_conn *kc);
+
+#endif
