@@ -2,7 +2,8 @@
 # TLS benchmark: Keel with its TLS module (modules/tls) against Redis
 # (Debian's redis-server) and, optionally, a Valkey build with TLS, in one
 # run. Every server listens on a plain port and a TLS port (the same
-# certificate, generated here at start: RSA 2048, signed by a throw-away CA),
+# certificate, made at start by tests/modules_it/tls/gen_certs.sh: RSA 2048,
+# signed by a throw-away CA),
 # with the same TLS settings (--tls-auth-clients no, the rest at Valkey's
 # defaults). Three parts:
 #
@@ -17,6 +18,8 @@
 #               without the connection load
 #   large       GET of a 1 MB and an 8 MB value, -P 1, -c 1 and 4, over TLS
 #               and plain: Gbit/s of payload
+#   callgrind   (only when asked for) instructions per GET at -P 16 under
+#               callgrind, over TLS and plain
 #
 # One benchmark binary drives every server (valkey-benchmark beside --valkey
 # when it has --tls, else redis-benchmark). Servers take turns within each
@@ -33,8 +36,8 @@
 #   --client PATH   benchmark binary (redis-benchmark or valkey-benchmark)
 #   --servers LIST  comma-separated subset of keel,redis,valkey (default: all
 #                   given)
-#   --parts LIST    comma-separated subset of throughput,conns,large (default
-#                   all three, run in that order)
+#   --parts LIST    comma-separated subset of throughput,conns,large,callgrind
+#                   (default: the first three; run in that order)
 #   --reps N        rounds, median taken (default 3)
 #   --seconds S     measured seconds per conns window (default 5)
 #   --quick         request counts / 10, 1 round, 2 s windows (smoke run)
@@ -108,9 +111,9 @@ done
 PARTS=()
 IFS=, read -r -a wanted <<<"${PARTS_ARG// /}"
 for p in "${wanted[@]}"; do
-    case "$p" in throughput|conns|large) ;; *) die "--parts: unknown part '$p' (throughput, conns, large)" ;; esac
+    case "$p" in throughput|conns|large|callgrind) ;; *) die "--parts: unknown part '$p' (throughput, conns, large, callgrind)" ;; esac
 done
-for p in throughput conns large; do
+for p in throughput conns large callgrind; do
     case ",${PARTS_ARG// /}," in *",$p,"*) PARTS+=("$p") ;; esac
 done
 
@@ -138,23 +141,14 @@ if awk -v l="${load_start%% *}" 'BEGIN { exit !(l > 0.5) }'; then
     echo "bench: warning: the machine is not idle; numbers will be noisy" >&2
 fi
 
-# Certificates, made fresh for every run: a CA and a server certificate for
-# localhost / 127.0.0.1, both RSA 2048 (the key size decides the handshake's
-# signing cost, so every server gets the same one).
+# Certificates, made fresh for every run by the TLS tests' generator: a CA
+# and a server certificate for localhost / 127.0.0.1, both RSA 2048 (the key
+# size decides the handshake's signing cost; every server gets the same).
 CERTS="$BENCH_TMP/certs"
-mkdir -p "$CERTS"
-gen_certs() {
-    local d=$CERTS
-    openssl req -x509 -new -nodes -newkey rsa:2048 -sha256 -days 2 -subj "/CN=keel-bench CA" \
-        -keyout "$d/ca.key" -out "$d/ca.crt" &&
-        openssl req -new -nodes -newkey rsa:2048 -sha256 -subj "/CN=localhost" \
-            -keyout "$d/server.key" -out "$d/server.csr" &&
-        printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
-            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$d/ext.cnf" &&
-        openssl x509 -req -sha256 -days 2 -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
-            -CAcreateserial -extfile "$d/ext.cnf" -out "$d/server.crt"
-}
-gen_certs >"$CERTS/openssl.log" 2>&1 || { cat "$CERTS/openssl.log" >&2; die "certificate generation failed"; }
+GEN_CERTS="$ROOT/tests/modules_it/tls/gen_certs.sh"
+[ -f "$GEN_CERTS" ] || die "$GEN_CERTS not found"
+bash "$GEN_CERTS" "$CERTS" >"$BENCH_TMP/gen_certs.log" 2>&1 ||
+    { cat "$BENCH_TMP/gen_certs.log" >&2; die "certificate generation failed"; }
 TLS_CLIENT_ARGS=(--tls --cacert "$CERTS/ca.crt")
 
 # Server CPU (user + system, all threads) in clock ticks, from /proc/PID/stat.
@@ -163,13 +157,16 @@ HZ=$(getconf CLK_TCK)
 median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-# start_tls_server I IO: starts server I (index into NAMES) with io-threads
-# IO, a plain port and a TLS port; appends to PORTS, TPORTS, SPIDS. Waits
+# start_tls_server I IO [PREFIX...]: starts server I (index into NAMES) with
+# io-threads IO (under PREFIX, e.g. valgrind), a plain port and a TLS port;
+# appends to PORTS, TPORTS, SPIDS and sets SERVER_DIR. Waits
 # until PING answers over TLS too, so a server whose TLS listener failed
 # stops the run here rather than being timed refusing connections.
 PORTS=(); TPORTS=(); SPIDS=()
 start_tls_server() {
-    local i=$1 io=$2 dir="$BENCH_TMP/${NAMES[$1]}-io$2" t=0
+    local i=$1 io=$2 dir="$BENCH_TMP/${NAMES[$1]}-io$2" t=0 limit=50
+    shift 2
+    [ $# -eq 0 ] || { dir+="-$(basename "$1")-$SECONDS"; limit=600; }
     pick_port
     local tport=$PORT
     EXTRA_SERVER_ARGS=()
@@ -177,12 +174,13 @@ start_tls_server() {
     EXTRA_SERVER_ARGS+=(--tls-port "$tport" --tls-cert-file "$CERTS/server.crt"
         --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients no)
     BENCH_IO_THREADS=$io
-    start_server "${NAMES[$i]}" "$dir" -- "${BINS[$i]}" || die "could not start ${NAMES[$i]} with TLS"
+    start_server "${NAMES[$i]}" "$dir" "$@" -- "${BINS[$i]}" || die "could not start ${NAMES[$i]} with TLS"
+    SERVER_DIR=$dir
     EXTRA_SERVER_ARGS=()
     BENCH_IO_THREADS=1
     until [ "$(redis-cli -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" ping 2>/dev/null)" = PONG ]; do
         t=$((t + 1))
-        if [ "$t" -gt 50 ]; then
+        if [ "$t" -gt "$limit" ]; then
             tail -n 20 "$dir/server.log" >&2 2>/dev/null || true
             die "${NAMES[$i]} does not answer PING over TLS on port $tport"
         fi
@@ -578,6 +576,75 @@ report_large() {
                 fi
                 echo "$row"
             done
+        done
+        echo
+    } >>"$SECTIONS"
+}
+
+# --- Part 4 (optional): instructions per request under callgrind.
+# (Ir(N2) - Ir(N1)) / (N2 - N1) of two server lives, as bench/callgrind.sh
+# does: GET of a 64-byte value at -P 16 -c 1, over TLS and plain. Counts
+# instructions, so it does not depend on the machine's load.
+CG_N1=10000
+CG_N2=50000
+declare -A CG_IR
+cg_measure() { # i transport n: sets IR
+    local i=$1 tr=$2 n=$3 k cgout pid w=0
+    cgout="$BENCH_TMP/callgrind.${NAMES[$i]}.$tr.$n.out"
+    start_tls_server "$i" 1 valgrind --tool=callgrind --callgrind-out-file="$cgout"
+    k=$((${#SPIDS[@]} - 1))
+    pid=${SPIDS[$k]}
+    redis-cli -h 127.0.0.1 -p "${PORTS[$k]}" set key:__rand_int__ "$(head -c 64 /dev/zero | tr '\0' v)" >/dev/null
+    bench_run "$(port_of "$k" "$tr")" "$tr" -c 1 -P 16 -n "$n" -t get
+    if [ "${NAMES[$i]}" = keel ]; then
+        redis-cli -h 127.0.0.1 -p "${PORTS[$k]}" shutdown >/dev/null 2>&1 || true
+    else
+        redis-cli -h 127.0.0.1 -p "${PORTS[$k]}" shutdown nosave >/dev/null 2>&1 || true
+    fi
+    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+    kill -0 "$pid" 2>/dev/null && die "${NAMES[$i]} did not exit after SHUTDOWN"
+    wait "$pid" 2>/dev/null || true
+    forget_pid "$pid"
+    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$cgout")
+    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for ${NAMES[$i]} (see $SERVER_DIR)"
+}
+part_callgrind() {
+    command -v valgrind >/dev/null || die "valgrind not found (apt-get install valgrind)"
+    local i tr ir1
+    for i in "${!NAMES[@]}"; do
+        for tr in tls plain; do
+            printf 'bench: callgrind %-6s %-5s ' "${NAMES[$i]}" "$tr"
+            cg_measure "$i" "$tr" "$CG_N1"; ir1=$IR
+            cg_measure "$i" "$tr" "$CG_N2"
+            CG_IR["$i,$tr"]=$(awk -v a="$ir1" -v b="$IR" -v n1="$CG_N1" -v n2="$CG_N2" 'BEGIN { printf "%.0f", (b - a) / (n2 - n1) }')
+            echo "${CG_IR["$i,$tr"]} Ir per request"
+        done
+    done
+}
+report_callgrind() {
+    local i head rule row
+    {
+        echo "## 4. Instructions per request (callgrind), GET 64 B at -P 16 -c 1"
+        echo
+        echo "(Ir(N2) - Ir(N1)) / (N2 - N1), N1 = $CG_N1, N2 = $CG_N2 requests, one server life each, all"
+        echo "libraries included (libssl, libcrypto); io-threads 1. Independent of the machine's load."
+        echo
+        head="| transport |"; rule="| --- |"
+        for i in "${!NAMES[@]}"; do head+=" ${TITLES[$i]} Ir/request |"; rule+=" ---: |"; done
+        if [ "${NAMES[0]}" = keel ]; then
+            for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" ${TITLES[$i]} / Keel |"; rule+=" ---: |"; }; done
+        fi
+        echo "$head"; echo "$rule"
+        for tr in tls plain; do
+            row="| $tr |"
+            for i in "${!NAMES[@]}"; do
+                row+=" ${CG_IR["$i,$tr"]} |"
+                csv_row callgrind get 16 64 1 "${NAMES[$i]}" "$tr" ir_per_request "${CG_IR["$i,$tr"]}"
+            done
+            if [ "${NAMES[0]}" = keel ]; then
+                for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || row+=" $(ratio "${CG_IR["$i,$tr"]}" "${CG_IR["0,$tr"]}")x |"; done
+            fi
+            echo "$row"
         done
         echo
     } >>"$SECTIONS"
