@@ -39,7 +39,7 @@
 #   --parts LIST    comma-separated subset of throughput,conns,large,callgrind
 #                   (default: the first three; run in that order)
 #   --reps N        rounds, median taken (default 3)
-#   --seconds S     measured seconds per conns window (default 5)
+#   --seconds S     measured seconds per conns window (default 4)
 #   --quick         request counts / 10, 1 round, 2 s windows (smoke run)
 #   --out FILE      markdown output (default: bench/results/tls.md)
 set -euo pipefail
@@ -57,7 +57,7 @@ CLIENT=""
 SERVERS_ARG=""
 PARTS_ARG="throughput,conns,large"
 REPS=3
-SECS=5
+SECS=4
 QUICK=0
 OUT="$BENCH_DIR/results/tls.md"
 CMDLINE="bench/tls.sh $*"
@@ -385,22 +385,27 @@ start_conn_load() { # kind tls_port
     fi
 }
 # conn_window K I MODE REP: over SECS seconds after 1 s of warm-up, against
-# instance K (server I), runs MODE: "second" (the second client alone), a
-# connection load alone ("rb", "cl") or with the second client ("rb+second",
-# "cl+second"); the rates come from the server's own counters. Appends
+# instance K (server I), runs MODE: "second" (the second client alone, over
+# TLS), "plain" (the same over plain TCP), a connection load alone ("rb",
+# "cl") or beside a second client ("rb+second", "cl+second", "cl+plain");
+# the rates come from the server's own counters. Appends
 # "server,mode,rep,conns/s,get/s,server cpu %,load client cpu us/conn".
 conn_window() {
     local k=$1 i=$2 mode=$3 rep=$4 s0 s1 c0 c1 l0=0 l1=0 second="" conns=""
     local tport=${TPORTS[$k]} port=${PORTS[$k]}
-    if [ "${mode#*second}" != "$mode" ]; then
-        bg_client "$BENCH_TMP/second.log" "$CLIENT" -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" \
-            -c 10 -P 1 -n 1000000000 -t get --csv
-        second=$BG_PID
-    fi
-    if [ "$mode" != second ]; then
-        start_conn_load "${mode%+second}" "$tport"
-        conns=$BG_PID
-    fi
+    case "$mode" in
+        second | *+second)
+            bg_client "$BENCH_TMP/second.log" "$CLIENT" -h 127.0.0.1 -p "$tport" "${TLS_CLIENT_ARGS[@]}" \
+                -c 10 -P 1 -n 1000000000 -t get --csv
+            second=$BG_PID ;;
+        plain | *+plain)
+            bg_client "$BENCH_TMP/second.log" "$CLIENT" -h 127.0.0.1 -p "$port" -c 10 -P 1 -n 1000000000 -t get --csv
+            second=$BG_PID ;;
+    esac
+    case "$mode" in
+        second | plain) ;;
+        *) start_conn_load "${mode%+*}" "$tport"; conns=$BG_PID ;;
+    esac
     sleep 1
     s0=$(info_sample "$port"); c0=$(cpu_ticks "${SPIDS[$k]}")
     [ -z "$conns" ] || l0=$(cpu_ticks "$conns")
@@ -424,7 +429,7 @@ conn_window() {
                  (dc > 0 ? lc / hz * 1e6 / dc : 0) }' >>"$RAW2"
     tail -n 1 "$RAW2" | awk -F, '{ printf "%.0f conns/s, %.0f GET/s, server CPU %.0f%%\n", $4, $5, $6 }'
 }
-CONN_MODES=(second rb rb+second cl cl+second)
+CONN_MODES=(second plain rb rb+second cl cl+second cl+plain)
 part_conns() {
     local rep i k mode saved=("${SERVER_PIN[@]}") first=${#SPIDS[@]} value
     cc -O2 -Wall -Wextra -Werror -std=c11 -o "$CONNLOAD" "$BENCH_DIR/tls_connload.c" -lssl -lcrypto ||
@@ -470,6 +475,7 @@ report_conns() {
         echo
         echo "| server | connection load | connections/s, alone | with the second client | server CPU µs / conn | load client CPU µs / conn | second client GET/s alone | beside the load | kept |"
         echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        PLAIN_ROWS=()
         for i in "${!NAMES[@]}"; do
             name=${NAMES[$i]}
             alone=$(med2 "$name" second 5)
@@ -488,7 +494,18 @@ report_conns() {
                 csv_row conns "$l" 1 64 10 "$name" tls second_rps_with_load "$with"
             done
             csv_row conns get 1 64 10 "$name" tls second_rps_alone "$alone"
+            alone=$(med2 "$name" plain 5); with=$(med2 "$name" cl+plain 5)
+            PLAIN_ROWS+=("$(printf '| %s | %.0f | %.0f | %s |' "${TITLES[$i]}" "$alone" "$with" \
+                "$(awk -v a="$with" -v b="$alone" 'BEGIN { printf "%.0f%%", (b > 0 ? a / b * 100 : 0) }')")")
+            csv_row conns get 1 64 10 "$name" plain second_rps_alone "$alone"
+            csv_row conns cl 1 64 10 "$name" plain second_rps_with_load "$with"
         done
+        echo
+        echo "The second client over plain TCP (same command without --tls), alone and beside tls_connload:"
+        echo
+        echo "| server | plain second client GET/s alone | beside tls_connload | kept |"
+        echo "| --- | ---: | ---: | ---: |"
+        printf '%s\n' "${PLAIN_ROWS[@]}"
         if [ "${NAMES[0]}" = keel ]; then
             echo
             for i in "${!NAMES[@]}"; do
