@@ -110,7 +110,8 @@ int module_config_claims(const char *name);
 /* 1 for a registered parameter, or a name of a reserved family no module
  * claimed (CONFIG SET then answers which module to load). */
 int module_config_known(const char *name);
-/* 1 for a KEEL_CONFIG_SENSITIVE parameter. */
+/* 1 for a KEEL_CONFIG_SENSITIVE parameter, and for any name of a family no
+ * module claimed (it cannot be known not to be a secret). */
 int module_config_is_secret(const char *name);
 /* After every set of one CONFIG SET succeeded: runs each distinct commit
  * callback of the parameters set since the last commit or discard, in the

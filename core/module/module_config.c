@@ -425,9 +425,12 @@ void module_config_discard(void) {
     touch_count = 0;
 }
 
+/* A name of a family no module claimed may be a secret too (the module
+ * would know): its CONFIG SET fails, but the slow log keeps failed calls. */
 int module_config_is_secret(const char *name) {
     const module_param *p = param_find(name);
-    return p && (p->flags & KEEL_CONFIG_SENSITIVE);
+    if (!p) return module_family_module(name) && !module_family_held(name);
+    return (p->flags & KEEL_CONFIG_SENSITIVE) != 0;
 }
 
 int module_config_claims(const char *name) {

@@ -38,7 +38,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TRANSPORT_NAME_MAX 32
 /* keel_transport_def as ABI 1.0 defined it: everything up to priv. */
 #define TRANSPORT_DEF_SIZE_1_0 (offsetof(keel_transport_def, priv) + sizeof(void *))
 #define HANDSHAKE_TIMEOUT_DEFAULT_MS 10000
@@ -234,10 +233,11 @@ static void mt_watch(conn *cn) {
     if (cn->read_handler) want |= mt_read_on(mc);
     if (cn->write_handler) want |= mt_write_on(mc);
     event_del(cn->el, cn->fd, (EV_READABLE | EV_WRITABLE) & ~want);
-    int ok = K_OK;
-    if (want & EV_READABLE) ok |= event_add(cn->el, cn->fd, EV_READABLE, mt_on_readable, cn);
-    if (want & EV_WRITABLE) ok |= event_add(cn->el, cn->fd, EV_WRITABLE, mt_on_writable, mc);
-    if (ok != K_OK)
+    int failed =
+        (want & EV_READABLE) && event_add(cn->el, cn->fd, EV_READABLE, mt_on_readable, cn) != K_OK;
+    failed |=
+        (want & EV_WRITABLE) && event_add(cn->el, cn->fd, EV_WRITABLE, mt_on_writable, mc) != K_OK;
+    if (failed)
         log_write(LL_WARNING, "transport '%s': cannot watch a connection's socket",
                   mt_conn_transport(cn)->name);
 }

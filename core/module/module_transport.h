@@ -18,6 +18,8 @@
 #include "module/module_internal.h"
 #include "net/conn.h"
 
+#define TRANSPORT_NAME_MAX 32
+
 typedef struct module_dial module_dial; /* an outgoing connection's state */
 
 typedef struct module_conn {
@@ -48,7 +50,7 @@ typedef struct module_conn {
 struct keel_transport {
     conn_type ct; /* what the core calls; conn->type points here */
     module *mod;
-    char name[32 + 1];
+    char name[TRANSPORT_NAME_MAX + 1];
     keel_transport_def def;
     uint64_t nconns;
     module_conn *conns;

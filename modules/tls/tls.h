@@ -123,7 +123,6 @@ extern tls_state tls;
 
 /* tls_config.c */
 int tls_config_register(keel_ctx *ctx);
-int tls_parse_protocols(const char *text, int *out);
 void tls_cfg_free(tls_cfg *cfg);
 
 /* tls_ctx.c: builds contexts from cfg; NULL with the reason in err. */
@@ -134,12 +133,9 @@ int tls_file_sig_equal(const tls_file_sig *a, const tls_file_sig *b);
 
 /* tls_module.c */
 int tls_reconfigure(const char *why, int automatic);
-int tls_listener_sync(void);
 
 /* tls_conn.c */
 void tls_transport_def_fill(keel_transport_def *def);
-void tls_log_limited(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tls_port_count(int port, int delta_current, int accepted);
 
 /* tls_info.c */
 void tls_info_section(keel_info *info, void *priv);

@@ -76,7 +76,7 @@ static int tls_apply_auth(long long number, const char *text, void *priv, const 
 
 /* "TLSv1.2 TLSv1.3" (case-insensitive, space-separated) into TLS_PROTO_*
  * bits; NULL or empty: the default. KEEL_ERR on an unknown word. */
-int tls_parse_protocols(const char *text, int *out) {
+static int tls_parse_protocols(const char *text, int *out) {
     *out = 0;
     if (!text || !*text) {
         *out = TLS_PROTO_DEFAULT;

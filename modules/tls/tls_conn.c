@@ -19,10 +19,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* One TLS record's worth of plaintext: small iovecs are gathered into one
- * SSL_write of up to this size. */
+/* One TLS record's worth of plaintext, the most one SSL_write is given:
+ * with SSL_MODE_ENABLE_PARTIAL_WRITE it sends one record per call anyway,
+ * and a retry (at most this long) then always fits in what the server
+ * offers again, even after a write that returned a partial count. Small
+ * iovecs are gathered into one record. */
 #define TLS_STAGE_SIZE 16384
-/* Larger iovecs go to SSL_write as they are. */
+/* iovecs at least this long are written in place. */
 #define TLS_DIRECT_MIN 8192
 /* Per-connection log lines allowed per second, all connections together. */
 #define TLS_LOG_PER_SEC 20
@@ -33,14 +36,14 @@ typedef struct tls_conn {
     int handshaking;
     int failed; /* a fatal TLS error: no close_notify */
     int port;   /* the listener's, for the per-port counts; 0 outgoing */
+    /* The last read wanted more bytes: what OpenSSL holds is part of a
+     * record, which the socket's next bytes complete (no re-read now). */
+    int read_starved;
     /* A write that returned WANT_*: the retry must pass the same bytes and
      * length (OpenSSL's rule; the server passes the same bytes again at
      * the front of iov, and the address may move). */
     size_t retry_len;
     char peer[64];
-    /* Only for a retry longer than one record that iov splits: gathered
-     * here, freed once written. */
-    char *big;
 } tls_conn;
 
 /* Small iovecs are gathered here: one per thread, as the bytes need not
@@ -50,7 +53,9 @@ static _Thread_local char tls_stage[TLS_STAGE_SIZE];
 static _Atomic long long tls_log_second;
 static atomic_int tls_log_count;
 
-void tls_log_limited(int level, const char *fmt, ...) {
+static void tls_log_limited(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tls_log_limited(int level, const char *fmt, ...) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     long long now = ts.tv_sec, seen = atomic_load_explicit(&tls_log_second, memory_order_relaxed);
@@ -93,7 +98,7 @@ static void tls_peer_of(int fd, char *buf, size_t len) {
     snprintf(buf, len, "%s:%d", ip, port);
 }
 
-void tls_port_count(int port, int delta_current, int accepted) {
+static void tls_port_count(int port, int delta_current, int accepted) {
     tls_port_stats *free_slot = NULL;
     for (int i = 0; i < TLS_MAX_PORTS; i++) {
         tls_port_stats *p = &tls.ports[i];
@@ -134,6 +139,16 @@ static int tls_conn_new(keel_conn *conn, SSL_CTX *ctx, int outgoing) {
     return KEEL_OK;
 }
 
+/* OpenSSL refuses a renegotiation (SSL_OP_NO_RENEGOTIATION) with a
+ * no_renegotiation alert and goes on; this says so in the log. Called only
+ * on handshake steps and alerts, on the thread running the SSL call. */
+static void tls_info_cb(const SSL *ssl, int where, int ret) {
+    if (!(where & SSL_CB_WRITE_ALERT) || (ret & 0xff) != SSL_AD_NO_RENEGOTIATION) return;
+    const tls_conn *c = SSL_get_app_data(ssl);
+    tls_log_limited(KEEL_LOG_WARNING, "TLS renegotiation attempt from %s refused",
+                    c ? c->peer : "?");
+}
+
 static int tls_accept(keel_conn *conn, void *priv) {
     (void)priv;
     atomic_fetch_add_explicit(&tls.stats.accepted, 1, memory_order_relaxed);
@@ -147,6 +162,8 @@ static int tls_accept(keel_conn *conn, void *priv) {
     else if (tls.cfg.auth_clients == TLS_AUTH_OPTIONAL)
         mode = SSL_VERIFY_PEER;
     SSL_set_verify(c->ssl, mode, NULL);
+    SSL_set_app_data(c->ssl, c);
+    SSL_set_info_callback(c->ssl, tls_info_cb);
     SSL_set_accept_state(c->ssl);
     return KEEL_OK;
 }
@@ -254,10 +271,12 @@ static ssize_t tls_read(keel_conn *conn, void *buf, size_t len, void *priv) {
     size_t n = 0;
     ERR_clear_error();
     errno = 0;
+    c->read_starved = 0;
     if (SSL_read_ex(c->ssl, buf, len, &n) == 1) return (ssize_t)n;
     int err = SSL_get_error(c->ssl, 0);
     switch (err) {
     case SSL_ERROR_WANT_READ:
+        c->read_starved = 1;
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_WANT_WRITE:
@@ -301,12 +320,11 @@ static size_t tls_gather(char *dst, const struct iovec *iov, int iovcnt, size_t 
     return n;
 }
 
-/* The next bytes to write, from offset off of iov, as one pointer: in
- * place, or gathered. exact: exactly want bytes (a retry; fewer when iov
- * has fewer). Otherwise a large iovec goes whole, in place, and small ones
- * are gathered up to one record. */
-static const char *tls_next_chunk(tls_conn *c, const struct iovec *iov, int iovcnt, size_t off,
-                                  size_t want, int exact, size_t *len) {
+/* The next bytes to write (at most want, one record), from offset off of
+ * iov, as one pointer: in place, or gathered. exact: exactly want bytes (a
+ * retry; fewer only when iov has fewer). */
+static const char *tls_next_chunk(const struct iovec *iov, int iovcnt, size_t off, size_t want,
+                                  int exact, size_t *len) {
     int i = 0;
     while (i < iovcnt && off >= iov[i].iov_len)
         off -= iov[i++].iov_len;
@@ -314,16 +332,11 @@ static const char *tls_next_chunk(tls_conn *c, const struct iovec *iov, int iovc
     if (i == iovcnt) return NULL;
     size_t here = iov[i].iov_len - off;
     if (exact ? here >= want : here >= TLS_DIRECT_MIN) {
-        *len = exact ? want : here;
+        *len = here < want ? here : want;
         return (const char *)iov[i].iov_base + off;
     }
-    char *dst = tls_stage;
-    if (want > sizeof(tls_stage)) {
-        c->big = tls.api->core->realloc(c->big, want);
-        dst = c->big;
-    }
-    *len = tls_gather(dst, iov + i, iovcnt - i, off, want);
-    return dst;
+    *len = tls_gather(tls_stage, iov + i, iovcnt - i, off, want);
+    return tls_stage;
 }
 
 /* One SSL_write_ex; after WANT_* it remembers the length (and whether the
@@ -334,8 +347,6 @@ static int tls_write_one(keel_conn *conn, tls_conn *c, const char *p, size_t len
     errno = 0;
     if (SSL_write_ex(c->ssl, p, len, done) == 1) {
         c->retry_len = 0;
-        tls.api->core->free(c->big);
-        c->big = NULL;
         return 1;
     }
     int err = SSL_get_error(c->ssl, 0);
@@ -358,8 +369,8 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
     for (;;) {
         size_t len;
         int exact = c->retry_len != 0;
-        const char *p = tls_next_chunk(c, iov, iovcnt, total, exact ? c->retry_len : TLS_STAGE_SIZE,
-                                       exact, &len);
+        const char *p =
+            tls_next_chunk(iov, iovcnt, total, exact ? c->retry_len : TLS_STAGE_SIZE, exact, &len);
         if (exact && len < c->retry_len) {
             /* OpenSSL cannot take another write before this one. */
             tls_log_limited(KEEL_LOG_WARNING, "TLS write to %s: retried without the same bytes",
@@ -388,7 +399,8 @@ static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, 
 static int tls_has_pending(keel_conn *conn, void *priv) {
     (void)priv;
     tls_conn *c = tls.api->transport->conn_get_data(conn);
-    return c && c->ssl && !c->handshaking && (SSL_pending(c->ssl) > 0 || SSL_has_pending(c->ssl));
+    if (!c || !c->ssl || c->handshaking) return 0;
+    return SSL_pending(c->ssl) > 0 || (!c->read_starved && SSL_has_pending(c->ssl));
 }
 
 static void tls_close(keel_conn *conn, void *priv) {
@@ -409,7 +421,6 @@ static void tls_close(keel_conn *conn, void *priv) {
         if (!c->outgoing) tls_port_count(c->port, -1, 0);
         SSL_free(c->ssl);
     }
-    tls.api->core->free(c->big);
     tls.api->core->free(c);
     tls.api->transport->conn_set_data(conn, NULL);
 }

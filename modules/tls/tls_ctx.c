@@ -7,10 +7,12 @@
  * signatures the automatic reload compares. */
 #include "tls.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <openssl/bn.h>
 #include <openssl/decoder.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <string.h>
@@ -197,18 +199,43 @@ static void tls_cert_info_of(X509 *x, tls_cert_info *out) {
     X509_NAME_oneline(X509_get_subject_name(x), out->subject, sizeof(out->subject));
 }
 
-/* The CA that expires first among those the context trusts. */
-static void tls_ca_info_of(SSL_CTX *ctx, tls_cert_info *out) {
+/* Keeps in *best the certificate of ci if it expires first. */
+static void tls_keep_earliest(tls_cert_info *best, const tls_cert_info *ci) {
+    if (ci->expire_time && (!best->expire_time || ci->expire_time < best->expire_time)) *best = *ci;
+}
+
+/* The CA that expires first: among those loaded from tls-ca-cert-file (in
+ * the context's store), and the certificates of tls-ca-cert-dir (which
+ * OpenSSL reads only when it needs them, so they are read here). */
+static void tls_ca_info_of(SSL_CTX *ctx, const char *dir, tls_cert_info *out) {
     memset(out, 0, sizeof(*out));
+    tls_cert_info ci;
     X509_STORE *store = SSL_CTX_get_cert_store(ctx);
     STACK_OF(X509_OBJECT) *objs = store ? X509_STORE_get0_objects(store) : NULL;
     for (int i = 0; objs && i < sk_X509_OBJECT_num(objs); i++) {
         X509 *x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
         if (!x) continue;
-        tls_cert_info ci;
         tls_cert_info_of(x, &ci);
-        if (ci.expire_time && (!out->expire_time || ci.expire_time < out->expire_time)) *out = ci;
+        tls_keep_earliest(out, &ci);
     }
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        char path[4096];
+        if (de->d_name[0] == '.' ||
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+            continue;
+        FILE *f = fopen(path, "r");
+        X509 *x;
+        while (f && (x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL) {
+            tls_cert_info_of(x, &ci);
+            tls_keep_earliest(out, &ci);
+            X509_free(x);
+        }
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    ERR_clear_error(); /* the end of each file is an error to PEM_read_X509 */
 }
 
 static int tls_cfg_check(const tls_cfg *cfg, char *err, size_t errlen) {
@@ -257,7 +284,7 @@ tls_ctxs *tls_ctxs_build(const tls_cfg *cfg, char *err, size_t errlen) {
         tls_cert_info_of(SSL_CTX_get0_certificate(c->client), &c->client_cert);
     }
     tls_cert_info_of(SSL_CTX_get0_certificate(c->server), &c->server_cert);
-    tls_ca_info_of(c->server, &c->ca_cert);
+    tls_ca_info_of(c->server, cfg->files[TLS_FILE_CA_DIR], &c->ca_cert);
     tls_warn_validity(c->server, "server");
     if (c->client) tls_warn_validity(c->client, "client");
     return c;

@@ -44,7 +44,7 @@ static int tls_build_pending(int force, tls_ctxs **out, tls_file_sig *sig) {
 }
 
 /* Opens, moves or closes the listener to match tls-port. */
-int tls_listener_sync(void) {
+static int tls_listener_sync(void) {
     const keel_api *api = tls.api;
     int port = (int)tls.cfg.port;
     if (port == tls.listener_port && (port == 0 || tls.listener)) return KEEL_OK;
@@ -75,12 +75,6 @@ int tls_reconfigure(const char *why, int automatic) {
         api->core->log(tls.ctx, KEEL_LOG_WARNING, "TLS reload (%s) failed, %s: %s", why,
                        tls.live ? "the previous certificates stay in use" : "TLS is not configured",
                        tls.last_error);
-        return KEEL_ERR;
-    }
-    if (tls.cfg.port && !tls.live && !fresh) {
-        snprintf(
-            tls.last_error, sizeof(tls.last_error),
-            "Unable to update TLS configuration: tls-port needs tls-cert-file and tls-key-file");
         return KEEL_ERR;
     }
     if (tls_listener_sync() != KEEL_OK) {

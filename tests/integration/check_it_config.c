@@ -299,8 +299,20 @@ START_TEST(test_family_released_on_unload) {
     /* claimed again by a new load */
     expect_ok(c, "MODULE LOAD %s/famcfg.so", KEEL_TEST_MODULE_DIR);
     expect_ok(c, "CONFIG SET rdma-port 2");
-    /* only reserved prefixes can be claimed */
-    expect_error_prefix(c, "ERR", "MODULE LOAD %s/famcfg.so port-", KEEL_TEST_MODULE_DIR);
+    /* only reserved prefixes can be claimed, and one module holds each */
+    char *log = NULL;
+    expect_error_prefix(c, "ERR", "MODULE LOAD %s/famcfg2.so port-", KEEL_TEST_MODULE_DIR);
+    expect_error_prefix(c, "ERR", "MODULE LOAD %s/famcfg2.so", KEEL_TEST_MODULE_DIR);
+    log = it_read_file(s->log);
+    ck_assert_msg(strstr(log, "config_claim_family: 'port-' is not a reserved family"), "log:\n%s",
+                  it_log_tail(s));
+    ck_assert_msg(strstr(log, "config_claim_family: 'rdma-' is held by module 'famcfg'"),
+                  "log:\n%s", it_log_tail(s));
+    /* another family is free for it */
+    expect_ok(c, "MODULE LOAD %s/famcfg2.so tls-", KEEL_TEST_MODULE_DIR);
+    expect_reply(c, "[\"tls-port\",\"0\"]", "CONFIG GET tls-port");
+    expect_ok(c, "MODULE UNLOAD famcfg2");
+    expect_reply(c, "[]", "CONFIG GET tls-port");
 }
 END_TEST
 

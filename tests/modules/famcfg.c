@@ -11,6 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Built a second time as famcfg2, to claim a family famcfg holds. */
+#ifndef FAMCFG_NAME
+#define FAMCFG_NAME "famcfg"
+#endif
+
 static const keel_api *api;
 static long long applies, commits;
 static char cert[64], key[64], committed[64];
@@ -84,11 +89,11 @@ static int famcfg_init(keel_ctx *ctx, const keel_api *a, int argc, const char *c
         add_config(ctx, "", "plain", KEEL_CONFIG_INT, 0, "1", NULL) != KEEL_OK)
         return KEEL_ERR;
     keel_command_def stats = {.size = sizeof(stats),
-                              .name = "famcfg.stats",
+                              .name = FAMCFG_NAME ".stats",
                               .fn = cmd_stats,
                               .arity = 1,
                               .flags = "readonly"};
     return api->command->register_command(ctx, &stats);
 }
 
-KEEL_MODULE("famcfg", 1, famcfg_init, NULL)
+KEEL_MODULE(FAMCFG_NAME, 1, famcfg_init, NULL)

@@ -6,7 +6,8 @@
 # refused without one; INFO tls (the server certificate's serial and expiry
 # as openssl reads them, handshake counts); CONFIG SET of a missing
 # certificate fails and the old one keeps serving; CONFIG SET of another
-# certificate and key swaps them; CONFIG SET tls-port 0 closes the
+# certificate and key swaps them; a certificate replaced on disk is
+# reloaded by itself (and a mismatched one is not); CONFIG SET tls-port 0 closes the
 # listener and a new port opens one; the server dials its own tls-port
 # (the tlsdial fixture module: the transport's connect), with the server
 # certificate as client certificate and then with tls-client-cert-file,
@@ -15,6 +16,8 @@
 # SHUTDOWN.
 #
 # Usage: tls_basic_test.sh path/to/keel-server path/to/tls.so path/to/tlsdial.so
+# (KEEL_TEST_IO_THREADS=N runs the server with N-1 I/O threads taking every
+# event, as the integration harness does in the CI's sanitizer runs.)
 set -uo pipefail
 
 server=${1:-}
@@ -72,6 +75,10 @@ free_port() {
 
 bash "$here/tls/gen_certs.sh" "$certs" || { echo "tls_basic_test: gen_certs.sh failed" >&2; exit 1; }
 
+# As the integration harness: every event goes to the I/O threads.
+io_args=()
+[ -n "${KEEL_TEST_IO_THREADS:-}" ] && io_args=(--io-threads "$KEEL_TEST_IO_THREADS" --events-per-io-thread 0)
+
 port=
 tport=
 start_server() {
@@ -82,7 +89,7 @@ start_server() {
         [ "$port" != "$tport" ] || continue
         (cd "$workdir" && exec timeout 300 "$server" --port "$port" --bind 127.0.0.1 --save "" \
             --appendonly no --enable-module-command yes --loadmodule "$module" \
-            --loadmodule "$dialmod" \
+            --loadmodule "$dialmod" "${io_args[@]}" \
             --tls-port "$tport" --tls-cert-file "$certs/server.crt" \
             --tls-key-file "$certs/server.key" --tls-ca-cert-file "$certs/ca.crt" \
             >"$workdir/server.log" 2>&1) &
@@ -183,6 +190,36 @@ out=$(cli tlsdial 127.0.0.1 "$tport" 2>&1)
 expect "CONFIG SET the first certificate back (again)" OK cli config set \
     tls-cert-file "$certs/server.crt" tls-key-file "$certs/server.key"
 ok "the refused dial was logged" grep -q "TLS handshake to 127.0.0.1:$tport failed" "$workdir/server.log"
+
+# ---- automatic reload when the files change on disk ----
+live=$workdir/live
+mkdir -p "$live"
+cp "$certs/server.crt" "$live/cert.pem"
+cp "$certs/server.key" "$live/key.pem"
+expect "CONFIG SET files to be replaced" OK cli config set tls-cert-file "$live/cert.pem" \
+    tls-key-file "$live/key.pem"
+# wait_field NAME VALUE: polls INFO tls (the module checks the files once a
+# second) until NAME is VALUE, 10 s at most.
+wait_field() {
+    local i
+    for i in $(seq 1 100); do
+        [ "$(info_field "$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+failed_before=$(info_field tls_reloads_failed)
+# A certificate without its key: the reload fails, the old one serves.
+cp "$certs/other-server.crt" "$live/cert.new" && mv "$live/cert.new" "$live/cert.pem"
+ok "a mismatched automatic reload is counted as failed" wait_field tls_reloads_failed $((failed_before + 1))
+expect "INFO serial after the failed automatic reload" "$(serial_of server)" info_field tls_server_cert_serial
+expect "TLS PING after the failed automatic reload" PONG tcli ca ping
+# Then its key: the reload succeeds.
+cp "$certs/other-server.key" "$live/key.new" && mv "$live/key.new" "$live/key.pem"
+ok "the automatic reload swaps the certificate in" wait_field tls_server_cert_serial "$(serial_of other-server)"
+ok "the automatic reload was logged" grep -q "TLS certificate files changed on disk" "$workdir/server.log"
+expect "CONFIG SET the first certificate back (after the automatic reload)" OK cli config set \
+    tls-cert-file "$certs/server.crt" tls-key-file "$certs/server.key"
 
 # ---- tls-port at runtime ----
 expect "CONFIG SET tls-port 0" OK cli config set tls-port 0
