@@ -372,16 +372,21 @@ bg_client() {
     BENCH_PIDS+=("$BG_PID")
 }
 stop_bg() { stop_pid "$1" 5; forget_pid "$1"; }
-# The two connection loads, each keeping 50 attempts in flight: "rb" is the
+# The connection loads, each keeping 50 attempts in flight: "rb" is the
 # benchmark binary with -k 0 (the usual tool; it spins on its sockets during
-# handshakes, see tls_connload.c), "cl" is tls_connload (waits on epoll).
+# handshakes, see tls_connload.c), "cl" is tls_connload (waits on epoll),
+# "clr" is tls_connload --resume (every handshake a session resumption).
 CONNLOAD="$BENCH_TMP/tls_connload"
 start_conn_load() { # kind tls_port
     if [ "$1" = rb ]; then
         bg_client "$BENCH_TMP/conns.log" "$CLIENT" -h 127.0.0.1 -p "$2" "${TLS_CLIENT_ARGS[@]}" \
             -k 0 -c 50 -n 1000000000 -t ping_inline --csv
     else
-        bg_client "$BENCH_TMP/conns.log" "$CONNLOAD" -p "$2" --cacert "$CERTS/ca.crt" -c 50 -w 0 -t 100000
+        # --resume runs a little past the window and ends by itself: its summary says
+        # how many handshakes were resumptions.
+        local extra=(-w 0 -t 100000)
+        [ "$1" = clr ] && extra=(-w 1 -t "$((SECS + 1))" --resume)
+        bg_client "$BENCH_TMP/conns.log" "$CONNLOAD" -p "$2" --cacert "$CERTS/ca.crt" -c 50 "${extra[@]}"
     fi
 }
 # conn_window K I MODE REP: over SECS seconds after 1 s of warm-up, against
@@ -414,6 +419,13 @@ conn_window() {
     [ -z "$conns" ] || l1=$(cpu_ticks "$conns")
     [ -z "$second" ] || kill -0 "$second" 2>/dev/null ||
         { cat "$BENCH_TMP/second.log" >&2; die "the second client died (${NAMES[$i]})"; }
+    if [ "$mode" = clr ]; then
+        wait "$conns" || { cat "$BENCH_TMP/conns.log" >&2; die "tls_connload --resume failed (${NAMES[$i]})"; }
+        forget_pid "$conns"
+        grep -q 'resumed=[1-9]' "$BENCH_TMP/conns.log" ||
+            { cat "$BENCH_TMP/conns.log" >&2; die "${NAMES[$i]} resumed no TLS session"; }
+        conns=""
+    fi
     [ -z "$conns" ] || kill -0 "$conns" 2>/dev/null ||
         { cat "$BENCH_TMP/conns.log" >&2; die "the connection load died (${NAMES[$i]})"; }
     [ -z "$second" ] || stop_bg "$second"
@@ -429,7 +441,7 @@ conn_window() {
                  (dc > 0 ? lc / hz * 1e6 / dc : 0) }' >>"$RAW2"
     tail -n 1 "$RAW2" | awk -F, '{ printf "%.0f conns/s, %.0f GET/s, server CPU %.0f%%\n", $4, $5, $6 }'
 }
-CONN_MODES=(second plain rb rb+second cl cl+second cl+plain)
+CONN_MODES=(second plain rb rb+second cl cl+second cl+plain clr)
 part_conns() {
     local rep i k mode saved=("${SERVER_PIN[@]}") first=${#SPIDS[@]} value
     cc -O2 -Wall -Wextra -Werror -std=c11 -o "$CONNLOAD" "$BENCH_DIR/tls_connload.c" -lssl -lcrypto ||
@@ -499,6 +511,18 @@ report_conns() {
                 "$(awk -v a="$with" -v b="$alone" 'BEGIN { printf "%.0f%%", (b > 0 ? a / b * 100 : 0) }')")")
             csv_row conns get 1 64 10 "$name" plain second_rps_alone "$alone"
             csv_row conns cl 1 64 10 "$name" plain second_rps_with_load "$with"
+        done
+        echo
+        echo "Session resumption: \`tls_connload --resume\` (each slot offers the session of its previous connection):"
+        echo
+        echo "| server | resumed connections/s | server CPU µs / conn | load client CPU µs / conn |"
+        echo "| --- | ---: | ---: | ---: |"
+        for i in "${!NAMES[@]}"; do
+            conns=$(med2 "${NAMES[$i]}" clr 4)
+            printf '| %s | %.0f | %.0f | %.0f |\n' "${TITLES[$i]}" "$conns" \
+                "$(awk -v c="$(med2 "${NAMES[$i]}" clr 6)" -v n="$conns" 'BEGIN { print (n > 0 ? c / 100 * 1e6 / n : 0) }')" \
+                "$(med2 "${NAMES[$i]}" clr 7)"
+            csv_row conns clr 1 0 50 "${NAMES[$i]}" tls conns_per_s_alone "$conns"
         done
         echo
         echo "The second client over plain TCP (same command without --tls), alone and beside tls_connload:"

@@ -14,6 +14,7 @@
  * After a warm-up it counts, for T seconds, the connections that completed
  * (PONG received), and prints on stdout one line:
  *   conns_per_sec=<completed per second> errors=<failed attempts>
+ *   resumed=<completed as session resumptions>
  *   client_cpu_us_per_conn=<this process's user + system CPU per connection>
  * and a summary on stderr. With --resume each slot offers the session it got
  * last (TLS 1.3 ticket or 1.2 session), so the handshakes are resumptions.
@@ -66,7 +67,7 @@ typedef struct slot {
 static SSL_CTX *ctx;
 static int ep;
 static struct sockaddr_in addr;
-static long long completed, failed, completed_in_window, failed_in_window;
+static long long completed, failed, completed_in_window, failed_in_window, resumed_in_window;
 static int measuring;
 
 static double now_s(void) {
@@ -198,6 +199,7 @@ static void slot_step(slot *s) {
                 break;
             s->got += (size_t)rc;
             if (s->got < strlen(PONG)) continue;
+            if (measuring && SSL_session_reused(s->ssl)) resumed_in_window++;
             if (opt.resume) {
                 /* TLS 1.3 tickets arrive after the handshake: the reply is
                  * past them, so the session is complete here. */
@@ -322,7 +324,8 @@ int main(int argc, char **argv) {
     }
     double cpu = cpu_s() - cpu0;
     double rate = (double)completed_in_window / opt.seconds;
-    printf("conns_per_sec=%.1f errors=%lld client_cpu_us_per_conn=%.1f\n", rate, failed_in_window,
+    printf("conns_per_sec=%.1f errors=%lld resumed=%lld client_cpu_us_per_conn=%.1f\n", rate,
+           failed_in_window, resumed_in_window,
            completed_in_window ? cpu * 1e6 / (double)completed_in_window : 0.0);
     fprintf(stderr,
             "tls_connload: %lld connections in %.1f s (%.0f/s), %lld failed; %lld/%lld in all\n",
