@@ -3,9 +3,8 @@
 # (Debian's redis-server) and, optionally, a Valkey build with TLS, in one
 # run. Every server listens on a plain port and a TLS port (the same
 # certificate, made at start by tests/modules_it/tls/gen_certs.sh: RSA 2048,
-# signed by a throw-away CA),
-# with the same TLS settings (--tls-auth-clients no, the rest at Valkey's
-# defaults). Three parts:
+# signed by a throw-away CA), with the same TLS settings (--tls-auth-clients
+# no, the rest at Valkey's defaults). Three parts and an optional fourth:
 #
 #   throughput  SET and GET of 64-byte values, -c 50, at -P 16 and -P 1,
 #               over TLS and over plain TCP: req/s, server and client CPU per
@@ -13,9 +12,10 @@
 #   conns       new TLS connections per second with io-threads 2, driven by
 #               the benchmark binary with -k 0 (one connection per request)
 #               and by bench/tls_connload.c, each alone and while a second
-#               client (keep-alive GET, -P 1, over TLS) runs: connections/s,
-#               CPU per connection, and the second client's req/s with and
-#               without the connection load
+#               client (keep-alive GET, -P 1, over TLS, and over plain beside
+#               tls_connload) runs: connections/s, CPU per connection, and
+#               the second client's req/s with and without the connection
+#               load; then resumed connections/s (tls_connload --resume)
 #   large       GET of a 1 MB and an 8 MB value, -P 1, -c 1 and 4, over TLS
 #               and plain: Gbit/s of payload
 #   callgrind   (only when asked for) instructions per GET at -P 16 under
@@ -159,14 +159,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", 
 
 # start_tls_server I IO [PREFIX...]: starts server I (index into NAMES) with
 # io-threads IO (under PREFIX, e.g. valgrind), a plain port and a TLS port;
-# appends to PORTS, TPORTS, SPIDS and sets SERVER_DIR. Waits
-# until PING answers over TLS too, so a server whose TLS listener failed
-# stops the run here rather than being timed refusing connections.
+# appends to PORTS, TPORTS, SPIDS and sets SERVER_DIR. Waits until PING
+# answers over TLS too, so a server whose TLS listener failed stops the run
+# here rather than being timed refusing connections.
 PORTS=(); TPORTS=(); SPIDS=()
 start_tls_server() {
     local i=$1 io=$2 dir="$BENCH_TMP/${NAMES[$1]}-io$2" t=0 limit=50
     shift 2
-    [ $# -eq 0 ] || { dir+="-$(basename "$1")-$SECONDS"; limit=600; }
+    [ $# -eq 0 ] || { dir+="-$(basename "$1")-${#SPIDS[@]}"; limit=600; }
     pick_port
     local tport=$PORT
     EXTRA_SERVER_ARGS=()
@@ -382,8 +382,8 @@ start_conn_load() { # kind tls_port
         bg_client "$BENCH_TMP/conns.log" "$CLIENT" -h 127.0.0.1 -p "$2" "${TLS_CLIENT_ARGS[@]}" \
             -k 0 -c 50 -n 1000000000 -t ping_inline --csv
     else
-        # --resume runs a little past the window and ends by itself: its summary says
-        # how many handshakes were resumptions.
+        # --resume runs a little past the window and ends by itself: its
+        # summary says how many handshakes were resumptions.
         local extra=(-w 0 -t 100000)
         [ "$1" = clr ] && extra=(-w 1 -t "$((SECS + 1))" --resume)
         bg_client "$BENCH_TMP/conns.log" "$CONNLOAD" -p "$2" --cacert "$CERTS/ca.crt" -c 50 "${extra[@]}"
