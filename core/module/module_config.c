@@ -457,6 +457,10 @@ int module_config_is_secret(const char *name) {
     return (p->flags & KEEL_CONFIG_SENSITIVE) != 0;
 }
 
+static int module_config_orphaned(const char *name) {
+    return module_family_module(name) && !module_family_held(name);
+}
+
 int module_config_claims(const char *name) {
     return strchr(name, '.') || module_family_module(name);
 }
@@ -534,6 +538,7 @@ static const config_namespace module_config_ns = {
     .claims = module_config_claims,
     .known = module_config_known,
     .is_secret = module_config_is_secret,
+    .orphaned = module_config_orphaned,
     .commit = module_config_commit,
     .discard = module_config_discard,
 };
