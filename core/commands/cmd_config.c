@@ -85,6 +85,17 @@ static int config_protected_allowed(client *c) {
     return setting == 1 || (setting == 2 && c->conn && conn_is_loopback(c->conn));
 }
 
+/* Every secret value leaves the command's logs (slow log, MONITOR), also
+ * those after a pair that fails: as Valkey, before anything is set. */
+static void config_set_redact(client *c, int pairs) {
+    for (int i = 0; i < pairs; i++) {
+        char name[128];
+        const karg *n = &c->argv[2 + 2 * i];
+        snprintf(name, sizeof(name), "%.*s", (int)n->len, n->ptr);
+        if (config_is_secret(name)) client_redact_arg(c, 3 + 2 * i);
+    }
+}
+
 /* Applies name/value pairs all or nothing: on a failure the values set so
  * far are put back. Once every value is set, the parameters' owners act on
  * them together (config_set_commit: a module's certificate and key); an
@@ -95,6 +106,7 @@ static void config_set_command(client *c) {
         reply_syntax_error(c);
         return;
     }
+    config_set_redact(c, pairs);
     kbytes *old = km_calloc((size_t)pairs, sizeof(kbytes));
     char **names = km_calloc((size_t)pairs, sizeof(char *));
     int done = 0;
@@ -104,7 +116,6 @@ static void config_set_command(client *c) {
         char name[128];
         const karg *n = &c->argv[2 + 2 * i], *v = &c->argv[3 + 2 * i];
         snprintf(name, sizeof(name), "%.*s", (int)n->len, n->ptr);
-        if (config_is_secret(name)) client_redact_arg(c, 3 + 2 * i);
         /* a name cut by the buffer or by a NUL byte names nothing */
         names[i] = strlen(name) == n->len ? config_canonical_name(name) : NULL;
         if (!names[i]) {

@@ -782,9 +782,14 @@ static int config_rewrite_module_seen(const config_rewrite_modules *r, const cha
 }
 
 /* A file line naming a loaded module's parameter gets its current value
- * (first occurrence; later ones are dropped). Returns 0 for other lines. */
+ * (first occurrence; later ones are dropped). One of a reserved family no
+ * loaded module holds (its module was unloaded) is dropped, as Valkey
+ * drops an unloaded module's configs: its loadmodule line went too, and
+ * the file must still start. Returns 0 for other lines. */
 static int config_rewrite_module_line(config_rewrite_modules *r, const char *name) {
-    char *value = config_ns_claims(name) ? ns->value(name) : NULL;
+    if (!config_ns_claims(name)) return 0;
+    if (ns->orphaned(name)) return 1;
+    char *value = ns->value(name);
     if (!value) return 0;
     if (!config_rewrite_module_seen(r, name)) {
         r->names = km_realloc(r->names, sizeof(char *) * (size_t)(r->count + 1));

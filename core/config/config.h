@@ -103,6 +103,9 @@ typedef struct config_namespace {
     /* 1 if CONFIG SET should try name (it exists, or set explains why not). */
     int (*known)(const char *name);
     int (*is_secret)(const char *name);
+    /* 1 for a name of a reserved family that no loaded module holds (its
+     * module was unloaded): CONFIG REWRITE drops such lines. */
+    int (*orphaned)(const char *name);
     /* CONFIG SET's end: the namespace acts on the values set since the
      * last commit or discard, all together (K_ERR: *failed names the
      * parameter, *err the reason, both km_alloc'ed), or forgets them. */

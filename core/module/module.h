@@ -70,9 +70,15 @@ void module_call_teardown(void);
  * calls it. */
 void module_transport_setup(void);
 /* Before the event loop sleeps: reads again on transport connections
- * that hold buffered bytes no socket event will announce (the loop then
- * polls instead of sleeping while some are left). */
+ * that hold buffered bytes no socket event will announce. */
 void module_transport_before_sleep(void);
+/* Last before the loop sleeps, after the I/O jobs that came back (each
+ * may have listed its connection): the loop polls instead of sleeping
+ * while a connection holds buffered bytes. */
+void module_transport_prepare_sleep(void);
+/* Accepted transport connections still in their handshake: they count
+ * towards maxclients (each becomes a client when it is done). */
+unsigned long module_transport_handshakes(void);
 /* CONFIG SET bind: transport listeners that follow the bind addresses
  * reopen on the new ones. K_ERR if one could not (it keeps its old
  * sockets; the log says why). */

@@ -15,6 +15,7 @@
  * together (a certificate and its key) once. */
 #include "common/common.h"
 #include "common/kmem.h"
+#include "common/log.h"
 #include "config/config.h"
 #include "module/module.h"
 #include "module/module_internal.h"
@@ -59,6 +60,7 @@ typedef struct pending_value {
 static module_param *params; /* registration order */
 static pending_value *pending;
 static unsigned touch_count; /* parameters set since the last commit or discard */
+static unsigned committed;   /* commits a refused CONFIG SET ran before the refusal */
 /* MODULE LOADEX CONFIG pairs of the module being loaded. */
 static int load_ncfg;
 static const char *const *load_cfg;
@@ -346,19 +348,24 @@ int module_config_file_value(const char *name, const char *value, const char *fi
     return K_OK;
 }
 
+/* The error names the first unused line as read (the list is newest
+ * first); loadmodule may stand anywhere in the file. */
 int module_config_check_pending(char **err) {
     if (!pending) return K_OK;
+    const pending_value *v = pending;
+    while (v->next)
+        v = v->next;
     char buf[512];
-    const char *owner = module_family_module(pending->name);
-    if (owner && !module_family_held(pending->name))
+    const char *owner = module_family_module(v->name);
+    if (owner && !module_family_held(v->name))
         snprintf(buf, sizeof(buf),
                  "%s:%d: %s: this directive belongs to the %s module, which is not loaded (add "
-                 "`loadmodule /path/to/%s.so` before it)",
-                 pending->file, pending->line, pending->name, owner, owner);
+                 "`loadmodule /path/to/%s.so` to the configuration)",
+                 v->file, v->line, v->name, owner, owner);
     else
         snprintf(buf, sizeof(buf),
                  "%s:%d: module configuration '%s' matches no parameter of a loaded module",
-                 pending->file, pending->line, pending->name);
+                 v->file, v->line, v->name);
     *err = km_strdup(buf);
     return K_ERR;
 }
@@ -405,21 +412,38 @@ static int commit_seen(unsigned touch, int (*commit)(void *, const char **)) {
 }
 
 int module_config_commit(char **failed, char **err) {
-    int rv = K_OK;
-    for (unsigned t = 1; t <= touch_count && rv == K_OK; t++) {
+    for (unsigned t = 1; t <= touch_count; t++) {
         module_param *p = param_touched(t);
         if (!p || !p->commit || commit_seen(t, p->commit)) continue;
         const char *why = NULL;
         if (p->commit(p->priv, &why) == KEEL_OK) continue;
         *failed = km_strdup(p->name);
         *err = km_strdup(why ? why : "the module refused the values");
-        rv = K_ERR;
+        committed = t - 1; /* the rollback re-runs these (discard) */
+        return K_ERR;
     }
     module_config_discard();
-    return rv;
+    return K_OK;
+}
+
+/* After a refused commit the old values are back: the commits that had
+ * acted on the new ones run again, so that they act on the old. */
+static void module_config_recommit(void) {
+    for (unsigned t = 1; t <= committed; t++) {
+        module_param *p = param_touched(t);
+        if (!p || !p->commit || commit_seen(t, p->commit)) continue;
+        const char *why = NULL;
+        if (p->commit(p->priv, &why) != KEEL_OK)
+            log_write(LL_WARNING,
+                      "CONFIG SET rollback: module '%s' refused the previous values of '%s' "
+                      "(%s); it may act on the refused ones",
+                      p->mod->name, p->name, why ? why : "no reason given");
+    }
 }
 
 void module_config_discard(void) {
+    module_config_recommit();
+    committed = 0;
     for (module_param *p = params; p; p = p->next)
         p->touched = 0;
     touch_count = 0;
@@ -431,6 +455,10 @@ int module_config_is_secret(const char *name) {
     const module_param *p = param_find(name);
     if (!p) return module_family_module(name) && !module_family_held(name);
     return (p->flags & KEEL_CONFIG_SENSITIVE) != 0;
+}
+
+static int module_config_orphaned(const char *name) {
+    return module_family_module(name) && !module_family_held(name);
 }
 
 int module_config_claims(const char *name) {
@@ -510,6 +538,7 @@ static const config_namespace module_config_ns = {
     .claims = module_config_claims,
     .known = module_config_known,
     .is_secret = module_config_is_secret,
+    .orphaned = module_config_orphaned,
     .commit = module_config_commit,
     .discard = module_config_discard,
 };

@@ -49,6 +49,7 @@ static keel_transport *transports;
  * is running now (a handler may close any of them: it leaves its list). */
 static module_conn *pending_head, *running_head;
 static int64_t hs_timer;          /* the handshake timeout check, 0 if none */
+static unsigned long hs_accepted; /* on the handshake lists (accepted only) */
 
 keel_transport *mt_conn_transport(const conn *cn) {
     return (keel_transport *)((const char *)cn->type - offsetof(keel_transport, ct));
@@ -77,6 +78,7 @@ module_conn *mt_conn_attach(keel_transport *t, conn *cn) {
 
 static void hs_link(keel_transport *t, module_conn *mc) {
     mc->in_hs = 1;
+    hs_accepted++;
     mc->hs_start_ms = event_cached_ms();
     mc->hs_prev = t->hs_tail;
     mc->hs_next = NULL;
@@ -90,6 +92,7 @@ static void hs_link(keel_transport *t, module_conn *mc) {
 static void hs_unlink(keel_transport *t, module_conn *mc) {
     if (!mc->in_hs) return;
     mc->in_hs = 0;
+    hs_accepted--;
     if (mc->hs_prev)
         mc->hs_prev->hs_next = mc->hs_next;
     else
@@ -173,9 +176,18 @@ static void mt_note_result(conn *cn, ssize_t n, int is_read) {
     }
 }
 
+/* Before its handshake is done a connection has no transport state to
+ * read or write through (a refused connection is closed unwritten). */
+static int mt_refuse_io(const conn *cn) {
+    if (cn->state == CONN_STATE_CONNECTED) return 0;
+    errno = ENOTCONN;
+    return 1;
+}
+
 /* Any thread that owns cn: the wait is the hook's only while it returns
  * EAGAIN. */
 static ssize_t mt_read(conn *cn, void *buf, size_t len) {
+    if (mt_refuse_io(cn)) return -1;
     keel_transport *t = mt_conn_transport(cn);
     module_conn *mc = mt_conn_record(cn);
     mc->read_wait_next = 0;
@@ -189,6 +201,7 @@ static ssize_t mt_read(conn *cn, void *buf, size_t len) {
 }
 
 static ssize_t mt_writev(conn *cn, const struct iovec *iov, int iovcnt) {
+    if (mt_refuse_io(cn)) return -1;
     keel_transport *t = mt_conn_transport(cn);
     module_conn *mc = mt_conn_record(cn);
     mc->write_wait_next = 0;
@@ -303,6 +316,9 @@ void module_transport_before_sleep(void) {
         mc->refs--;
         if (mc->closing && !mc->refs) mt_close_now(cn);
     }
+}
+
+void module_transport_prepare_sleep(void) {
     if (pending_head && module_env_get()->el) event_dont_wait(module_env_get()->el);
 }
 
@@ -408,6 +424,10 @@ static int64_t mt_handshake_check(event_loop *el, int64_t id, void *data) {
         }
     }
     return HANDSHAKE_CHECK_MS;
+}
+
+unsigned long module_transport_handshakes(void) {
+    return hs_accepted;
 }
 
 void module_transport_setup(void) {

@@ -46,8 +46,16 @@ static volatile sig_atomic_t shutdown_signal;
 static volatile sig_atomic_t stop_requests;
 /* ---- accepting ---- */
 
+/* The error goes out in plain text only where the connection has no
+ * handshake: a transport's (TLS) refuses I/O before it, so, as Valkey
+ * does, that client is just closed; the log says why. */
 static void server_reject(conn *cn, const char *msg, long long *counter) {
-    conn_write_all_sync(cn, msg, strlen(msg), 100);
+    if (conn_write_all_sync(cn, msg, strlen(msg), 100) != K_OK) {
+        char addr[128] = "?";
+        conn_addr(cn, addr, sizeof(addr), 1);
+        log_write(LL_VERBOSE, "Refused connection from %s: %.*s", addr,
+                  (int)strcspn(msg + 1, "\r."), msg + 1);
+    }
     conn_close(cn);
     if (counter) (*counter)++;
 }
@@ -57,8 +65,10 @@ static void server_accept_done(conn *cn) {
     call_client_event(c, CALL_EVENT_CONNECT);
 }
 
+/* Admission before the transport's accept, so a refused client costs no
+ * handshake; those in their handshake count as clients already. */
 void server_on_accept(conn *cn, void *priv) {
-    if (client_count() >= (unsigned long)srv.maxclients) {
+    if (client_count() + module_transport_handshakes() >= (unsigned long)srv.maxclients) {
         server_reject(cn, "-ERR max number of clients reached\r\n",
                       &srv.session_stats.rejected_connections);
         return;
@@ -238,6 +248,7 @@ static void server_before_sleep(event_loop *el) {
         client_handle_pending_writes();
         client_free_closed();
     } while (io_threads_prepare_sleep());
+    module_transport_prepare_sleep();
     evict_invalidate_used_memory();
     if (shutdown_signal && !srv.shutdown_asap) {
         log_write(LL_WARNING, "Received %s scheduling shutdown...",

@@ -240,15 +240,39 @@ static int apply_port(const char **err) {
     return K_ERR;
 }
 
+/* Every listener goes back to the addresses the TCP listener still holds
+ * (the previous bind): srv.bindaddr names them for the rebinds, then the
+ * new value again, which the config engine then restores. */
+static void bind_restore(char *const *prev, int nprev) {
+    char *cur[CONN_MAX_BINDS];
+    int ncur = srv.bindaddr_count;
+    memcpy(cur, srv.bindaddr, sizeof(cur));
+    memcpy(srv.bindaddr, prev, sizeof(char *) * (size_t)nprev);
+    srv.bindaddr_count = nprev;
+    if (server_rebind() != K_OK || module_transport_rebind() != K_OK)
+        log_write(LL_WARNING, "CONFIG SET bind: could not listen again on the previous addresses");
+    memcpy(srv.bindaddr, cur, sizeof(cur));
+    srv.bindaddr_count = ncur;
+}
+
+/* All listeners or none, as Valkey: when a transport listener cannot move
+ * to the new addresses, the TCP listener and the transport listeners that
+ * moved go back to the old ones. */
 static int apply_bind(const char **err) {
-    /* transport listeners follow; one that cannot is logged and keeps its
-     * old addresses */
-    if (server_rebind() == K_OK) {
-        module_transport_rebind();
-        return K_OK;
-    }
     *err = "Failed to bind to specified addresses.";
-    return K_ERR;
+    const conn_listener *tcp = &srv.listeners[0];
+    char *prev[CONN_MAX_BINDS];
+    int nprev = tcp->type ? tcp->bindaddr_count : 0;
+    for (int i = 0; i < nprev; i++)
+        prev[i] = km_strdup(tcp->bindaddr[i]);
+    int rv = server_rebind();
+    if (rv == K_OK && module_transport_rebind() != K_OK) {
+        if (nprev) bind_restore(prev, nprev);
+        rv = K_ERR;
+    }
+    for (int i = 0; i < nprev; i++)
+        km_free(prev[i]);
+    return rv;
 }
 
 /* ---- the table ---- */

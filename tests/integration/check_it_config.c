@@ -266,6 +266,53 @@ START_TEST(test_family_sensitive_redacted) {
     ck_assert_str_eq(buf, "[\"CONFIG\",\"SET\",\"rdma-pass\",\"(redacted)\",\"rdma-port\",\"1\"]");
     /* CONFIG GET still shows it, as Valkey does */
     expect_reply(c, "[\"rdma-pass\",\"hunter2\"]", "CONFIG GET rdma-pass");
+    /* also after a pair that fails */
+    redisReply *e = it_cmd(c, "CONFIG SET nosuch 1 rdma-pass leaked");
+    ck_assert_int_eq(e->type, REDIS_REPLY_ERROR);
+    r = it_cmd(c, "SLOWLOG GET 1");
+    it_render(r->element[0]->element[3], buf, sizeof(buf));
+    ck_assert_str_eq(buf, "[\"CONFIG\",\"SET\",\"nosuch\",\"1\",\"rdma-pass\",\"(redacted)\"]");
+}
+END_TEST
+
+/* After MODULE UNLOAD its lines are not written (as Valkey drops an
+ * unloaded module's configs): the loadmodule line goes, and the file must
+ * still start. */
+START_TEST(test_rewrite_after_unload) {
+    it_server *s = start_famcfg("rdma-port 7000\nrdma-cert a\nrdma-key a\n");
+    redisContext *c = it_connect(s);
+    expect_ok(c, "CONFIG SET rdma-pass p");
+    expect_ok(c, "MODULE UNLOAD famcfg");
+    expect_ok(c, "CONFIG REWRITE");
+    char *text = it_read_file(s->conf);
+    ck_assert_msg(!strstr(text, "loadmodule") && !strstr(text, "rdma-"), "file:\n%s", text);
+    it_stop(s);
+    char *dir = strstr(text, "\ndir "); /* the stopped server's, removed with it */
+    if (dir) dir[1] = '#';
+    s = it_start_conf(text, NULL);
+    c = it_connect(s);
+    expect_status(c, "PONG", "PING");
+}
+END_TEST
+
+/* When a later module's commit refuses, an earlier module's commit that
+ * succeeded runs again on the restored values: it does not keep acting on
+ * the refused ones. */
+START_TEST(test_commit_rollback_recommits) {
+    it_server *s = start_famcfg("");
+    redisContext *c = it_connect(s);
+    expect_ok(c, "MODULE LOAD %s/famcfg2.so tls-", KEEL_TEST_MODULE_DIR);
+    expect_ok(c, "CONFIG SET rdma-cert a rdma-key a");
+    redisReply *r = it_cmd(c, "CONFIG SET rdma-cert b rdma-key b tls-cert x tls-key y");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "'tls-cert'") && strstr(r->str, "cert and key do not match"), "%s",
+                  r->str);
+    expect_reply(c, "[\"rdma-cert\",\"a\"]", "CONFIG GET rdma-cert");
+    r = it_cmd(c, "FAMCFG.STATS");
+    ck_assert_str_eq(r->element[2]->str, "a");   /* what it acts on: the restored value */
+    ck_assert_int_eq(r->element[1]->integer, 3); /* a, b, then a again */
+    r = it_cmd(c, "FAMCFG2.STATS");
+    ck_assert_int_eq(r->element[1]->integer, 0);
 }
 END_TEST
 
@@ -318,9 +365,15 @@ END_TEST
 
 START_TEST(test_family_line_without_module_refused) {
     char *out = it_start_refused("port 0\ntls-port 6380\n", NULL);
-    ck_assert_msg(strstr(out, "keel.conf:2: tls-port: this directive belongs to the tls module, "
-                              "which is not loaded (add `loadmodule /path/to/tls.so` before it)"),
-                  "log:\n%s", out);
+    ck_assert_msg(
+        strstr(out, "keel.conf:2: tls-port: this directive belongs to the tls module, "
+                    "which is not loaded (add `loadmodule /path/to/tls.so` to the configuration)"),
+        "log:\n%s", out);
+    /* the first such line in the file is named, wherever loadmodule would go */
+    out =
+        it_start_refused("tls-cert-file a.crt\nport 0\ntls-port 6380\ntls-key-file a.key\n", NULL);
+    ck_assert_msg(strstr(out, "keel.conf:1: tls-cert-file: this directive belongs"), "log:\n%s",
+                  out);
     out = it_start_refused(
         it_fmt("loadmodule %s/famcfg.so\ntls-cert-file a.crt\n", KEEL_TEST_MODULE_DIR), NULL);
     ck_assert_msg(strstr(out, "tls-cert-file: this directive belongs to the tls module"),
@@ -586,6 +639,8 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, test_family_file_lines_and_get);
     tcase_add_test(tc, test_family_set_commit_once_and_rollback);
     tcase_add_test(tc, test_family_sensitive_redacted);
+    tcase_add_test(tc, test_rewrite_after_unload);
+    tcase_add_test(tc, test_commit_rollback_recommits);
     tcase_add_test(tc, test_family_rewrite_unprefixed);
     tcase_add_test(tc, test_family_released_on_unload);
     tcase_add_test(tc, test_family_line_without_module_refused);

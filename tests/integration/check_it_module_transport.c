@@ -203,6 +203,42 @@ START_TEST(test_listener_follows_bind) {
 }
 END_TEST
 
+/* A socket listening on addr:port (the test's, to make a bind fail). */
+static int occupy(const char *addr, int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, addr, &a.sin_addr);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    return fd;
+}
+
+/* CONFIG SET bind is all listeners or none (as Valkey's applyBind): when
+ * the transport listener cannot move, the command fails and the TCP
+ * listener goes back to the old addresses too. */
+START_TEST(test_bind_rolls_back_all_listeners) {
+    int tport;
+    it_server *s = start_bufmod(&tport, NULL, NULL);
+    redisContext *c = it_connect(s);
+    int fd = occupy("127.0.0.2", tport);
+    redisReply *r = it_cmd(c, "CONFIG SET bind %s", "127.0.0.1 127.0.0.2");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert_msg(strstr(r->str, "Failed to bind to specified addresses"), "%s", r->str);
+    close(fd);
+    expect_reply(c, "[\"bind\",\"127.0.0.1\"]", "CONFIG GET bind");
+    ck_assert_msg(!accepts("127.0.0.2", s->port), "the TCP listener kept the refused address");
+    ck_assert_msg(accepts("127.0.0.1", tport), "the transport listener lost its old address");
+    ck_assert(accepts("127.0.0.1", s->port));
+    ck_assert(!accepts("127.0.0.2", tport));
+    /* an address that is not on this machine fails the same way */
+    r = it_cmd(c, "CONFIG SET bind %s", "127.0.0.1 192.0.2.1");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    ck_assert(accepts("127.0.0.1", tport));
+    ck_assert(accepts("127.0.0.1", s->port));
+    expect_status(it_connect(s), "PONG", "PING");
+}
+END_TEST
+
 START_TEST(test_port_zero_with_module_listener) {
     int tport;
     it_server *s = start_bufmod(&tport, NULL, NULL);
@@ -314,6 +350,7 @@ static Suite *transport_suite(void) {
     tcase_add_test(tc, test_handshake_timeout);
     tcase_add_test(tc, test_listener_open_close);
     tcase_add_test(tc, test_listener_follows_bind);
+    tcase_add_test(tc, test_bind_rolls_back_all_listeners);
     tcase_add_test(tc, test_port_zero_with_module_listener);
     tcase_add_test(tc, test_start_with_port_zero);
     tcase_add_test(tc, test_dial_own_listener);

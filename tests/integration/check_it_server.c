@@ -1068,6 +1068,23 @@ START_TEST(test_slowlog_exec_and_redaction) {
 }
 END_TEST
 
+/* A secret after a pair that fails is redacted too (Valkey redacts every
+ * pair before setting any). */
+START_TEST(test_slowlog_redaction_after_failure) {
+    start_slowlog_server();
+    expect_ok(C, "SLOWLOG RESET");
+    redisReply *r = it_cmd(C, "CONFIG SET nosuch x requirepass leaked1 masterauth leaked2");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    r = it_cmd(C, "CONFIG SET maxmemory-policy bogus masterauth leaked3");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+    r = it_cmd(C, "SLOWLOG GET 2");
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_str_eq(slowlog_args(r, 0), "CONFIG SET maxmemory-policy bogus masterauth (redacted)");
+    ck_assert_str_eq(slowlog_args(r, 1),
+                     "CONFIG SET nosuch x requirepass (redacted) masterauth (redacted)");
+}
+END_TEST
+
 START_TEST(test_slowlog_disabled) {
     start_slowlog_server();
     expect_ok(C, "CONFIG SET slowlog-log-slower-than -1");
@@ -1287,6 +1304,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, test_slowlog_max_len);
     tcase_add_test(tc, test_slowlog_trims_arguments);
     tcase_add_test(tc, test_slowlog_exec_and_redaction);
+    tcase_add_test(tc, test_slowlog_redaction_after_failure);
     tcase_add_test(tc, test_slowlog_disabled);
 
     tc = it_tcase_bare(s, "auth");

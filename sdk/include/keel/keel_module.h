@@ -311,10 +311,12 @@ typedef struct keel_config_def {
      * several values together (a certificate and its key). KEEL_ERR with a
      * static message in *err refuses the whole CONFIG SET: every parameter
      * it named gets its previous value back through apply, and the client
-     * gets the message. Not run at load (init sees every value by the time
-     * its config_register calls return). Setting a value equal to the
-     * current one still runs apply and commit (re-reading a file). May be
-     * NULL. Main thread. */
+     * gets the message. The commits that had already succeeded in that
+     * CONFIG SET then run again, once the previous values are back, so that
+     * they act on those (a warning is logged if one refuses them). Not run
+     * at load (init sees every value by the time its config_register calls
+     * return). Setting a value equal to the current one still runs apply
+     * and commit (re-reading a file). May be NULL. Main thread. */
     int (*commit)(void *priv, const char **err);
 } keel_config_def;
 
@@ -636,7 +638,12 @@ typedef struct keel_api_transport {
     int (*conn_set_handlers)(keel_conn *conn, keel_conn_fn on_readable, keel_conn_fn on_writable,
                              void *udata);
     /* Reads and writes an outgoing connection through its transport, as
-     * read(2) and write(2) (-1 with EAGAIN: nothing now). Main thread. */
+     * read(2) and write(2) (-1 with EAGAIN: nothing now). Unlike write(2),
+     * after conn_write returned -1 with EAGAIN the next conn_write must
+     * offer the same bytes first (the same buffer contents, at least as
+     * long): a transport such as TLS has already encrypted them, and its
+     * retry must see them again. buf is borrowed for the call. Main
+     * thread. */
     ssize_t (*conn_read)(keel_conn *conn, void *buf, size_t len);
     ssize_t (*conn_write)(keel_conn *conn, const void *buf, size_t len);
     /* Closes an outgoing connection (the transport's close hook runs); no

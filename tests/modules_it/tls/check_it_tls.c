@@ -24,6 +24,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -1347,6 +1348,96 @@ START_TEST(test_fault_close_mid_reply) {
 }
 END_TEST
 
+/* ---- admission: maxclients and protected mode before the handshake ---- */
+
+/* A TLS client beyond maxclients is closed before its handshake (nothing
+ * is written: there is no session to write through), as in Valkey; the
+ * server keeps serving. */
+START_TEST(test_maxclients_tls_refused) {
+    int tp;
+    it_server *s = tls_start(&tp, "--maxclients", "2", NULL);
+    redisContext *c = it_connect(s);
+    tls_cli *t = tls_connect(tp, good_ctx());
+    tls_expect(t, "+PONG", "PING");
+    int ok;
+    tls_open(tp, good_ctx(), NULL, &ok);
+    ck_assert_msg(!ok, "a TLS client beyond maxclients completed its handshake");
+    ck_assert_int_ge(it_info_int(c, "stats", "rejected_connections"), 1);
+    tls_close(t, 1);
+    it_wait_until(it_info_int(c, "clients", "connected_clients") == 1, TLS_WAIT_MS);
+    expect_serving(s, tp);
+}
+END_TEST
+
+/* Connections in their handshake hold a client slot: a flood of stalled
+ * handshakes cannot push the server past maxclients. */
+START_TEST(test_maxclients_counts_handshakes) {
+    int tp;
+    it_server *s = tls_start(&tp, "--maxclients", "3", NULL);
+    redisContext *c = it_connect(s);
+    int a = raw_tcp(tp), b = raw_tcp(tp);
+    if (!builtin)
+        it_wait_until(it_info_int(c, "tls", "tls_handshakes_in_progress") == 2, TLS_WAIT_MS);
+    int ok;
+    tls_open(tp, good_ctx(), NULL, &ok);
+    ck_assert_msg(!ok, "a TLS client beyond maxclients (two in their handshake) got in");
+    redisContext *plain = redisConnect("127.0.0.1", s->port);
+    ck_assert_ptr_nonnull(plain);
+    redisReply *r = redisCommand(plain, "PING");
+    ck_assert_msg(r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "max number of clients"),
+                  "a plain client beyond maxclients: %s", r ? r->str : plain->errstr);
+    if (r) freeReplyObject(r);
+    redisFree(plain);
+    raw_close(a);
+    raw_close(b);
+    if (!builtin)
+        it_wait_until(it_info_int(c, "tls", "tls_handshakes_in_progress") == 0, TLS_WAIT_MS);
+    it_wait_until(it_info_int(c, "clients", "connected_clients") == 1, TLS_WAIT_MS);
+    expect_serving(s, tp);
+}
+END_TEST
+
+/* A non-loopback IPv4 address of this machine, or NULL. */
+static const char *outside_addr(void) {
+    static char buf[INET_ADDRSTRLEN];
+    struct ifaddrs *ifs, *i;
+    if (getifaddrs(&ifs) != 0) return NULL;
+    buf[0] = '\0';
+    for (i = ifs; i && !buf[0]; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        struct in_addr in = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        if ((ntohl(in.s_addr) >> 24) != 127) inet_ntop(AF_INET, &in, buf, sizeof(buf));
+    }
+    freeifaddrs(ifs);
+    return buf[0] ? buf : NULL;
+}
+
+/* Protected mode refuses a TLS client from outside before its handshake
+ * (closed, nothing written); the server keeps serving. */
+START_TEST(test_protected_mode_tls_refused) {
+    const char *addr = outside_addr();
+    if (!addr) {
+        fprintf(stderr, "protected_mode: no non-loopback IPv4 address here, skipped\n");
+        return;
+    }
+    int tp;
+    it_server *s = tls_start(&tp, "--bind", "127.0.0.1", addr, "--protected-mode", "yes", NULL);
+    redisContext *c = it_connect(s);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tp)};
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s:%d: %s", addr,
+                  tp, strerror(errno));
+    size_t hlen;
+    char *hello = client_hello(&hlen);
+    send(fd, hello, hlen, MSG_NOSIGNAL);
+    ck_assert_msg(wait_closed(fd, TLS_WAIT_MS), "protected mode kept a TLS client from %s", addr);
+    close(fd);
+    ck_assert_int_ge(it_info_int(c, "stats", "rejected_connections"), 1);
+    expect_serving(s, tp);
+}
+END_TEST
+
 static Suite *tls_suite(void) {
     Suite *s = suite_create("tls");
     struct {
@@ -1378,6 +1469,9 @@ static Suite *tls_suite(void) {
         {"fault_renegotiation", test_fault_renegotiation},
         {"fault_truncated", test_fault_truncated_record},
         {"fault_close_mid_reply", test_fault_close_mid_reply},
+        {"maxclients", test_maxclients_tls_refused},
+        {"maxclients_handshakes", test_maxclients_counts_handshakes},
+        {"protected_mode", test_protected_mode_tls_refused},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);
