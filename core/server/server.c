@@ -145,12 +145,11 @@ int server_rebind(void) {
     conn_listener *cur = &srv.listeners[0];
     if (!srv.el || !cur->type) return K_OK; /* not listening yet: start-up opens them */
     if (srv.port == 0) {
-        if (!srv.listeners[1].count && !module_listening()) {
-            log_write(LL_WARNING,
-                      "Refusing port 0: the server would listen nowhere (no unixsocket, no "
-                      "transport listener)");
-            return K_ERR;
-        }
+        /* Valkey allows it: an operator moving from TCP to TLS over one
+         * connection sets port 0, then tls-port. Connected clients stay. */
+        if (!srv.listeners[1].count && !module_listening())
+            log_write(LL_WARNING, "port 0: the server now listens nowhere; connected clients can "
+                                  "still CONFIG SET a port");
         server_tcp_free(cur);
         server_tcp_init(cur);
         log_write(LL_NOTICE, "TCP listening closed (port 0)");
