@@ -556,7 +556,10 @@ typedef struct keel_transport_def {
     int (*connect)(keel_conn *conn, void *priv);
     /* Longest the handshake of one connection may take, in ms: a
      * connection still in it then is logged and closed (a client that
-     * stops mid-handshake holds nothing for longer). 0: 10000. */
+     * stops mid-handshake holds nothing for longer). 0: 10000; negative:
+     * register_transport refuses the def.
+     * Accepted connections only: an outgoing one is bounded by connect's
+     * timeout_ms. */
     int64_t handshake_timeout_ms;
 } keel_transport_def;
 
@@ -611,7 +614,8 @@ typedef struct keel_api_transport {
     keel_listener *(*listener_open)(keel_ctx *ctx, keel_transport *t, const char *const *addrs,
                                     int naddrs, int port);
     /* Stops accepting on l and frees it; connections it accepted stay
-     * open. Main thread. */
+     * open. NULL is ignored. Listeners still open when the module unloads
+     * are closed by the server. Main thread. */
     void (*listener_close)(keel_listener *l);
     /* Inside read or writev, before returning -1 with errno EAGAIN: the
      * operation can progress only when the socket is `want`
@@ -627,8 +631,14 @@ typedef struct keel_api_transport {
      * in the background, bounded by timeout_ms (0: 10000); done reports the
      * result. Returns the connection (valid until done with KEEL_ERR
      * returns, or conn_close), or NULL with nothing to report if the
-     * transport has no connect hook or host cannot be resolved. host is
-     * copied. Main thread. */
+     * transport has no connect hook, host cannot be resolved, port is not
+     * 1..65535, timeout_ms is negative or done is NULL. A name is looked up
+     * with getaddrinfo on the calling thread, which can block the server
+     * for as long as the resolver takes: pass an address literal where
+     * latency matters. host is copied. Main thread. After done(KEEL_OK)
+     * the connection stays open until conn_close, also after conn_read
+     * returned 0 or an error (close it then); done may call
+     * conn_set_handlers. */
     keel_conn *(*connect)(keel_ctx *ctx, keel_transport *t, const char *host, int port,
                           int64_t timeout_ms, keel_conn_fn done, void *udata);
     /* The handlers of an outgoing connection after done(KEEL_OK): called on
@@ -657,7 +667,11 @@ typedef struct keel_api_transport {
      * for an outgoing one. Any thread that owns the connection. */
     int (*conn_local_port)(keel_conn *conn);
     /* A transport registered by any module ("tls"), NULL if none: modules
-     * that open connections (replication, a proxy) pick one by name. */
+     * that open connections (replication, a proxy) pick one by name. The
+     * handle is valid while the module that registered it stays loaded;
+     * that module cannot unload while connections of the transport are
+     * open, so find it again before each connect rather than keep it.
+     * name is borrowed. Main thread. */
     keel_transport *(*transport_find)(const char *name);
 } keel_api_transport;
 

@@ -311,10 +311,12 @@ typedef struct keel_config_def {
      * several values together (a certificate and its key). KEEL_ERR with a
      * static message in *err refuses the whole CONFIG SET: every parameter
      * it named gets its previous value back through apply, and the client
-     * gets the message. Not run at load (init sees every value by the time
-     * its config_register calls return). Setting a value equal to the
-     * current one still runs apply and commit (re-reading a file). May be
-     * NULL. Main thread. */
+     * gets the message. The commits that had already succeeded in that
+     * CONFIG SET then run again, once the previous values are back, so that
+     * they act on those (a warning is logged if one refuses them). Not run
+     * at load (init sees every value by the time its config_register calls
+     * return). Setting a value equal to the current one still runs apply
+     * and commit (re-reading a file). May be NULL. Main thread. */
     int (*commit)(void *priv, const char **err);
 } keel_config_def;
 
@@ -554,7 +556,10 @@ typedef struct keel_transport_def {
     int (*connect)(keel_conn *conn, void *priv);
     /* Longest the handshake of one connection may take, in ms: a
      * connection still in it then is logged and closed (a client that
-     * stops mid-handshake holds nothing for longer). 0: 10000. */
+     * stops mid-handshake holds nothing for longer). 0: 10000; negative:
+     * register_transport refuses the def.
+     * Accepted connections only: an outgoing one is bounded by connect's
+     * timeout_ms. */
     int64_t handshake_timeout_ms;
 } keel_transport_def;
 
@@ -609,7 +614,8 @@ typedef struct keel_api_transport {
     keel_listener *(*listener_open)(keel_ctx *ctx, keel_transport *t, const char *const *addrs,
                                     int naddrs, int port);
     /* Stops accepting on l and frees it; connections it accepted stay
-     * open. Main thread. */
+     * open. NULL is ignored. Listeners still open when the module unloads
+     * are closed by the server. Main thread. */
     void (*listener_close)(keel_listener *l);
     /* Inside read or writev, before returning -1 with errno EAGAIN: the
      * operation can progress only when the socket is `want`
@@ -625,8 +631,14 @@ typedef struct keel_api_transport {
      * in the background, bounded by timeout_ms (0: 10000); done reports the
      * result. Returns the connection (valid until done with KEEL_ERR
      * returns, or conn_close), or NULL with nothing to report if the
-     * transport has no connect hook or host cannot be resolved. host is
-     * copied. Main thread. */
+     * transport has no connect hook, host cannot be resolved, port is not
+     * 1..65535, timeout_ms is negative or done is NULL. A name is looked up
+     * with getaddrinfo on the calling thread, which can block the server
+     * for as long as the resolver takes: pass an address literal where
+     * latency matters. host is copied. Main thread. After done(KEEL_OK)
+     * the connection stays open until conn_close, also after conn_read
+     * returned 0 or an error (close it then); done may call
+     * conn_set_handlers. */
     keel_conn *(*connect)(keel_ctx *ctx, keel_transport *t, const char *host, int port,
                           int64_t timeout_ms, keel_conn_fn done, void *udata);
     /* The handlers of an outgoing connection after done(KEEL_OK): called on
@@ -636,7 +648,12 @@ typedef struct keel_api_transport {
     int (*conn_set_handlers)(keel_conn *conn, keel_conn_fn on_readable, keel_conn_fn on_writable,
                              void *udata);
     /* Reads and writes an outgoing connection through its transport, as
-     * read(2) and write(2) (-1 with EAGAIN: nothing now). Main thread. */
+     * read(2) and write(2) (-1 with EAGAIN: nothing now). Unlike write(2),
+     * after conn_write returned -1 with EAGAIN the next conn_write must
+     * offer the same bytes first (the same buffer contents, at least as
+     * long): a transport such as TLS has already encrypted them, and its
+     * retry must see them again. buf is borrowed for the call. Main
+     * thread. */
     ssize_t (*conn_read)(keel_conn *conn, void *buf, size_t len);
     ssize_t (*conn_write)(keel_conn *conn, const void *buf, size_t len);
     /* Closes an outgoing connection (the transport's close hook runs); no
@@ -650,7 +667,11 @@ typedef struct keel_api_transport {
      * for an outgoing one. Any thread that owns the connection. */
     int (*conn_local_port)(keel_conn *conn);
     /* A transport registered by any module ("tls"), NULL if none: modules
-     * that open connections (replication, a proxy) pick one by name. */
+     * that open connections (replication, a proxy) pick one by name. The
+     * handle is valid while the module that registered it stays loaded;
+     * that module cannot unload while connections of the transport are
+     * open, so find it again before each connect rather than keep it.
+     * name is borrowed. Main thread. */
     keel_transport *(*transport_find)(const char *name);
 } keel_api_transport;
 
