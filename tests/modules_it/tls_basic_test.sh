@@ -35,20 +35,10 @@ command -v openssl >/dev/null || { echo "tls_basic_test: openssl not found" >&2;
 
 workdir=$(mktemp -d /tmp/keel-tls-XXXXXX)
 certs=$workdir/certs
-pid=
-failures=0
+# cleanup (the EXIT trap), fail, port_in_use; expect is redefined below to
+# count the checks.
+. "$here/../sdk/lib.sh"
 checks=0
-
-cleanup() {
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null; fi
-    rm -rf "$workdir"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
 
 ok() {
     local what=$1
@@ -69,7 +59,7 @@ free_port() {
     local p
     while :; do
         p=$((10000 + RANDOM % 22000))
-        (exec 5<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+        port_in_use "$p" || { echo "$p"; return; }
     done
 }
 
