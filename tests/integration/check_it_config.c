@@ -595,6 +595,27 @@ START_TEST(test_config_get_compat) {
     expect_reply(c, "[\"cluster-announce-tls-port\",\"0\"]",
                  "CONFIG GET cluster-announce-tls-port");
     expect_ok(c, "CONFIG SET max-new-tls-connections-per-cycle 2 maxmemory-clients 0");
+    /* the accept caps: Valkey's bounds, and a cap of 1 delays a burst of
+     * connections without refusing any */
+    expect_error_prefix(c,
+                        "ERR CONFIG SET failed (possibly related to argument "
+                        "'max-new-connections-per-cycle') - argument must be between 1 and 1000",
+                        "CONFIG SET max-new-connections-per-cycle 0");
+    expect_error_prefix(c,
+                        "ERR CONFIG SET failed (possibly related to argument "
+                        "'max-new-tls-connections-per-cycle') - argument must be between 1 and "
+                        "1000",
+                        "CONFIG SET max-new-tls-connections-per-cycle 1001");
+    expect_ok(c, "CONFIG SET max-new-connections-per-cycle 1");
+    expect_reply(c, "[\"max-new-connections-per-cycle\",\"1\"]",
+                 "CONFIG GET max-new-connections-per-cycle");
+    redisContext *burst[40];
+    for (int i = 0; i < 40; i++)
+        burst[i] = it_connect(s);
+    for (int i = 0; i < 40; i++) {
+        expect_status(burst[i], "PONG", "PING");
+        it_disconnect(burst[i]);
+    }
     /* stored and given back */
     expect_ok(c, "CONFIG SET hash-max-ziplist-entries 100 appendfsync always");
     expect_reply(c, "[\"hash-max-listpack-entries\",\"100\"]", "CONFIG GET hash-max-listpack-entries");
