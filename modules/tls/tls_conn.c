@@ -55,14 +55,6 @@ typedef struct tls_conn {
     char peer[64];
 } tls_conn;
 
-/* The connection's state, NULL for one the transport never set up (the
- * core refuses those before they reach a hook: this keeps a hook from
- * touching a NULL session if that ever changes). */
-static tls_conn *tls_conn_of(keel_conn *conn) {
-    tls_conn *c = tls.api->transport->conn_get_data(conn);
-    return c && c->ssl ? c : NULL;
-}
-
 /* Small iovecs are gathered here: one per thread, as the bytes need not
  * outlive the call (a retry gathers them again). */
 static _Thread_local char tls_stage[TLS_STAGE_SIZE];
@@ -258,8 +250,7 @@ static void tls_handshake_why(tls_conn *c, int err, char *buf, size_t len) {
 
 static int tls_handshake(keel_conn *conn, void *priv) {
     (void)priv;
-    tls_conn *c = tls_conn_of(conn);
-    if (!c) return KEEL_ERR;
+    tls_conn *c = tls.api->transport->conn_get_data(conn);
     tls_err_reset();
     errno = 0;
     int r = SSL_do_handshake(c->ssl);
@@ -310,12 +301,8 @@ static ssize_t tls_io_error(tls_conn *c, int err, const char *what, atomic_llong
 
 static ssize_t tls_read(keel_conn *conn, void *buf, size_t len, void *priv) {
     (void)priv;
-    tls_conn *c = tls_conn_of(conn);
+    tls_conn *c = tls.api->transport->conn_get_data(conn);
     size_t n = 0;
-    if (!c) {
-        errno = ENOTCONN;
-        return -1;
-    }
     tls_err_reset();
     errno = 0;
     c->read_starved = 0;
@@ -411,12 +398,8 @@ static int tls_write_one(keel_conn *conn, tls_conn *c, const char *p, size_t len
 
 static ssize_t tls_writev(keel_conn *conn, const struct iovec *iov, int iovcnt, void *priv) {
     (void)priv;
-    tls_conn *c = tls_conn_of(conn);
+    tls_conn *c = tls.api->transport->conn_get_data(conn);
     size_t total = 0;
-    if (!c) {
-        errno = ENOTCONN;
-        return -1;
-    }
     for (;;) {
         size_t len;
         int exact = c->retry_len != 0;
