@@ -174,16 +174,19 @@ int bitops_add_signed(int64_t value, int64_t incr, unsigned bits, bitops_overflo
                       int64_t *out) {
     const int64_t max = bits == 64 ? INT64_MAX : (int64_t)((UINT64_C(1) << (bits - 1)) - 1);
     const int64_t min = -max - 1;
+    /* The room above value, max - value, taken modulo 2^64 as Valkey
+     * does: for a SET (incr 0) of a value more than 2^63 below max it
+     * wraps negative, which Valkey reads as an overflow upwards (so SAT
+     * stores the maximum). Kept for compatibility. */
+    const int64_t room_up = (int64_t)((uint64_t)max - (uint64_t)value);
     int dir = 0;
-    /* max - incr and min - incr cannot overflow: max >= 0 < incr, and
-     * min <= -1 with incr < 0. */
-    if (value > max)
+    if (value > max || (bits < 64 && incr > room_up) ||
+        (bits == 64 && value >= 0 && incr > 0 && incr > room_up))
         dir = 1;
-    else if (value < min)
-        dir = -1;
-    else if (incr > 0 && value > max - incr)
-        dir = 1;
-    else if (incr < 0 && value < min - incr)
+    /* min - value cannot overflow where it is used: bits < 64 puts min
+     * at -2^62 or above; with 64 bits, value < 0. */
+    else if (value < min || (bits < 64 && incr < min - value) ||
+             (bits == 64 && value < 0 && incr < 0 && incr < min - value))
         dir = -1;
     if (dir == 0) {
         *out = value + incr;

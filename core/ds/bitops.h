@@ -54,7 +54,10 @@ typedef enum bitops_overflow {
 int bitops_add_unsigned(uint64_t value, int64_t incr, unsigned bits, bitops_overflow mode,
                         uint64_t *out);
 /* The same for a signed field (1..64) and a signed value. With an
- * increment, value is the field's (in range); a SET passes incr 0. */
+ * increment, value is the field's (in range); a SET passes incr 0. As in
+ * Valkey 8.0.1, a SET of a value more than 2^63 below the field's maximum
+ * (INT64_MIN for any width, any value below -2^62 for i63) counts as an
+ * overflow upwards: SAT stores the maximum. */
 int bitops_add_signed(int64_t value, int64_t incr, unsigned bits, bitops_overflow mode,
                       int64_t *out);
 

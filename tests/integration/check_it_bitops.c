@@ -157,6 +157,13 @@ START_TEST(test_bitfield) {
     expect_int(C, 4, "STRLEN bf");
     expect_reply(C, "[:9223372036854775807,:-9223372036854775808,:-9223372036854775808]",
                  "BITFIELD bf2 INCRBY i64 0 9223372036854775807 INCRBY i64 0 1 GET i64 0");
+    /* Valkey 8.0.1's reading of a SET far below the minimum: an overflow
+     * upwards, so SAT stores the maximum (found by comparing with Valkey). */
+    expect_reply(C, "[:0,:127]",
+                 "BITFIELD sat OVERFLOW SAT SET i8 0 -9223372036854775808 GET i8 0");
+    expect_reply(C, "[:0,:4611686018427387903,:4611686018427387903,:-4611686018427387904]",
+                 "BITFIELD sat OVERFLOW SAT SET i63 8 -4611686018427387905 GET i63 8 "
+                 "SET i63 8 -4611686018427387904 GET i63 8");
     expect_reply(C, "[]", "BITFIELD bf");
     expect_reply(C, "[:0]", "BITFIELD nokey GET u63 1000");
     expect_int(C, 0, "EXISTS nokey");

@@ -195,6 +195,8 @@ static void check_signed(int64_t value, int64_t incr, unsigned bits) {
     i128 max = bits == 64 ? INT64_MAX : ((i128)1 << (bits - 1)) - 1, min = -max - 1;
     i128 sum = (i128)value + incr;
     int want_dir = value > max ? 1 : value < min ? -1 : sum > max ? 1 : sum < min ? -1 : 0;
+    /* Valkey's quirk: a value more than 2^63 below max overflows upwards. */
+    if (bits < 64 && (i128)max - value > INT64_MAX) want_dir = 1;
     /* Wrap: the sum modulo 2^bits, in [min, max]. */
     i128 mod = (i128)1 << bits;
     i128 wrapped = ((sum - min) % mod + mod) % mod + min;
@@ -258,6 +260,17 @@ START_TEST(test_overflow_unsigned) {
         }
     }
     /* A negative SET saturates to the maximum, as in Valkey. */
+    /* Valkey's quirk (signed): SET i8 of INT64_MIN and i63 of -2^62 - 1
+     * saturate to the maximum, -2^62 itself stays. */
+    int64_t sout;
+    ck_assert_int_eq(bitops_add_signed(INT64_MIN, 0, 8, BITOPS_SAT, &sout), 1);
+    ck_assert_int_eq(sout, 127);
+    ck_assert_int_eq(bitops_add_signed(INT64_MIN + 200, 0, 8, BITOPS_SAT, &sout), -1);
+    ck_assert_int_eq(sout, -128);
+    ck_assert_int_eq(bitops_add_signed(-(INT64_C(1) << 62) - 1, 0, 63, BITOPS_SAT, &sout), 1);
+    ck_assert_int_eq(sout, (INT64_C(1) << 62) - 1);
+    ck_assert_int_eq(bitops_add_signed(-(INT64_C(1) << 62), 0, 63, BITOPS_SAT, &sout), 0);
+    ck_assert_int_eq(sout, -(INT64_C(1) << 62));
     uint64_t out;
     ck_assert_int_eq(bitops_add_unsigned((uint64_t)-1, 0, 8, BITOPS_SAT, &out), 1);
     ck_assert_uint_eq(out, 255);
