@@ -143,7 +143,7 @@ static int set_expire_option(const karg *a, int *unit_ms, int *absolute) {
  * GET and IFEQ (`msetex`), which are syntax errors there. */
 static int set_parse(client *c, int from, int msetex, set_opts *o) {
     o->flags = 0;
-    const int single_key = msetex ? 0 : SET_GET | SET_IFEQ;
+    const int allowed = msetex ? 0 : SET_GET | SET_IFEQ; /* the single-key options */
     for (int i = from; i < c->argc; i++) {
         const karg *a = &c->argv[i];
         int unit, absolute;
@@ -151,11 +151,11 @@ static int set_parse(client *c, int from, int msetex, set_opts *o) {
             o->flags |= SET_NX;
         else if (karg_eq(a, "xx") && !(o->flags & (SET_NX | SET_IFEQ)))
             o->flags |= SET_XX;
-        else if ((single_key & SET_IFEQ) && karg_eq(a, "ifeq") &&
+        else if ((allowed & SET_IFEQ) && karg_eq(a, "ifeq") &&
                  !(o->flags & (SET_NX | SET_XX | SET_IFEQ)) && i + 1 < c->argc) {
             o->flags |= SET_IFEQ;
             o->ifeq = &c->argv[++i];
-        } else if ((single_key & SET_GET) && karg_eq(a, "get"))
+        } else if ((allowed & SET_GET) && karg_eq(a, "get"))
             o->flags |= SET_GET;
         else if (karg_eq(a, "keepttl") && !(o->flags & SET_EXPIRE)) o->flags |= SET_KEEPTTL;
         else if (set_expire_option(a, &unit, &absolute) && !(o->flags & (SET_KEEPTTL | SET_EXPIRE)) &&
