@@ -3111,6 +3111,262 @@ static const command_arg watch_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
+static const char *const xadd_tips[] = {"nondeterministic_output"};
+
+static const key_spec xadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xadd_args_243[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xadd_args_244[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xadd_args_245[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_243,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_244,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xadd_args_246[] = {
+    {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_247[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_248[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "nomkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOMKSTREAM",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_245,
+     .num_args = 4},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_246,
+     .num_args = 2},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = xadd_args_247,
+     .num_args = 2},
+};
+
+static const key_spec xdel_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xdel_args_249[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec xlen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xlen_args_250[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec xrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrange_args_251[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xread_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 1},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xread_args_252[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xread_args_253[] = {
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xread_args_252,
+     .num_args = 2},
+};
+
+static const key_spec xrevrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrevrange_args_254[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xsetid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xsetid_args_255[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "entries-added",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "ENTRIESADDED",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "max-deleted-id",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "MAXDELETEDID",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xtrim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xtrim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xtrim_args_256[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xtrim_args_257[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xtrim_args_258[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_256,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xtrim_args_257,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xtrim_args_259[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_258,
+     .num_args = 4},
+};
+
 static const key_spec zadd_key_specs[] = {
     {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
      .begin = KEY_BEGIN_INDEX,
@@ -3119,36 +3375,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_243[] = {
+static const command_arg zadd_args_260[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_244[] = {
+static const command_arg zadd_args_261[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_245[] = {
+static const command_arg zadd_args_262[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_246[] = {
+static const command_arg zadd_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_243,
+     .subargs = zadd_args_260,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_244,
+     .subargs = zadd_args_261,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3166,7 +3422,7 @@ static const command_arg zadd_args_246[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_245,
+     .subargs = zadd_args_262,
      .num_args = 2},
 };
 
@@ -3178,7 +3434,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_247[] = {
+static const command_arg zcard_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3190,7 +3446,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_248[] = {
+static const command_arg zcount_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3204,7 +3460,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_249[] = {
+static const command_arg zdiff_args_266[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3227,7 +3483,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_250[] = {
+static const command_arg zdiffstore_args_267[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3241,7 +3497,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_251[] = {
+static const command_arg zincrby_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3255,13 +3511,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_252[] = {
+static const command_arg zinter_args_269[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_253[] = {
+static const command_arg zinter_args_270[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3274,7 +3530,7 @@ static const command_arg zinter_args_253[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_252,
+     .subargs = zinter_args_269,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3291,7 +3547,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_254[] = {
+static const command_arg zintercard_args_271[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3314,13 +3570,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_255[] = {
+static const command_arg zinterstore_args_272[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_256[] = {
+static const command_arg zinterstore_args_273[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3334,7 +3590,7 @@ static const command_arg zinterstore_args_256[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_255,
+     .subargs = zinterstore_args_272,
      .num_args = 3},
 };
 
@@ -3346,7 +3602,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_257[] = {
+static const command_arg zlexcount_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3360,18 +3616,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_258[] = {
+static const command_arg zmpop_args_275[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_259[] = {
+static const command_arg zmpop_args_276[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_258,
+     .subargs = zmpop_args_275,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3388,7 +3644,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_260[] = {
+static const command_arg zmscore_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3401,7 +3657,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_261[] = {
+static const command_arg zpopmax_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3414,7 +3670,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_262[] = {
+static const command_arg zpopmin_args_279[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3429,7 +3685,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_263[] = {
+static const command_arg zrandmember_args_280[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3438,13 +3694,13 @@ static const command_arg zrandmember_args_263[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_264[] = {
+static const command_arg zrandmember_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_263,
+     .subargs = zrandmember_args_280,
      .num_args = 2},
 };
 
@@ -3456,17 +3712,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_265[] = {
+static const command_arg zrange_args_282[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_266[] = {
+static const command_arg zrange_args_283[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_267[] = {
+static const command_arg zrange_args_284[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3475,7 +3731,7 @@ static const command_arg zrange_args_267[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_265,
+     .subargs = zrange_args_282,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3489,7 +3745,7 @@ static const command_arg zrange_args_267[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_266,
+     .subargs = zrange_args_283,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3506,12 +3762,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_268[] = {
+static const command_arg zrangebylex_args_285[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_269[] = {
+static const command_arg zrangebylex_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3520,7 +3776,7 @@ static const command_arg zrangebylex_args_269[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_268,
+     .subargs = zrangebylex_args_285,
      .num_args = 2},
 };
 
@@ -3532,12 +3788,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_270[] = {
+static const command_arg zrangebyscore_args_287[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_271[] = {
+static const command_arg zrangebyscore_args_288[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3552,7 +3808,7 @@ static const command_arg zrangebyscore_args_271[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_270,
+     .subargs = zrangebyscore_args_287,
      .num_args = 2},
 };
 
@@ -3569,17 +3825,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_272[] = {
+static const command_arg zrangestore_args_289[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_273[] = {
+static const command_arg zrangestore_args_290[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_274[] = {
+static const command_arg zrangestore_args_291[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3588,7 +3844,7 @@ static const command_arg zrangestore_args_274[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_272,
+     .subargs = zrangestore_args_289,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3600,7 +3856,7 @@ static const command_arg zrangestore_args_274[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_273,
+     .subargs = zrangestore_args_290,
      .num_args = 2},
 };
 
@@ -3612,7 +3868,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_275[] = {
+static const command_arg zrank_args_292[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3630,7 +3886,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_276[] = {
+static const command_arg zrem_args_293[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3643,7 +3899,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_277[] = {
+static const command_arg zremrangebylex_args_294[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3657,7 +3913,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_278[] = {
+static const command_arg zremrangebyrank_args_295[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3671,7 +3927,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_279[] = {
+static const command_arg zremrangebyscore_args_296[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3685,7 +3941,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_280[] = {
+static const command_arg zrevrange_args_297[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3704,12 +3960,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_281[] = {
+static const command_arg zrevrangebylex_args_298[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_282[] = {
+static const command_arg zrevrangebylex_args_299[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3718,7 +3974,7 @@ static const command_arg zrevrangebylex_args_282[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_281,
+     .subargs = zrevrangebylex_args_298,
      .num_args = 2},
 };
 
@@ -3730,12 +3986,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_283[] = {
+static const command_arg zrevrangebyscore_args_300[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_284[] = {
+static const command_arg zrevrangebyscore_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3749,7 +4005,7 @@ static const command_arg zrevrangebyscore_args_284[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_283,
+     .subargs = zrevrangebyscore_args_300,
      .num_args = 2},
 };
 
@@ -3761,7 +4017,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_285[] = {
+static const command_arg zrevrank_args_302[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3781,7 +4037,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_286[] = {
+static const command_arg zscan_args_303[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3809,7 +4065,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_287[] = {
+static const command_arg zscore_args_304[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3822,13 +4078,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_288[] = {
+static const command_arg zunion_args_305[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_289[] = {
+static const command_arg zunion_args_306[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3841,7 +4097,7 @@ static const command_arg zunion_args_289[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_288,
+     .subargs = zunion_args_305,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3863,13 +4119,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_290[] = {
+static const command_arg zunionstore_args_307[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_291[] = {
+static const command_arg zunionstore_args_308[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3883,7 +4139,7 @@ static const command_arg zunionstore_args_291[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_290,
+     .subargs = zunionstore_args_307,
      .num_args = 3},
 };
 
@@ -5729,6 +5985,89 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = watch_args_242,
      .num_args = 1},
+    {.fullname = "xadd",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) when adding a new entry, O(N) when trimming where N being the number of "
+                   "entries evicted.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xadd_tips,
+     .num_tips = 1,
+     .key_specs = xadd_key_specs,
+     .num_key_specs = 1,
+     .args = xadd_args_248,
+     .num_args = 5},
+    {.fullname = "xdel",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(1) for each single item to delete in the stream, regardless of the stream size.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xdel_key_specs,
+     .num_key_specs = 1,
+     .args = xdel_args_249,
+     .num_args = 2},
+    {.fullname = "xlen",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xlen_key_specs,
+     .num_key_specs = 1,
+     .args = xlen_args_250,
+     .num_args = 1},
+    {.fullname = "xrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) with N being the number of elements being returned. If N is constant (e.g. always "
+         "asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrange_args_251,
+     .num_args = 4},
+    {.fullname = "xread",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = NULL,
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xread_key_specs,
+     .num_key_specs = 1,
+     .args = xread_args_253,
+     .num_args = 3},
+    {.fullname = "xrevrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned. If N is constant (e.g. "
+                   "always asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrevrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrevrange_args_254,
+     .num_args = 4},
+    {.fullname = "xsetid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xsetid_key_specs,
+     .num_key_specs = 1,
+     .args = xsetid_args_255,
+     .num_args = 4},
+    {.fullname = "xtrim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N), with N being the number of evicted entries. Constant times are very "
+                   "small however, since entries are organized in macro nodes containing multiple "
+                   "entries that can be released with a single deallocation.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xtrim_tips,
+     .num_tips = 1,
+     .key_specs = xtrim_key_specs,
+     .num_key_specs = 1,
+     .args = xtrim_args_259,
+     .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
      .since = "1.2.0",
@@ -5737,7 +6076,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_246,
+     .args = zadd_args_263,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5746,7 +6085,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_247,
+     .args = zcard_args_264,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5755,7 +6094,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_248,
+     .args = zcount_args_265,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5765,7 +6104,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_249,
+     .args = zdiff_args_266,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5775,7 +6114,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_250,
+     .args = zdiffstore_args_267,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5784,7 +6123,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_251,
+     .args = zincrby_args_268,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5795,7 +6134,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_253,
+     .args = zinter_args_270,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5805,7 +6144,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_254,
+     .args = zintercard_args_271,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5816,7 +6155,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_256,
+     .args = zinterstore_args_273,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5825,7 +6164,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_257,
+     .args = zlexcount_args_274,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5835,7 +6174,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_259,
+     .args = zmpop_args_276,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5844,7 +6183,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_260,
+     .args = zmscore_args_277,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5854,7 +6193,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_261,
+     .args = zpopmax_args_278,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5864,7 +6203,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_262,
+     .args = zpopmin_args_279,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5875,7 +6214,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_264,
+     .args = zrandmember_args_281,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5885,7 +6224,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_267,
+     .args = zrange_args_284,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5899,7 +6238,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_269,
+     .args = zrangebylex_args_286,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5913,7 +6252,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_271,
+     .args = zrangebyscore_args_288,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5923,7 +6262,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_274,
+     .args = zrangestore_args_291,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5932,7 +6271,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_275,
+     .args = zrank_args_292,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5942,7 +6281,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_276,
+     .args = zrem_args_293,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5952,7 +6291,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_277,
+     .args = zremrangebylex_args_294,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5962,7 +6301,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_278,
+     .args = zremrangebyrank_args_295,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5972,7 +6311,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_279,
+     .args = zremrangebyscore_args_296,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5985,7 +6324,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_280,
+     .args = zrevrange_args_297,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5999,7 +6338,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_282,
+     .args = zrevrangebylex_args_299,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6013,7 +6352,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_284,
+     .args = zrevrangebyscore_args_301,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6022,7 +6361,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_285,
+     .args = zrevrank_args_302,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6035,7 +6374,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_286,
+     .args = zscan_args_303,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6044,7 +6383,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_287,
+     .args = zscore_args_304,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6054,7 +6393,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_289,
+     .args = zunion_args_306,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6064,7 +6403,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_291,
+     .args = zunionstore_args_308,
      .num_args = 5},
 };
 

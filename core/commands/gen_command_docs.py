@@ -57,6 +57,7 @@ zdiff zunionstore zinterstore zdiffstore zintercard zrange zrangestore
 zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
+xadd xrange xrevrange xlen xdel xtrim xsetid xread
 sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels

@@ -4,6 +4,7 @@
 #include "types/hash.h"
 #include "types/list.h"
 #include "types/set.h"
+#include "types/stream.h"
 #include "types/zset.h"
 
 METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
@@ -12,6 +13,7 @@ void types_setup(types_metrics *m) {
     hash_type_setup(m);
     list_type_setup();
     set_type_setup();
+    stream_type_setup();
     zset_type_setup();
 }
 
