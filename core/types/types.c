@@ -5,6 +5,7 @@
 #include "types/list.h"
 #include "types/set.h"
 #include "types/stream.h"
+#include "types/stream_cgroup.h"
 #include "types/zset.h"
 
 METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
@@ -14,6 +15,7 @@ void types_setup(types_metrics *m) {
     list_type_setup();
     set_type_setup();
     stream_type_setup();
+    scg_setup();
     zset_type_setup();
 }
 
