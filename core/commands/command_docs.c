@@ -3111,6 +3111,20 @@ static const command_arg watch_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
+static const key_spec xack_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xack_args_243[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
 static const char *const xadd_tips[] = {"nondeterministic_output"};
 
 static const key_spec xadd_key_specs[] = {
@@ -3121,7 +3135,7 @@ static const key_spec xadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xadd_args_243[] = {
+static const command_arg xadd_args_244[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -3130,22 +3144,22 @@ static const command_arg xadd_args_243[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xadd_args_244[] = {
+static const command_arg xadd_args_245[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xadd_args_245[] = {
+static const command_arg xadd_args_246[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_243,
+     .subargs = xadd_args_244,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_244,
+     .subargs = xadd_args_245,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -3156,17 +3170,17 @@ static const command_arg xadd_args_245[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xadd_args_246[] = {
+static const command_arg xadd_args_247[] = {
     {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_247[] = {
+static const command_arg xadd_args_248[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_248[] = {
+static const command_arg xadd_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "nomkstream",
      .type = ARG_PURE_TOKEN,
@@ -3178,19 +3192,95 @@ static const command_arg xadd_args_248[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_245,
+     .subargs = xadd_args_246,
      .num_args = 4},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_246,
+     .subargs = xadd_args_247,
      .num_args = 2},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = xadd_args_247,
+     .subargs = xadd_args_248,
      .num_args = 2},
+};
+
+static const char *const xautoclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xautoclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xautoclaim_args_250[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xclaim_args_251[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+    {.name = "ms",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .flags = ARG_OPTIONAL},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "TIME",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "RETRYCOUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "force",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "FORCE",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+    {.name = "lastid",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "LASTID",
+     .flags = ARG_OPTIONAL},
 };
 
 static const key_spec xdel_key_specs[] = {
@@ -3201,9 +3291,167 @@ static const key_spec xdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xdel_args_249[] = {
+static const command_arg xdel_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec xgroup_create_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_create_args_253[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_create_args_254[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_create_args_253,
+     .num_args = 2},
+    {.name = "mkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MKSTREAM",
+     .flags = ARG_OPTIONAL},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xgroup_createconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_createconsumer_args_255[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_delconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_delconsumer_args_256[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_destroy_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_destroy_args_257[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_setid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_setid_args_258[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_setid_args_259[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_setid_args_258,
+     .num_args = 2},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xinfo_consumers_tips[] = {"nondeterministic_output"};
+
+static const key_spec xinfo_consumers_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_consumers_args_260[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xinfo_groups_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_groups_args_261[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec xinfo_stream_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_stream_args_262[] = {
+    {.name = "full", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FULL"},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xinfo_stream_args_263[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "full-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xinfo_stream_args_262,
+     .num_args = 2},
 };
 
 static const key_spec xlen_key_specs[] = {
@@ -3214,8 +3462,42 @@ static const key_spec xlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xlen_args_250[] = {
+static const command_arg xlen_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const char *const xpending_tips[] = {"nondeterministic_output"};
+
+static const key_spec xpending_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xpending_args_265[] = {
+    {.name = "min-idle-time",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xpending_args_266[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "filters",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xpending_args_265,
+     .num_args = 5},
 };
 
 static const key_spec xrange_key_specs[] = {
@@ -3226,7 +3508,7 @@ static const key_spec xrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrange_args_251[] = {
+static const command_arg xrange_args_267[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
@@ -3245,12 +3527,12 @@ static const key_spec xread_key_specs[] = {
      .fk.range = {-1, 1, 2}},
 };
 
-static const command_arg xread_args_252[] = {
+static const command_arg xread_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg xread_args_253[] = {
+static const command_arg xread_args_269[] = {
     {.name = "count",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -3265,7 +3547,55 @@ static const command_arg xread_args_253[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "STREAMS",
-     .subargs = xread_args_252,
+     .subargs = xread_args_268,
+     .num_args = 2},
+};
+
+static const key_spec xreadgroup_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 4},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xreadgroup_args_270[] = {
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xreadgroup_args_271[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xreadgroup_args_272[] = {
+    {.name = "group-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "GROUP",
+     .subargs = xreadgroup_args_270,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "noack",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOACK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xreadgroup_args_271,
      .num_args = 2},
 };
 
@@ -3277,7 +3607,7 @@ static const key_spec xrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrevrange_args_254[] = {
+static const command_arg xrevrange_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
@@ -3296,7 +3626,7 @@ static const key_spec xsetid_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xsetid_args_255[] = {
+static const command_arg xsetid_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "entries-added",
@@ -3323,7 +3653,7 @@ static const key_spec xtrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xtrim_args_256[] = {
+static const command_arg xtrim_args_275[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -3332,22 +3662,22 @@ static const command_arg xtrim_args_256[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xtrim_args_257[] = {
+static const command_arg xtrim_args_276[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xtrim_args_258[] = {
+static const command_arg xtrim_args_277[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xtrim_args_256,
+     .subargs = xtrim_args_275,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xtrim_args_257,
+     .subargs = xtrim_args_276,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -3358,12 +3688,12 @@ static const command_arg xtrim_args_258[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xtrim_args_259[] = {
+static const command_arg xtrim_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "trim",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = xtrim_args_258,
+     .subargs = xtrim_args_277,
      .num_args = 4},
 };
 
@@ -3375,36 +3705,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_260[] = {
+static const command_arg zadd_args_279[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_261[] = {
+static const command_arg zadd_args_280[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_262[] = {
+static const command_arg zadd_args_281[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_263[] = {
+static const command_arg zadd_args_282[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_260,
+     .subargs = zadd_args_279,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_261,
+     .subargs = zadd_args_280,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3422,7 +3752,7 @@ static const command_arg zadd_args_263[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_262,
+     .subargs = zadd_args_281,
      .num_args = 2},
 };
 
@@ -3434,7 +3764,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_264[] = {
+static const command_arg zcard_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3446,7 +3776,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_265[] = {
+static const command_arg zcount_args_284[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3460,7 +3790,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_266[] = {
+static const command_arg zdiff_args_285[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3483,7 +3813,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_267[] = {
+static const command_arg zdiffstore_args_286[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3497,7 +3827,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_268[] = {
+static const command_arg zincrby_args_287[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3511,13 +3841,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_269[] = {
+static const command_arg zinter_args_288[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_270[] = {
+static const command_arg zinter_args_289[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3530,7 +3860,7 @@ static const command_arg zinter_args_270[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_269,
+     .subargs = zinter_args_288,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3547,7 +3877,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_271[] = {
+static const command_arg zintercard_args_290[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3570,13 +3900,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_272[] = {
+static const command_arg zinterstore_args_291[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_273[] = {
+static const command_arg zinterstore_args_292[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3590,7 +3920,7 @@ static const command_arg zinterstore_args_273[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_272,
+     .subargs = zinterstore_args_291,
      .num_args = 3},
 };
 
@@ -3602,7 +3932,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_274[] = {
+static const command_arg zlexcount_args_293[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3616,18 +3946,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_275[] = {
+static const command_arg zmpop_args_294[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_276[] = {
+static const command_arg zmpop_args_295[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_275,
+     .subargs = zmpop_args_294,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3644,7 +3974,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_277[] = {
+static const command_arg zmscore_args_296[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3657,7 +3987,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_278[] = {
+static const command_arg zpopmax_args_297[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3670,7 +4000,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_279[] = {
+static const command_arg zpopmin_args_298[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3685,7 +4015,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_280[] = {
+static const command_arg zrandmember_args_299[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3694,13 +4024,13 @@ static const command_arg zrandmember_args_280[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_281[] = {
+static const command_arg zrandmember_args_300[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_280,
+     .subargs = zrandmember_args_299,
      .num_args = 2},
 };
 
@@ -3712,17 +4042,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_282[] = {
+static const command_arg zrange_args_301[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_283[] = {
+static const command_arg zrange_args_302[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_284[] = {
+static const command_arg zrange_args_303[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3731,7 +4061,7 @@ static const command_arg zrange_args_284[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_282,
+     .subargs = zrange_args_301,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3745,7 +4075,7 @@ static const command_arg zrange_args_284[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_283,
+     .subargs = zrange_args_302,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3762,12 +4092,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_285[] = {
+static const command_arg zrangebylex_args_304[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_286[] = {
+static const command_arg zrangebylex_args_305[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3776,7 +4106,7 @@ static const command_arg zrangebylex_args_286[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_285,
+     .subargs = zrangebylex_args_304,
      .num_args = 2},
 };
 
@@ -3788,12 +4118,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_287[] = {
+static const command_arg zrangebyscore_args_306[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_288[] = {
+static const command_arg zrangebyscore_args_307[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3808,7 +4138,7 @@ static const command_arg zrangebyscore_args_288[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_287,
+     .subargs = zrangebyscore_args_306,
      .num_args = 2},
 };
 
@@ -3825,17 +4155,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_289[] = {
+static const command_arg zrangestore_args_308[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_290[] = {
+static const command_arg zrangestore_args_309[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_291[] = {
+static const command_arg zrangestore_args_310[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3844,7 +4174,7 @@ static const command_arg zrangestore_args_291[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_289,
+     .subargs = zrangestore_args_308,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3856,7 +4186,7 @@ static const command_arg zrangestore_args_291[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_290,
+     .subargs = zrangestore_args_309,
      .num_args = 2},
 };
 
@@ -3868,7 +4198,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_292[] = {
+static const command_arg zrank_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3886,7 +4216,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_293[] = {
+static const command_arg zrem_args_312[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3899,7 +4229,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_294[] = {
+static const command_arg zremrangebylex_args_313[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3913,7 +4243,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_295[] = {
+static const command_arg zremrangebyrank_args_314[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3927,7 +4257,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_296[] = {
+static const command_arg zremrangebyscore_args_315[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3941,7 +4271,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_297[] = {
+static const command_arg zrevrange_args_316[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3960,12 +4290,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_298[] = {
+static const command_arg zrevrangebylex_args_317[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_299[] = {
+static const command_arg zrevrangebylex_args_318[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3974,7 +4304,7 @@ static const command_arg zrevrangebylex_args_299[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_298,
+     .subargs = zrevrangebylex_args_317,
      .num_args = 2},
 };
 
@@ -3986,12 +4316,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_300[] = {
+static const command_arg zrevrangebyscore_args_319[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_301[] = {
+static const command_arg zrevrangebyscore_args_320[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4005,7 +4335,7 @@ static const command_arg zrevrangebyscore_args_301[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_300,
+     .subargs = zrevrangebyscore_args_319,
      .num_args = 2},
 };
 
@@ -4017,7 +4347,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_302[] = {
+static const command_arg zrevrank_args_321[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4037,7 +4367,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_303[] = {
+static const command_arg zscan_args_322[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -4065,7 +4395,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_304[] = {
+static const command_arg zscore_args_323[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4078,13 +4408,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_305[] = {
+static const command_arg zunion_args_324[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_306[] = {
+static const command_arg zunion_args_325[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4097,7 +4427,7 @@ static const command_arg zunion_args_306[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_305,
+     .subargs = zunion_args_324,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4119,13 +4449,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_307[] = {
+static const command_arg zunionstore_args_326[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_308[] = {
+static const command_arg zunionstore_args_327[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4139,7 +4469,7 @@ static const command_arg zunionstore_args_308[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_307,
+     .subargs = zunionstore_args_326,
      .num_args = 3},
 };
 
@@ -5985,6 +6315,15 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = watch_args_242,
      .num_args = 1},
+    {.fullname = "xack",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) for each message ID processed.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xack_key_specs,
+     .num_key_specs = 1,
+     .args = xack_args_243,
+     .num_args = 3},
     {.fullname = "xadd",
      .group = "stream",
      .since = "5.0.0",
@@ -5995,8 +6334,30 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xadd_key_specs,
      .num_key_specs = 1,
-     .args = xadd_args_248,
+     .args = xadd_args_249,
      .num_args = 5},
+    {.fullname = "xautoclaim",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1) if COUNT is small.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xautoclaim_tips,
+     .num_tips = 1,
+     .key_specs = xautoclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xautoclaim_args_250,
+     .num_args = 7},
+    {.fullname = "xclaim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(log N) with N being the number of messages in the PEL of the consumer group.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xclaim_tips,
+     .num_tips = 1,
+     .key_specs = xclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xclaim_args_251,
+     .num_args = 11},
     {.fullname = "xdel",
      .group = "stream",
      .since = "5.0.0",
@@ -6005,7 +6366,100 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xdel_key_specs,
      .num_key_specs = 1,
-     .args = xdel_args_249,
+     .args = xdel_args_252,
+     .num_args = 2},
+    {.fullname = "xgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xgroup|create",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_create_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_create_args_254,
+     .num_args = 5},
+    {.fullname = "xgroup|createconsumer",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_createconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_createconsumer_args_255,
+     .num_args = 3},
+    {.fullname = "xgroup|delconsumer",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_delconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_delconsumer_args_256,
+     .num_args = 3},
+    {.fullname = "xgroup|destroy",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_destroy_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_destroy_args_257,
+     .num_args = 2},
+    {.fullname = "xgroup|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xgroup|setid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_setid_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_setid_args_259,
+     .num_args = 4},
+    {.fullname = "xinfo",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xinfo|consumers",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xinfo_consumers_tips,
+     .num_tips = 1,
+     .key_specs = xinfo_consumers_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_consumers_args_260,
+     .num_args = 2},
+    {.fullname = "xinfo|groups",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_groups_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_groups_args_261,
+     .num_args = 1},
+    {.fullname = "xinfo|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xinfo|stream",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_stream_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_stream_args_263,
      .num_args = 2},
     {.fullname = "xlen",
      .group = "stream",
@@ -6014,8 +6468,23 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xlen_key_specs,
      .num_key_specs = 1,
-     .args = xlen_args_250,
+     .args = xlen_args_264,
      .num_args = 1},
+    {.fullname = "xpending",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned, so asking for a small fixed "
+                   "number of entries per call is O(1). O(M), where M is the total number of "
+                   "entries scanned when used with the IDLE filter. When the command returns just "
+                   "the summary and the list of consumers is small, it runs in O(1) time; "
+                   "otherwise, an additional O(N) time for iterating every consumer.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xpending_tips,
+     .num_tips = 1,
+     .key_specs = xpending_key_specs,
+     .num_key_specs = 1,
+     .args = xpending_args_266,
+     .num_args = 3},
     {.fullname = "xrange",
      .group = "stream",
      .since = "5.0.0",
@@ -6025,7 +6494,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrange_key_specs,
      .num_key_specs = 1,
-     .args = xrange_args_251,
+     .args = xrange_args_267,
      .num_args = 4},
     {.fullname = "xread",
      .group = "stream",
@@ -6034,8 +6503,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xread_key_specs,
      .num_key_specs = 1,
-     .args = xread_args_253,
+     .args = xread_args_269,
      .num_args = 3},
+    {.fullname = "xreadgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "For each stream mentioned: O(M) with M being the number of elements returned. If M is "
+         "constant (e.g. always asking for the first 10 elements with COUNT), you can consider it "
+         "O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to "
+         "serve the N clients blocked on the stream getting new data.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xreadgroup_key_specs,
+     .num_key_specs = 1,
+     .args = xreadgroup_args_272,
+     .num_args = 5},
     {.fullname = "xrevrange",
      .group = "stream",
      .since = "5.0.0",
@@ -6044,7 +6526,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrevrange_key_specs,
      .num_key_specs = 1,
-     .args = xrevrange_args_254,
+     .args = xrevrange_args_273,
      .num_args = 4},
     {.fullname = "xsetid",
      .group = "stream",
@@ -6053,7 +6535,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xsetid_key_specs,
      .num_key_specs = 1,
-     .args = xsetid_args_255,
+     .args = xsetid_args_274,
      .num_args = 4},
     {.fullname = "xtrim",
      .group = "stream",
@@ -6066,7 +6548,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xtrim_key_specs,
      .num_key_specs = 1,
-     .args = xtrim_args_259,
+     .args = xtrim_args_278,
      .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -6076,7 +6558,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_263,
+     .args = zadd_args_282,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -6085,7 +6567,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_264,
+     .args = zcard_args_283,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -6094,7 +6576,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_265,
+     .args = zcount_args_284,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -6104,7 +6586,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_266,
+     .args = zdiff_args_285,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -6114,7 +6596,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_267,
+     .args = zdiffstore_args_286,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -6123,7 +6605,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_268,
+     .args = zincrby_args_287,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -6134,7 +6616,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_270,
+     .args = zinter_args_289,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -6144,7 +6626,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_271,
+     .args = zintercard_args_290,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -6155,7 +6637,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_273,
+     .args = zinterstore_args_292,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -6164,7 +6646,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_274,
+     .args = zlexcount_args_293,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -6174,7 +6656,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_276,
+     .args = zmpop_args_295,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -6183,7 +6665,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_277,
+     .args = zmscore_args_296,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -6193,7 +6675,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_278,
+     .args = zpopmax_args_297,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -6203,7 +6685,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_279,
+     .args = zpopmin_args_298,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -6214,7 +6696,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_281,
+     .args = zrandmember_args_300,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -6224,7 +6706,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_284,
+     .args = zrange_args_303,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -6238,7 +6720,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_286,
+     .args = zrangebylex_args_305,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -6252,7 +6734,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_288,
+     .args = zrangebyscore_args_307,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -6262,7 +6744,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_291,
+     .args = zrangestore_args_310,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -6271,7 +6753,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_292,
+     .args = zrank_args_311,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -6281,7 +6763,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_293,
+     .args = zrem_args_312,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -6291,7 +6773,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_294,
+     .args = zremrangebylex_args_313,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -6301,7 +6783,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_295,
+     .args = zremrangebyrank_args_314,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -6311,7 +6793,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_296,
+     .args = zremrangebyscore_args_315,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -6324,7 +6806,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_297,
+     .args = zrevrange_args_316,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -6338,7 +6820,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_299,
+     .args = zrevrangebylex_args_318,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6352,7 +6834,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_301,
+     .args = zrevrangebyscore_args_320,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6361,7 +6843,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_302,
+     .args = zrevrank_args_321,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6374,7 +6856,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_303,
+     .args = zscan_args_322,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6383,7 +6865,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_304,
+     .args = zscore_args_323,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6393,7 +6875,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_306,
+     .args = zunion_args_325,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6403,7 +6885,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_308,
+     .args = zunionstore_args_327,
      .num_args = 5},
 };
 
