@@ -594,7 +594,9 @@ static int xclaim_parse_opts(client *c, int j, int64_t now, xclaim_opts *x) {
             if (!arg_to_range(c, &c->argv[++j], LLONG_MIN, LLONG_MAX,
                               "ERR Invalid IDLE option argument for XCLAIM", &v))
                 return 0;
-            x->delivery_time = now - v;
+            /* Valkey clamps a time before 0 or after now to now: the same,
+             * without overflowing. */
+            x->delivery_time = v < 0 || v > now ? now : now - v;
         } else if (karg_eq(a, "time") && more) {
             if (!arg_to_range(c, &c->argv[++j], LLONG_MIN, LLONG_MAX,
                               "ERR Invalid TIME option argument for XCLAIM", &v))

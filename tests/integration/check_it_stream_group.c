@@ -187,6 +187,15 @@ START_TEST(test_xclaim) {
     ck_assert_int_ge(r->element[1]->element[2]->integer, 500000);
     r = it_cmd(C, "XPENDING s g IDLE 400000 - + 10");
     ck_assert_int_eq(r->elements, 1);
+    /* An idle time beyond either end means "delivered now" (no overflow). */
+    expect_reply(C, "[\"2-0\"]", "XCLAIM s g carol 0 2-0 JUSTID IDLE -9223372036854775808");
+    expect_reply(C, "[]", "XPENDING s g IDLE 400000 - + 10");
+    expect_reply(C, "[\"2-0\"]", "XCLAIM s g carol 0 2-0 JUSTID IDLE 9223372036854775807");
+    expect_reply(C, "[]", "XPENDING s g IDLE 400000 - + 10");
+    expect_reply(C, "[\"2-0\"]", "XCLAIM s g carol 0 2-0 JUSTID TIME 1");
+    r = it_cmd(C, "XPENDING s g IDLE 400000 - + 10");
+    ck_assert_int_eq(r->elements, 1);
+    ck_assert_str_eq(r->element[0]->element[0]->str, "2-0");
     /* Deleted entries leave the PEL; FORCE creates a pending entry. */
     expect_ok(C, "XGROUP SETID s g 0");
     expect_int(C, 1, "XACK s g 3-0");
