@@ -382,7 +382,7 @@ static void random_run(long long max_entries, unsigned long long max_bytes, unsi
         int op = rand() % 100;
         if (op < 60 && n < cap) {
             ms += (uint64_t)(rand() % 3);
-            model_entry m = {{ms, (uint64_t)(rand() % 2 ? 0 : rand())}, 1 + rand() % 3, rand()};
+            model_entry m = {{ms, (uint64_t)(rand() % 2 ? 0 : rand())}, 1 + rand() % 3, rand() % 100000};
             if (stream_id_cmp(m.id, stream_last_id(o)) <= 0) {
                 m.id = stream_last_id(o);
                 stream_id_incr(&m.id);
