@@ -12,7 +12,6 @@
 #include "session/blocking.h"
 #include "session/reply.h"
 
-#include <limits.h>
 #include <string.h>
 
 /* ---- shared with the group commands ---- */

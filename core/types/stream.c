@@ -216,6 +216,11 @@ typedef struct stream {
     uint64_t length;
     uint64_t entries_added;
     stream_id last_id, max_deleted_id;
+    /* The first live entry's ID, computed when asked after a deletion
+     * (the lag accounting asks often; deletions at the head leave flagged
+     * entries to skip). */
+    stream_id first_id;
+    int first_known;
     void *groups;
 } stream;
 
@@ -384,9 +389,13 @@ static int stream_edge_id(const kobj *o, int last, stream_id *id) {
 }
 
 stream_id stream_first_id(const kobj *o) {
-    stream_id id = STREAM_ID_MIN;
-    stream_edge_id(o, 0, &id);
-    return id;
+    stream *s = sget(o);
+    if (!s->first_known) {
+        s->first_id = STREAM_ID_MIN;
+        stream_edge_id(o, 0, &s->first_id);
+        s->first_known = 1;
+    }
+    return s->first_id;
 }
 
 stream_id stream_last_live_id(const kobj *o) {
@@ -520,6 +529,7 @@ void stream_iter_delete(stream_iter *it) {
     n->live--;
     n->deleted++;
     s->length--;
+    s->first_known = 0;
     if (n->live) return;
     /* The node goes; the walk goes on at its neighbour in the direction. */
     index_remove(s, st->node);
@@ -697,6 +707,10 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
     n->used = off;
     n->live++;
     n->last = id;
+    if (s->length == 0) {
+        s->first_id = id;
+        s->first_known = 1;
+    }
     s->length++;
     s->entries_added++;
     s->last_id = id;
@@ -751,6 +765,7 @@ uint64_t stream_trim(kobj *o, const stream_trim_args *t) {
         if (!t->approx) deleted += trim_node_exact(s, 0, t);
         break;
     }
+    if (deleted) s->first_known = 0;
     return deleted;
 }
 
@@ -822,6 +837,8 @@ static kobj *stream_copy(const kobj *o) {
     d->entries_added = s->entries_added;
     d->last_id = s->last_id;
     d->max_deleted_id = s->max_deleted_id;
+    d->first_id = s->first_id;
+    d->first_known = s->first_known;
     for (size_t i = 0; i < s->count; i++) {
         const snode *n = node_at(s, i);
         snode *m = node_alloc(d, n->used);
