@@ -3471,6 +3471,592 @@ static const command_arg watch_args_270[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
+static const key_spec xack_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xack_args_271[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const char *const xadd_tips[] = {"nondeterministic_output"};
+
+static const key_spec xadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xadd_args_272[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xadd_args_273[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xadd_args_274[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_272,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_273,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xadd_args_275[] = {
+    {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_276[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_277[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "nomkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOMKSTREAM",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_274,
+     .num_args = 4},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_275,
+     .num_args = 2},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = xadd_args_276,
+     .num_args = 2},
+};
+
+static const char *const xautoclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xautoclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xautoclaim_args_278[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xclaim_args_279[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+    {.name = "ms",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .flags = ARG_OPTIONAL},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "TIME",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "RETRYCOUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "force",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "FORCE",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+    {.name = "lastid",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "LASTID",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xdel_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xdel_args_280[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec xgroup_create_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_create_args_281[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_create_args_282[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_create_args_281,
+     .num_args = 2},
+    {.name = "mkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MKSTREAM",
+     .flags = ARG_OPTIONAL},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xgroup_createconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_createconsumer_args_283[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_delconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_delconsumer_args_284[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_destroy_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_destroy_args_285[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_setid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_setid_args_286[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_setid_args_287[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_setid_args_286,
+     .num_args = 2},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xinfo_consumers_tips[] = {"nondeterministic_output"};
+
+static const key_spec xinfo_consumers_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_consumers_args_288[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xinfo_groups_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_groups_args_289[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec xinfo_stream_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_stream_args_290[] = {
+    {.name = "full", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FULL"},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xinfo_stream_args_291[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "full-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xinfo_stream_args_290,
+     .num_args = 2},
+};
+
+static const key_spec xlen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xlen_args_292[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const char *const xpending_tips[] = {"nondeterministic_output"};
+
+static const key_spec xpending_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xpending_args_293[] = {
+    {.name = "min-idle-time",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xpending_args_294[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "filters",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xpending_args_293,
+     .num_args = 5},
+};
+
+static const key_spec xrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrange_args_295[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xread_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 1},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xread_args_296[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xread_args_297[] = {
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xread_args_296,
+     .num_args = 2},
+};
+
+static const key_spec xreadgroup_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 4},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xreadgroup_args_298[] = {
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xreadgroup_args_299[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xreadgroup_args_300[] = {
+    {.name = "group-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "GROUP",
+     .subargs = xreadgroup_args_298,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "noack",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOACK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xreadgroup_args_299,
+     .num_args = 2},
+};
+
+static const key_spec xrevrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrevrange_args_301[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xsetid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xsetid_args_302[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "entries-added",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "ENTRIESADDED",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "max-deleted-id",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "MAXDELETEDID",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xtrim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xtrim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xtrim_args_303[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xtrim_args_304[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xtrim_args_305[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_303,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xtrim_args_304,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xtrim_args_306[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_305,
+     .num_args = 4},
+};
+
 static const key_spec zadd_key_specs[] = {
     {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
      .begin = KEY_BEGIN_INDEX,
@@ -3479,36 +4065,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_271[] = {
+static const command_arg zadd_args_307[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_272[] = {
+static const command_arg zadd_args_308[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_273[] = {
+static const command_arg zadd_args_309[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_274[] = {
+static const command_arg zadd_args_310[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_271,
+     .subargs = zadd_args_307,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_272,
+     .subargs = zadd_args_308,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3526,7 +4112,7 @@ static const command_arg zadd_args_274[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_273,
+     .subargs = zadd_args_309,
      .num_args = 2},
 };
 
@@ -3538,7 +4124,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_275[] = {
+static const command_arg zcard_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3550,7 +4136,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_276[] = {
+static const command_arg zcount_args_312[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3564,7 +4150,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_277[] = {
+static const command_arg zdiff_args_313[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3587,7 +4173,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_278[] = {
+static const command_arg zdiffstore_args_314[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3601,7 +4187,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_279[] = {
+static const command_arg zincrby_args_315[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3615,13 +4201,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_280[] = {
+static const command_arg zinter_args_316[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_281[] = {
+static const command_arg zinter_args_317[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3634,7 +4220,7 @@ static const command_arg zinter_args_281[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_280,
+     .subargs = zinter_args_316,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3651,7 +4237,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_282[] = {
+static const command_arg zintercard_args_318[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3674,13 +4260,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_283[] = {
+static const command_arg zinterstore_args_319[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_284[] = {
+static const command_arg zinterstore_args_320[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3694,7 +4280,7 @@ static const command_arg zinterstore_args_284[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_283,
+     .subargs = zinterstore_args_319,
      .num_args = 3},
 };
 
@@ -3706,7 +4292,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_285[] = {
+static const command_arg zlexcount_args_321[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3720,18 +4306,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_286[] = {
+static const command_arg zmpop_args_322[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_287[] = {
+static const command_arg zmpop_args_323[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_286,
+     .subargs = zmpop_args_322,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3748,7 +4334,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_288[] = {
+static const command_arg zmscore_args_324[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3761,7 +4347,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_289[] = {
+static const command_arg zpopmax_args_325[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3774,7 +4360,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_290[] = {
+static const command_arg zpopmin_args_326[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3789,7 +4375,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_291[] = {
+static const command_arg zrandmember_args_327[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3798,13 +4384,13 @@ static const command_arg zrandmember_args_291[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_292[] = {
+static const command_arg zrandmember_args_328[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_291,
+     .subargs = zrandmember_args_327,
      .num_args = 2},
 };
 
@@ -3816,17 +4402,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_293[] = {
+static const command_arg zrange_args_329[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_294[] = {
+static const command_arg zrange_args_330[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_295[] = {
+static const command_arg zrange_args_331[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3835,7 +4421,7 @@ static const command_arg zrange_args_295[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_293,
+     .subargs = zrange_args_329,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3849,7 +4435,7 @@ static const command_arg zrange_args_295[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_294,
+     .subargs = zrange_args_330,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3866,12 +4452,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_296[] = {
+static const command_arg zrangebylex_args_332[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_297[] = {
+static const command_arg zrangebylex_args_333[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3880,7 +4466,7 @@ static const command_arg zrangebylex_args_297[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_296,
+     .subargs = zrangebylex_args_332,
      .num_args = 2},
 };
 
@@ -3892,12 +4478,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_298[] = {
+static const command_arg zrangebyscore_args_334[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_299[] = {
+static const command_arg zrangebyscore_args_335[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3912,7 +4498,7 @@ static const command_arg zrangebyscore_args_299[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_298,
+     .subargs = zrangebyscore_args_334,
      .num_args = 2},
 };
 
@@ -3929,17 +4515,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_300[] = {
+static const command_arg zrangestore_args_336[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_301[] = {
+static const command_arg zrangestore_args_337[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_302[] = {
+static const command_arg zrangestore_args_338[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3948,7 +4534,7 @@ static const command_arg zrangestore_args_302[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_300,
+     .subargs = zrangestore_args_336,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3960,7 +4546,7 @@ static const command_arg zrangestore_args_302[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_301,
+     .subargs = zrangestore_args_337,
      .num_args = 2},
 };
 
@@ -3972,7 +4558,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_303[] = {
+static const command_arg zrank_args_339[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3990,7 +4576,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_304[] = {
+static const command_arg zrem_args_340[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4003,7 +4589,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_305[] = {
+static const command_arg zremrangebylex_args_341[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -4017,7 +4603,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_306[] = {
+static const command_arg zremrangebyrank_args_342[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4031,7 +4617,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_307[] = {
+static const command_arg zremrangebyscore_args_343[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4045,7 +4631,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_308[] = {
+static const command_arg zrevrange_args_344[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4064,12 +4650,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_309[] = {
+static const command_arg zrevrangebylex_args_345[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_310[] = {
+static const command_arg zrevrangebylex_args_346[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -4078,7 +4664,7 @@ static const command_arg zrevrangebylex_args_310[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_309,
+     .subargs = zrevrangebylex_args_345,
      .num_args = 2},
 };
 
@@ -4090,12 +4676,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_311[] = {
+static const command_arg zrevrangebyscore_args_347[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_312[] = {
+static const command_arg zrevrangebyscore_args_348[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4109,7 +4695,7 @@ static const command_arg zrevrangebyscore_args_312[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_311,
+     .subargs = zrevrangebyscore_args_347,
      .num_args = 2},
 };
 
@@ -4121,7 +4707,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_313[] = {
+static const command_arg zrevrank_args_349[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4141,7 +4727,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_314[] = {
+static const command_arg zscan_args_350[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -4169,7 +4755,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_315[] = {
+static const command_arg zscore_args_351[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4182,13 +4768,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_316[] = {
+static const command_arg zunion_args_352[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_317[] = {
+static const command_arg zunion_args_353[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4201,7 +4787,7 @@ static const command_arg zunion_args_317[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_316,
+     .subargs = zunion_args_352,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4223,13 +4809,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_318[] = {
+static const command_arg zunionstore_args_354[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_319[] = {
+static const command_arg zunionstore_args_355[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4243,7 +4829,7 @@ static const command_arg zunionstore_args_319[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_318,
+     .subargs = zunionstore_args_354,
      .num_args = 3},
 };
 
@@ -6181,6 +6767,241 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = watch_args_270,
      .num_args = 1},
+    {.fullname = "xack",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) for each message ID processed.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xack_key_specs,
+     .num_key_specs = 1,
+     .args = xack_args_271,
+     .num_args = 3},
+    {.fullname = "xadd",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) when adding a new entry, O(N) when trimming where N being the number of "
+                   "entries evicted.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xadd_tips,
+     .num_tips = 1,
+     .key_specs = xadd_key_specs,
+     .num_key_specs = 1,
+     .args = xadd_args_277,
+     .num_args = 5},
+    {.fullname = "xautoclaim",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1) if COUNT is small.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xautoclaim_tips,
+     .num_tips = 1,
+     .key_specs = xautoclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xautoclaim_args_278,
+     .num_args = 7},
+    {.fullname = "xclaim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(log N) with N being the number of messages in the PEL of the consumer group.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xclaim_tips,
+     .num_tips = 1,
+     .key_specs = xclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xclaim_args_279,
+     .num_args = 11},
+    {.fullname = "xdel",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(1) for each single item to delete in the stream, regardless of the stream size.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xdel_key_specs,
+     .num_key_specs = 1,
+     .args = xdel_args_280,
+     .num_args = 2},
+    {.fullname = "xgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xgroup|create",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_create_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_create_args_282,
+     .num_args = 5},
+    {.fullname = "xgroup|createconsumer",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_createconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_createconsumer_args_283,
+     .num_args = 3},
+    {.fullname = "xgroup|delconsumer",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_delconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_delconsumer_args_284,
+     .num_args = 3},
+    {.fullname = "xgroup|destroy",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_destroy_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_destroy_args_285,
+     .num_args = 2},
+    {.fullname = "xgroup|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xgroup|setid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_setid_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_setid_args_287,
+     .num_args = 4},
+    {.fullname = "xinfo",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xinfo|consumers",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xinfo_consumers_tips,
+     .num_tips = 1,
+     .key_specs = xinfo_consumers_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_consumers_args_288,
+     .num_args = 2},
+    {.fullname = "xinfo|groups",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_groups_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_groups_args_289,
+     .num_args = 1},
+    {.fullname = "xinfo|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xinfo|stream",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_stream_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_stream_args_291,
+     .num_args = 2},
+    {.fullname = "xlen",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xlen_key_specs,
+     .num_key_specs = 1,
+     .args = xlen_args_292,
+     .num_args = 1},
+    {.fullname = "xpending",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned, so asking for a small fixed "
+                   "number of entries per call is O(1). O(M), where M is the total number of "
+                   "entries scanned when used with the IDLE filter. When the command returns just "
+                   "the summary and the list of consumers is small, it runs in O(1) time; "
+                   "otherwise, an additional O(N) time for iterating every consumer.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xpending_tips,
+     .num_tips = 1,
+     .key_specs = xpending_key_specs,
+     .num_key_specs = 1,
+     .args = xpending_args_294,
+     .num_args = 3},
+    {.fullname = "xrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) with N being the number of elements being returned. If N is constant (e.g. always "
+         "asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrange_args_295,
+     .num_args = 4},
+    {.fullname = "xread",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = NULL,
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xread_key_specs,
+     .num_key_specs = 1,
+     .args = xread_args_297,
+     .num_args = 3},
+    {.fullname = "xreadgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "For each stream mentioned: O(M) with M being the number of elements returned. If M is "
+         "constant (e.g. always asking for the first 10 elements with COUNT), you can consider it "
+         "O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to "
+         "serve the N clients blocked on the stream getting new data.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xreadgroup_key_specs,
+     .num_key_specs = 1,
+     .args = xreadgroup_args_300,
+     .num_args = 5},
+    {.fullname = "xrevrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned. If N is constant (e.g. "
+                   "always asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrevrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrevrange_args_301,
+     .num_args = 4},
+    {.fullname = "xsetid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xsetid_key_specs,
+     .num_key_specs = 1,
+     .args = xsetid_args_302,
+     .num_args = 4},
+    {.fullname = "xtrim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N), with N being the number of evicted entries. Constant times are very "
+                   "small however, since entries are organized in macro nodes containing multiple "
+                   "entries that can be released with a single deallocation.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xtrim_tips,
+     .num_tips = 1,
+     .key_specs = xtrim_key_specs,
+     .num_key_specs = 1,
+     .args = xtrim_args_306,
+     .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
      .since = "1.2.0",
@@ -6189,7 +7010,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_274,
+     .args = zadd_args_310,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -6198,7 +7019,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_275,
+     .args = zcard_args_311,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -6207,7 +7028,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_276,
+     .args = zcount_args_312,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -6217,7 +7038,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_277,
+     .args = zdiff_args_313,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -6227,7 +7048,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_278,
+     .args = zdiffstore_args_314,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -6236,7 +7057,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_279,
+     .args = zincrby_args_315,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -6247,7 +7068,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_281,
+     .args = zinter_args_317,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -6257,7 +7078,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_282,
+     .args = zintercard_args_318,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -6268,7 +7089,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_284,
+     .args = zinterstore_args_320,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -6277,7 +7098,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_285,
+     .args = zlexcount_args_321,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -6287,7 +7108,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_287,
+     .args = zmpop_args_323,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -6296,7 +7117,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_288,
+     .args = zmscore_args_324,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -6306,7 +7127,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_289,
+     .args = zpopmax_args_325,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -6316,7 +7137,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_290,
+     .args = zpopmin_args_326,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -6327,7 +7148,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_292,
+     .args = zrandmember_args_328,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -6337,7 +7158,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_295,
+     .args = zrange_args_331,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -6351,7 +7172,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_297,
+     .args = zrangebylex_args_333,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -6365,7 +7186,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_299,
+     .args = zrangebyscore_args_335,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -6375,7 +7196,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_302,
+     .args = zrangestore_args_338,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -6384,7 +7205,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_303,
+     .args = zrank_args_339,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -6394,7 +7215,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_304,
+     .args = zrem_args_340,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -6404,7 +7225,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_305,
+     .args = zremrangebylex_args_341,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -6414,7 +7235,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_306,
+     .args = zremrangebyrank_args_342,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -6424,7 +7245,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_307,
+     .args = zremrangebyscore_args_343,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -6437,7 +7258,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_308,
+     .args = zrevrange_args_344,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -6451,7 +7272,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_310,
+     .args = zrevrangebylex_args_346,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6465,7 +7286,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_312,
+     .args = zrevrangebyscore_args_348,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6474,7 +7295,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_313,
+     .args = zrevrank_args_349,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6487,7 +7308,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_314,
+     .args = zscan_args_350,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6496,7 +7317,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_315,
+     .args = zscore_args_351,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6506,7 +7327,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_317,
+     .args = zunion_args_353,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6516,7 +7337,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_319,
+     .args = zunionstore_args_355,
      .num_args = 5},
 };
 

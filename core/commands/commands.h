@@ -36,6 +36,8 @@ extern const command_family commands_sort;
 extern const command_family commands_pubsub;
 extern const command_family commands_ops;
 extern const command_family commands_bitops;
+extern const command_family commands_stream;
+extern const command_family commands_stream_group;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

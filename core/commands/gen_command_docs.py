@@ -57,6 +57,10 @@ zdiff zunionstore zinterstore zdiffstore zintercard zrange zrangestore
 zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
+xadd xrange xrevrange xlen xdel xtrim xsetid xread
+xgroup xgroup|create xgroup|setid xgroup|destroy xgroup|createconsumer
+xgroup|delconsumer xgroup|help xreadgroup xack xpending xclaim xautoclaim
+xinfo xinfo|stream xinfo|groups xinfo|consumers xinfo|help
 sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
