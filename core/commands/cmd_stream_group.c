@@ -7,12 +7,13 @@
  * The groups are read and changed through types/stream_cgroup.h, the
  * entries through types/stream.h's iterator, the key lookup, ID parsing
  * and entry replies through commands/cmd_stream.h (shared with XADD,
- * XRANGE, XREAD...). A change to the groups is announced with
- * db_signal_modified, counting what Valkey counts in server.dirty (so
- * WATCH and blocked readers hear it too). Valkey propagates XREADGROUP and
- * XCLAIM to replicas as XCLAIM and XGROUP SETID; Keel has no replication
- * yet: the places that change a pending entry are the ones that would
- * propagate it (group_claimed and group_advanced). */
+ * XRANGE, XREAD...). A change to the groups is counted with
+ * db_count_changes, as Valkey counts it in server.dirty without
+ * signalModifiedKey: WATCH, client tracking and blocked readers do not
+ * hear it (a destroyed group wakes its blocked readers explicitly). Valkey propagates XREADGROUP
+ * and XCLAIM to replicas as XCLAIM and XGROUP SETID; Keel has no replication yet: the places that
+ * change a pending entry are the ones that would propagate it (group_claimed and group_advanced).
+ */
 #include "commands/cmd_stream.h"
 #include "commands/commands.h"
 #include "common/common.h"
@@ -68,7 +69,7 @@ static int reply_entry_at(client *c, const kobj *o, stream_id id) {
 
 /* The groups of key changed: `changes` counted (Valkey's server.dirty). */
 static void group_changed(client *c, const karg *key, long long changes) {
-    if (changes) db_signal_modified(c->db, key->ptr, key->len, changes);
+    if (changes) db_count_changes(c->db, key->ptr, key->len, changes);
 }
 
 /* A consumer created by a command that names it (XREADGROUP, XCLAIM,
@@ -201,9 +202,9 @@ static void xgroup_destroy(client *c) {
     }
     scg_destroy(x.o, c->argv[3].ptr, c->argv[3].len);
     reply_int(c, 1);
-    /* The announcement also wakes the XREADGROUPs blocked on the group,
-     * whose rerun answers NOGROUP. */
     group_changed(c, &c->argv[2], 1);
+    /* The XREADGROUPs blocked on the group rerun and answer NOGROUP. */
+    blocking_signal_key(c->db, c->argv[2].ptr, c->argv[2].len);
     notify_key(c, NOTIFY_STREAM, "xgroup-destroy", &c->argv[2]);
 }
 

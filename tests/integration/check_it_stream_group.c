@@ -359,6 +359,35 @@ START_TEST(test_blocking_group_gone) {
 }
 END_TEST
 
+/* A group's bookkeeping is counted (rdb_changes_since_last_save) but is
+ * no change of the key, as in Valkey: a transaction watching the stream
+ * still runs after another client's XREADGROUP, XACK, XCLAIM and XGROUP
+ * SETID, and fails after an XADD. */
+START_TEST(test_watch_ignores_groups) {
+    three_entries();
+    redisContext *other = it_connect(S);
+    expect_ok(C, "WATCH s");
+    long long before = it_info_int(C, "persistence", "rdb_changes_since_last_save");
+    it_free(it_cmd(other, "XREADGROUP GROUP g c COUNT 2 STREAMS s >"));
+    expect_int(other, 1, "XACK s g 1-0");
+    it_free(it_cmd(other, "XCLAIM s g d 0 2-0"));
+    expect_ok(other, "XGROUP SETID s g 0");
+    ck_assert_int_gt(it_info_int(C, "persistence", "rdb_changes_since_last_save"), before);
+    expect_ok(C, "MULTI");
+    expect_reply(C, "+QUEUED", "PING");
+    redisReply *r = it_cmd(C, "EXEC");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq((int)r->elements, 1);
+    expect_ok(C, "WATCH s");
+    expect_bulk(other, "4-0", "XADD s 4-0 f v4");
+    expect_ok(C, "MULTI");
+    expect_reply(C, "+QUEUED", "PING");
+    r = it_cmd(C, "EXEC");
+    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+    it_disconnect(other);
+}
+END_TEST
+
 START_TEST(test_notifications) {
     expect_ok(C, "CONFIG SET notify-keyspace-events Kt");
     it_raw *sub = it_raw_connect(S);
@@ -422,6 +451,7 @@ static Suite *stream_group_suite(void) {
     tcase_add_test(tc, test_copy_and_mem);
     tcase_add_test(tc, test_blocking_order);
     tcase_add_test(tc, test_blocking_group_gone);
+    tcase_add_test(tc, test_watch_ignores_groups);
     tcase_add_test(tc, test_notifications);
     tcase_add_test(tc, test_resp3);
     return s;
