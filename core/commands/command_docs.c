@@ -826,6 +826,747 @@ static const command_arg flushdb_args_69[] = {
      .num_args = 2},
 };
 
+static const key_spec geoadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geoadd_args_70[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg geoadd_args_71[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg geoadd_args_72[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = geoadd_args_70,
+     .num_args = 2},
+    {.name = "change",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "CH",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geoadd_args_71,
+     .num_args = 3},
+};
+
+static const key_spec geodist_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geodist_args_73[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geodist_args_74[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member1", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "member2", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geodist_args_73,
+     .num_args = 4},
+};
+
+static const key_spec geohash_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geohash_args_75[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec geopos_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geopos_args_76[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec georadius_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_args_77[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_args_78[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_args_79[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_args_80[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadius_args_81[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_args_77,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_78,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_79,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_80,
+     .num_args = 2},
+};
+
+static const key_spec georadius_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_ro_args_82[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_ro_args_83[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_ro_args_84[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_ro_args_85[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_ro_args_82,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_83,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_84,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_args_86[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_args_87[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_args_88[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_args_89[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadiusbymember_args_90[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_args_86,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_87,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_88,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_89,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_ro_args_91[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_ro_args_92[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_ro_args_93[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_ro_args_94[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_ro_args_91,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_92,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_93,
+     .num_args = 2},
+};
+
+static const key_spec geosearch_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearch_args_95[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_96[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearch_args_95,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_97[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_98[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_97,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_99[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_100[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_99,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_101[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_98,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_100,
+     .num_args = 3},
+};
+
+static const command_arg geosearch_args_102[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_96,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_101,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_103[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_104[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearch_args_103,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_105[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_102,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearch_args_104,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_106[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearch_args_107[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearch_args_108[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_105,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_106,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_107,
+     .num_args = 2},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec geosearchstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearchstore_args_109[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_110[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearchstore_args_109,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_111[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_112[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_111,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_113[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_114[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_113,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_115[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_112,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_114,
+     .num_args = 3},
+};
+
+static const command_arg geosearchstore_args_116[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_110,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_115,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_117[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_118[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearchstore_args_117,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_119[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_116,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearchstore_args_118,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_120[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearchstore_args_121[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearchstore_args_122[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_119,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_120,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_121,
+     .num_args = 2},
+    {.name = "storedist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "STOREDIST",
+     .flags = ARG_OPTIONAL},
+};
+
 static const key_spec get_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
      .begin = KEY_BEGIN_INDEX,
@@ -834,7 +1575,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_70[] = {
+static const command_arg get_args_123[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -846,7 +1587,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_71[] = {
+static const command_arg getdel_args_124[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -858,7 +1599,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_72[] = {
+static const command_arg getex_args_125[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -869,13 +1610,13 @@ static const command_arg getex_args_72[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_73[] = {
+static const command_arg getex_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_72,
+     .subargs = getex_args_125,
      .num_args = 5},
 };
 
@@ -887,7 +1628,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_74[] = {
+static const command_arg getrange_args_127[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -901,7 +1642,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_75[] = {
+static const command_arg getset_args_128[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -914,24 +1655,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_76[] = {
+static const command_arg hdel_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_77[] = {
+static const command_arg hello_args_130[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_78[] = {
+static const command_arg hello_args_131[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_77,
+     .subargs = hello_args_130,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -940,12 +1681,12 @@ static const command_arg hello_args_78[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_79[] = {
+static const command_arg hello_args_132[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_78,
+     .subargs = hello_args_131,
      .num_args = 3},
 };
 
@@ -957,7 +1698,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_80[] = {
+static const command_arg hexists_args_133[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -970,32 +1711,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_81[] = {
+static const command_arg hexpire_args_134[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_82[] = {
+static const command_arg hexpire_args_135[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_83[] = {
+static const command_arg hexpire_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_81,
+     .subargs = hexpire_args_134,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_82,
+     .subargs = hexpire_args_135,
      .num_args = 2},
 };
 
@@ -1007,32 +1748,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_84[] = {
+static const command_arg hexpireat_args_137[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_85[] = {
+static const command_arg hexpireat_args_138[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_86[] = {
+static const command_arg hexpireat_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_84,
+     .subargs = hexpireat_args_137,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_85,
+     .subargs = hexpireat_args_138,
      .num_args = 2},
 };
 
@@ -1044,18 +1785,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_87[] = {
+static const command_arg hexpiretime_args_140[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_88[] = {
+static const command_arg hexpiretime_args_141[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_87,
+     .subargs = hexpiretime_args_140,
      .num_args = 2},
 };
 
@@ -1067,7 +1808,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_89[] = {
+static const command_arg hget_args_142[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1082,7 +1823,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_90[] = {
+static const command_arg hgetall_args_143[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1094,18 +1835,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_91[] = {
+static const command_arg hgetdel_args_144[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_92[] = {
+static const command_arg hgetdel_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_91,
+     .subargs = hgetdel_args_144,
      .num_args = 2},
 };
 
@@ -1117,7 +1858,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_93[] = {
+static const command_arg hgetex_args_146[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1128,24 +1869,24 @@ static const command_arg hgetex_args_93[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_94[] = {
+static const command_arg hgetex_args_147[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_95[] = {
+static const command_arg hgetex_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_93,
+     .subargs = hgetex_args_146,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_94,
+     .subargs = hgetex_args_147,
      .num_args = 2},
 };
 
@@ -1157,7 +1898,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_96[] = {
+static const command_arg hincrby_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1171,7 +1912,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_97[] = {
+static const command_arg hincrbyfloat_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1187,7 +1928,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_98[] = {
+static const command_arg hkeys_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1199,7 +1940,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_99[] = {
+static const command_arg hlen_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1211,7 +1952,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_100[] = {
+static const command_arg hmget_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1224,18 +1965,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_101[] = {
+static const command_arg hmset_args_154[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_102[] = {
+static const command_arg hmset_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_101,
+     .subargs = hmset_args_154,
      .num_args = 2},
 };
 
@@ -1247,18 +1988,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_103[] = {
+static const command_arg hpersist_args_156[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_104[] = {
+static const command_arg hpersist_args_157[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_103,
+     .subargs = hpersist_args_156,
      .num_args = 2},
 };
 
@@ -1270,32 +2011,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_105[] = {
+static const command_arg hpexpire_args_158[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_106[] = {
+static const command_arg hpexpire_args_159[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_107[] = {
+static const command_arg hpexpire_args_160[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_105,
+     .subargs = hpexpire_args_158,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_106,
+     .subargs = hpexpire_args_159,
      .num_args = 2},
 };
 
@@ -1307,32 +2048,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_108[] = {
+static const command_arg hpexpireat_args_161[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_109[] = {
+static const command_arg hpexpireat_args_162[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_110[] = {
+static const command_arg hpexpireat_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_108,
+     .subargs = hpexpireat_args_161,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_109,
+     .subargs = hpexpireat_args_162,
      .num_args = 2},
 };
 
@@ -1344,18 +2085,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_111[] = {
+static const command_arg hpexpiretime_args_164[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_112[] = {
+static const command_arg hpexpiretime_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_111,
+     .subargs = hpexpiretime_args_164,
      .num_args = 2},
 };
 
@@ -1367,18 +2108,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_113[] = {
+static const command_arg hpttl_args_166[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_114[] = {
+static const command_arg hpttl_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_113,
+     .subargs = hpttl_args_166,
      .num_args = 2},
 };
 
@@ -1392,7 +2133,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_115[] = {
+static const command_arg hrandfield_args_168[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1401,13 +2142,13 @@ static const command_arg hrandfield_args_115[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_116[] = {
+static const command_arg hrandfield_args_169[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_115,
+     .subargs = hrandfield_args_168,
      .num_args = 2},
 };
 
@@ -1421,7 +2162,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_117[] = {
+static const command_arg hscan_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1449,18 +2190,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_118[] = {
+static const command_arg hset_args_171[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_119[] = {
+static const command_arg hset_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_118,
+     .subargs = hset_args_171,
      .num_args = 2},
 };
 
@@ -1472,17 +2213,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_120[] = {
+static const command_arg hsetex_args_173[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_121[] = {
+static const command_arg hsetex_args_174[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_122[] = {
+static const command_arg hsetex_args_175[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1493,46 +2234,46 @@ static const command_arg hsetex_args_122[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_123[] = {
+static const command_arg hsetex_args_176[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_124[] = {
+static const command_arg hsetex_args_177[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_123,
+     .subargs = hsetex_args_176,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_125[] = {
+static const command_arg hsetex_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_120,
+     .subargs = hsetex_args_173,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_121,
+     .subargs = hsetex_args_174,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_122,
+     .subargs = hsetex_args_175,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_124,
+     .subargs = hsetex_args_177,
      .num_args = 2},
 };
 
@@ -1544,7 +2285,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_126[] = {
+static const command_arg hsetnx_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1558,7 +2299,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_127[] = {
+static const command_arg hstrlen_args_180[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1571,18 +2312,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_128[] = {
+static const command_arg httl_args_181[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_129[] = {
+static const command_arg httl_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_128,
+     .subargs = httl_args_181,
      .num_args = 2},
 };
 
@@ -1596,7 +2337,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_130[] = {
+static const command_arg hvals_args_183[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1608,7 +2349,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_131[] = {
+static const command_arg incr_args_184[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1620,7 +2361,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_132[] = {
+static const command_arg incrby_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1633,7 +2374,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_133[] = {
+static const command_arg incrbyfloat_args_186[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1641,7 +2382,7 @@ static const command_arg incrbyfloat_args_133[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_134[] = {
+static const command_arg info_args_187[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1651,7 +2392,7 @@ static const command_arg info_args_134[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_135[] = {
+static const command_arg keys_args_188[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1663,14 +2404,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_136[] = {
+static const command_arg latency_graph_args_189[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_137[] = {
+static const command_arg latency_histogram_args_190[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1680,7 +2421,7 @@ static const command_arg latency_histogram_args_137[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_138[] = {
+static const command_arg latency_history_args_191[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1690,7 +2431,7 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_139[] = {
+static const command_arg latency_reset_args_192[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1705,7 +2446,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_140[] = {
+static const command_arg lindex_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1718,17 +2459,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_141[] = {
+static const command_arg linsert_args_194[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_142[] = {
+static const command_arg linsert_args_195[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_141,
+     .subargs = linsert_args_194,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1742,7 +2483,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_143[] = {
+static const command_arg llen_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1759,28 +2500,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_144[] = {
+static const command_arg lmove_args_197[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_145[] = {
+static const command_arg lmove_args_198[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_146[] = {
+static const command_arg lmove_args_199[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_144,
+     .subargs = lmove_args_197,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_145,
+     .subargs = lmove_args_198,
      .num_args = 2},
 };
 
@@ -1792,18 +2533,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_147[] = {
+static const command_arg lmpop_args_200[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_148[] = {
+static const command_arg lmpop_args_201[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_147,
+     .subargs = lmpop_args_200,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1820,7 +2561,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_149[] = {
+static const command_arg lpop_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1837,7 +2578,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_150[] = {
+static const command_arg lpos_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1865,7 +2606,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_151[] = {
+static const command_arg lpush_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1878,7 +2619,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_152[] = {
+static const command_arg lpushx_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1891,7 +2632,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_153[] = {
+static const command_arg lrange_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1905,7 +2646,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_154[] = {
+static const command_arg lrem_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1919,7 +2660,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_155[] = {
+static const command_arg lset_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1933,7 +2674,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_156[] = {
+static const command_arg ltrim_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1959,7 +2700,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_157[] = {
+static const command_arg memory_usage_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1978,30 +2719,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_158[] = {
+static const command_arg mget_args_211[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_159[] = {
+static const command_arg module_load_args_212[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_160[] = {
+static const command_arg module_loadex_args_213[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_161[] = {
+static const command_arg module_loadex_args_214[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_160,
+     .subargs = module_loadex_args_213,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -2010,7 +2751,7 @@ static const command_arg module_loadex_args_161[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_162[] = {
+static const command_arg module_unload_args_215[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -2022,7 +2763,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_163[] = {
+static const command_arg move_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2038,17 +2779,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_164[] = {
+static const command_arg mset_args_217[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_165[] = {
+static const command_arg mset_args_218[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_164,
+     .subargs = mset_args_217,
      .num_args = 2},
 };
 
@@ -2060,17 +2801,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_166[] = {
+static const command_arg msetnx_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_167[] = {
+static const command_arg msetnx_args_220[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_166,
+     .subargs = msetnx_args_219,
      .num_args = 2},
 };
 
@@ -2084,7 +2825,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_168[] = {
+static const command_arg object_encoding_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2098,7 +2839,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_169[] = {
+static const command_arg object_freq_args_222[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2112,7 +2853,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_170[] = {
+static const command_arg object_idletime_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2126,7 +2867,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_171[] = {
+static const command_arg object_refcount_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2138,7 +2879,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_172[] = {
+static const command_arg persist_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2150,14 +2891,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_173[] = {
+static const command_arg pexpire_args_226[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_174[] = {
+static const command_arg pexpire_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2165,7 +2906,7 @@ static const command_arg pexpire_args_174[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_173,
+     .subargs = pexpire_args_226,
      .num_args = 4},
 };
 
@@ -2177,14 +2918,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_175[] = {
+static const command_arg pexpireat_args_228[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_176[] = {
+static const command_arg pexpireat_args_229[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2192,7 +2933,7 @@ static const command_arg pexpireat_args_176[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_175,
+     .subargs = pexpireat_args_228,
      .num_args = 4},
 };
 
@@ -2204,14 +2945,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_177[] = {
+static const command_arg pexpiretime_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_178[] = {
+static const command_arg ping_args_231[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2223,13 +2964,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_179[] = {
+static const command_arg psetex_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_180[] = {
+static const command_arg psubscribe_args_233[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2243,38 +2984,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_181[] = {
+static const command_arg pttl_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_182[] = {
+static const command_arg publish_args_235[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_183[] = {
+static const command_arg pubsub_channels_args_236[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_184[] = {
+static const command_arg pubsub_numsub_args_237[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_185[] = {
+static const command_arg pubsub_shardchannels_args_238[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_186[] = {
+static const command_arg pubsub_shardnumsub_args_239[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_187[] = {
+static const command_arg punsubscribe_args_240[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2297,7 +3038,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_188[] = {
+static const command_arg rename_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2315,7 +3056,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_189[] = {
+static const command_arg renamenx_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2328,7 +3069,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_190[] = {
+static const command_arg rpop_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2350,7 +3091,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_191[] = {
+static const command_arg rpoplpush_args_244[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2363,7 +3104,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_192[] = {
+static const command_arg rpush_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2376,7 +3117,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_193[] = {
+static const command_arg rpushx_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2389,7 +3130,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_194[] = {
+static const command_arg sadd_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2397,7 +3138,7 @@ static const command_arg sadd_args_194[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_195[] = {
+static const command_arg scan_args_248[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2425,7 +3166,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_196[] = {
+static const command_arg scard_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2439,7 +3180,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_197[] = {
+static const command_arg sdiff_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2456,12 +3197,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_198[] = {
+static const command_arg sdiffstore_args_251[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_199[] = {
+static const command_arg select_args_252[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2473,12 +3214,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_200[] = {
+static const command_arg set_args_253[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_201[] = {
+static const command_arg set_args_254[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2506,7 +3247,7 @@ static const command_arg set_args_201[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_202[] = {
+static const command_arg set_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2514,7 +3255,7 @@ static const command_arg set_args_202[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_200,
+     .subargs = set_args_253,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2526,7 +3267,7 @@ static const command_arg set_args_202[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_201,
+     .subargs = set_args_254,
      .num_args = 5},
 };
 
@@ -2538,7 +3279,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_203[] = {
+static const command_arg setex_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2552,7 +3293,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_204[] = {
+static const command_arg setnx_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2565,23 +3306,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_205[] = {
+static const command_arg setrange_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_206[] = {
+static const command_arg shutdown_args_259[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_207[] = {
+static const command_arg shutdown_args_260[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_206,
+     .subargs = shutdown_args_259,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2597,11 +3338,11 @@ static const command_arg shutdown_args_207[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_208[] = {
+static const command_arg shutdown_args_261[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_207,
+     .subargs = shutdown_args_260,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2610,12 +3351,12 @@ static const command_arg shutdown_args_208[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_209[] = {
+static const command_arg shutdown_args_262[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_208,
+     .subargs = shutdown_args_261,
      .num_args = 2},
 };
 
@@ -2629,7 +3370,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_210[] = {
+static const command_arg sinter_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2641,7 +3382,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_211[] = {
+static const command_arg sintercard_args_264[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2664,7 +3405,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_212[] = {
+static const command_arg sinterstore_args_265[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2677,7 +3418,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_213[] = {
+static const command_arg sismember_args_266[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2685,7 +3426,7 @@ static const command_arg sismember_args_213[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_214[] = {
+static const command_arg slowlog_get_args_267[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2705,7 +3446,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_215[] = {
+static const command_arg smembers_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2717,7 +3458,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_216[] = {
+static const command_arg smismember_args_269[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2735,7 +3476,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_217[] = {
+static const command_arg smove_args_270[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2751,17 +3492,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_218[] = {
+static const command_arg sort_args_271[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_219[] = {
+static const command_arg sort_args_272[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_220[] = {
+static const command_arg sort_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2774,7 +3515,7 @@ static const command_arg sort_args_220[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_218,
+     .subargs = sort_args_271,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2786,7 +3527,7 @@ static const command_arg sort_args_220[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_219,
+     .subargs = sort_args_272,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2809,17 +3550,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_221[] = {
+static const command_arg sort_ro_args_274[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_222[] = {
+static const command_arg sort_ro_args_275[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_223[] = {
+static const command_arg sort_ro_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2832,7 +3573,7 @@ static const command_arg sort_ro_args_223[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_221,
+     .subargs = sort_ro_args_274,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2844,7 +3585,7 @@ static const command_arg sort_ro_args_223[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_222,
+     .subargs = sort_ro_args_275,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2863,7 +3604,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_224[] = {
+static const command_arg spop_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2880,7 +3621,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_225[] = {
+static const command_arg spublish_args_278[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2895,7 +3636,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_226[] = {
+static const command_arg srandmember_args_279[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2912,7 +3653,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_227[] = {
+static const command_arg srem_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2927,7 +3668,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_228[] = {
+static const command_arg sscan_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2950,7 +3691,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_229[] = {
+static const command_arg ssubscribe_args_282[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2962,11 +3703,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_230[] = {
+static const command_arg strlen_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_231[] = {
+static const command_arg subscribe_args_284[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2978,7 +3719,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_232[] = {
+static const command_arg substr_args_285[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2994,7 +3735,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_233[] = {
+static const command_arg sunion_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3011,7 +3752,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_234[] = {
+static const command_arg sunionstore_args_287[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3024,14 +3765,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_235[] = {
+static const command_arg sunsubscribe_args_288[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_236[] = {
+static const command_arg swapdb_args_289[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -3048,7 +3789,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_237[] = {
+static const command_arg touch_args_290[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3062,7 +3803,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_238[] = {
+static const command_arg ttl_args_291[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3074,7 +3815,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_239[] = {
+static const command_arg type_args_292[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3088,11 +3829,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_240[] = {
+static const command_arg unlink_args_293[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_241[] = {
+static const command_arg unsubscribe_args_294[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3107,7 +3848,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_242[] = {
+static const command_arg watch_args_295[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3119,36 +3860,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_243[] = {
+static const command_arg zadd_args_296[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_244[] = {
+static const command_arg zadd_args_297[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_245[] = {
+static const command_arg zadd_args_298[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_246[] = {
+static const command_arg zadd_args_299[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_243,
+     .subargs = zadd_args_296,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_244,
+     .subargs = zadd_args_297,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3166,7 +3907,7 @@ static const command_arg zadd_args_246[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_245,
+     .subargs = zadd_args_298,
      .num_args = 2},
 };
 
@@ -3178,7 +3919,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_247[] = {
+static const command_arg zcard_args_300[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3190,7 +3931,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_248[] = {
+static const command_arg zcount_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3204,7 +3945,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_249[] = {
+static const command_arg zdiff_args_302[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3227,7 +3968,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_250[] = {
+static const command_arg zdiffstore_args_303[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3241,7 +3982,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_251[] = {
+static const command_arg zincrby_args_304[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3255,13 +3996,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_252[] = {
+static const command_arg zinter_args_305[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_253[] = {
+static const command_arg zinter_args_306[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3274,7 +4015,7 @@ static const command_arg zinter_args_253[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_252,
+     .subargs = zinter_args_305,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3291,7 +4032,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_254[] = {
+static const command_arg zintercard_args_307[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3314,13 +4055,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_255[] = {
+static const command_arg zinterstore_args_308[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_256[] = {
+static const command_arg zinterstore_args_309[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3334,7 +4075,7 @@ static const command_arg zinterstore_args_256[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_255,
+     .subargs = zinterstore_args_308,
      .num_args = 3},
 };
 
@@ -3346,7 +4087,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_257[] = {
+static const command_arg zlexcount_args_310[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3360,18 +4101,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_258[] = {
+static const command_arg zmpop_args_311[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_259[] = {
+static const command_arg zmpop_args_312[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_258,
+     .subargs = zmpop_args_311,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3388,7 +4129,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_260[] = {
+static const command_arg zmscore_args_313[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3401,7 +4142,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_261[] = {
+static const command_arg zpopmax_args_314[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3414,7 +4155,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_262[] = {
+static const command_arg zpopmin_args_315[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3429,7 +4170,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_263[] = {
+static const command_arg zrandmember_args_316[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3438,13 +4179,13 @@ static const command_arg zrandmember_args_263[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_264[] = {
+static const command_arg zrandmember_args_317[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_263,
+     .subargs = zrandmember_args_316,
      .num_args = 2},
 };
 
@@ -3456,17 +4197,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_265[] = {
+static const command_arg zrange_args_318[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_266[] = {
+static const command_arg zrange_args_319[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_267[] = {
+static const command_arg zrange_args_320[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3475,7 +4216,7 @@ static const command_arg zrange_args_267[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_265,
+     .subargs = zrange_args_318,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3489,7 +4230,7 @@ static const command_arg zrange_args_267[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_266,
+     .subargs = zrange_args_319,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3506,12 +4247,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_268[] = {
+static const command_arg zrangebylex_args_321[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_269[] = {
+static const command_arg zrangebylex_args_322[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3520,7 +4261,7 @@ static const command_arg zrangebylex_args_269[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_268,
+     .subargs = zrangebylex_args_321,
      .num_args = 2},
 };
 
@@ -3532,12 +4273,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_270[] = {
+static const command_arg zrangebyscore_args_323[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_271[] = {
+static const command_arg zrangebyscore_args_324[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3552,7 +4293,7 @@ static const command_arg zrangebyscore_args_271[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_270,
+     .subargs = zrangebyscore_args_323,
      .num_args = 2},
 };
 
@@ -3569,17 +4310,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_272[] = {
+static const command_arg zrangestore_args_325[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_273[] = {
+static const command_arg zrangestore_args_326[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_274[] = {
+static const command_arg zrangestore_args_327[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3588,7 +4329,7 @@ static const command_arg zrangestore_args_274[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_272,
+     .subargs = zrangestore_args_325,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3600,7 +4341,7 @@ static const command_arg zrangestore_args_274[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_273,
+     .subargs = zrangestore_args_326,
      .num_args = 2},
 };
 
@@ -3612,7 +4353,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_275[] = {
+static const command_arg zrank_args_328[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3630,7 +4371,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_276[] = {
+static const command_arg zrem_args_329[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3643,7 +4384,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_277[] = {
+static const command_arg zremrangebylex_args_330[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3657,7 +4398,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_278[] = {
+static const command_arg zremrangebyrank_args_331[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3671,7 +4412,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_279[] = {
+static const command_arg zremrangebyscore_args_332[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3685,7 +4426,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_280[] = {
+static const command_arg zrevrange_args_333[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3704,12 +4445,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_281[] = {
+static const command_arg zrevrangebylex_args_334[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_282[] = {
+static const command_arg zrevrangebylex_args_335[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3718,7 +4459,7 @@ static const command_arg zrevrangebylex_args_282[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_281,
+     .subargs = zrevrangebylex_args_334,
      .num_args = 2},
 };
 
@@ -3730,12 +4471,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_283[] = {
+static const command_arg zrevrangebyscore_args_336[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_284[] = {
+static const command_arg zrevrangebyscore_args_337[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3749,7 +4490,7 @@ static const command_arg zrevrangebyscore_args_284[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_283,
+     .subargs = zrevrangebyscore_args_336,
      .num_args = 2},
 };
 
@@ -3761,7 +4502,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_285[] = {
+static const command_arg zrevrank_args_338[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3781,7 +4522,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_286[] = {
+static const command_arg zscan_args_339[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3809,7 +4550,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_287[] = {
+static const command_arg zscore_args_340[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3822,13 +4563,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_288[] = {
+static const command_arg zunion_args_341[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_289[] = {
+static const command_arg zunion_args_342[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3841,7 +4582,7 @@ static const command_arg zunion_args_289[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_288,
+     .subargs = zunion_args_341,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3863,13 +4604,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_290[] = {
+static const command_arg zunionstore_args_343[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_291[] = {
+static const command_arg zunionstore_args_344[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3883,7 +4624,7 @@ static const command_arg zunionstore_args_291[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_290,
+     .subargs = zunionstore_args_343,
      .num_args = 3},
 };
 
@@ -4361,6 +5102,122 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .args = flushdb_args_69,
      .num_args = 1},
+    {.fullname = "geoadd",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geoadd_key_specs,
+     .num_key_specs = 1,
+     .args = geoadd_args_72,
+     .num_args = 4},
+    {.fullname = "geodist",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geodist_key_specs,
+     .num_key_specs = 1,
+     .args = geodist_args_74,
+     .num_args = 4},
+    {.fullname = "geohash",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geohash_key_specs,
+     .num_key_specs = 1,
+     .args = geohash_args_75,
+     .num_args = 2},
+    {.fullname = "geopos",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geopos_key_specs,
+     .num_key_specs = 1,
+     .args = geopos_args_76,
+     .num_args = 2},
+    {.fullname = "georadius",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument",
+     .key_specs = georadius_key_specs,
+     .num_key_specs = 3,
+     .args = georadius_args_81,
+     .num_args = 11},
+    {.fullname = "georadius_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` argument",
+     .key_specs = georadius_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadius_ro_args_85,
+     .num_args = 10},
+    {.fullname = "georadiusbymember",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by =
+         "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_key_specs,
+     .num_key_specs = 3,
+     .args = georadiusbymember_args_90,
+     .num_args = 10},
+    {.fullname = "georadiusbymember_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadiusbymember_ro_args_94,
+     .num_args = 9},
+    {.fullname = "geosearch",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearch_key_specs,
+     .num_key_specs = 1,
+     .args = geosearch_args_108,
+     .num_args = 7},
+    {.fullname = "geosearchstore",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearchstore_key_specs,
+     .num_key_specs = 2,
+     .args = geosearchstore_args_122,
+     .num_args = 6},
     {.fullname = "get",
      .group = "string",
      .since = "1.0.0",
@@ -4368,7 +5225,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_70,
+     .args = get_args_123,
      .num_args = 1},
     {.fullname = "getdel",
      .group = "string",
@@ -4377,7 +5234,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_71,
+     .args = getdel_args_124,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4386,7 +5243,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_73,
+     .args = getex_args_126,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4398,7 +5255,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_74,
+     .args = getrange_args_127,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4410,7 +5267,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_75,
+     .args = getset_args_128,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4419,14 +5276,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_76,
+     .args = hdel_args_129,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_79,
+     .args = hello_args_132,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4435,7 +5292,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_80,
+     .args = hexists_args_133,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4444,7 +5301,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_83,
+     .args = hexpire_args_136,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4453,7 +5310,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_86,
+     .args = hexpireat_args_139,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4462,7 +5319,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_88,
+     .args = hexpiretime_args_141,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4471,7 +5328,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_89,
+     .args = hget_args_142,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4482,7 +5339,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_90,
+     .args = hgetall_args_143,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4491,7 +5348,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_92,
+     .args = hgetdel_args_145,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4500,7 +5357,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_95,
+     .args = hgetex_args_148,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4509,7 +5366,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_96,
+     .args = hincrby_args_149,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4518,7 +5375,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_97,
+     .args = hincrbyfloat_args_150,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4529,7 +5386,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_98,
+     .args = hkeys_args_151,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4538,7 +5395,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_99,
+     .args = hlen_args_152,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4547,7 +5404,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_100,
+     .args = hmget_args_153,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4559,7 +5416,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_102,
+     .args = hmset_args_155,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4568,7 +5425,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_104,
+     .args = hpersist_args_157,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4577,7 +5434,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_107,
+     .args = hpexpire_args_160,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4586,7 +5443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_110,
+     .args = hpexpireat_args_163,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4595,7 +5452,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_112,
+     .args = hpexpiretime_args_165,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4604,7 +5461,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_114,
+     .args = hpttl_args_167,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4615,7 +5472,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_116,
+     .args = hrandfield_args_169,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4628,7 +5485,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_117,
+     .args = hscan_args_170,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4638,7 +5495,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_119,
+     .args = hset_args_172,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4647,7 +5504,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_125,
+     .args = hsetex_args_178,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4656,7 +5513,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_126,
+     .args = hsetnx_args_179,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4665,7 +5522,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_127,
+     .args = hstrlen_args_180,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4674,7 +5531,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_129,
+     .args = httl_args_182,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4685,7 +5542,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_130,
+     .args = hvals_args_183,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4694,7 +5551,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_131,
+     .args = incr_args_184,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4703,7 +5560,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_132,
+     .args = incrby_args_185,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4712,7 +5569,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_133,
+     .args = incrbyfloat_args_186,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4721,7 +5578,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_134,
+     .args = info_args_187,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4731,7 +5588,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_135,
+     .args = keys_args_188,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4756,7 +5613,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_136,
+     .args = latency_graph_args_189,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -4766,7 +5623,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_137,
+     .args = latency_histogram_args_190,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -4774,7 +5631,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_138,
+     .args = latency_history_args_191,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -4788,7 +5645,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_139,
+     .args = latency_reset_args_192,
      .num_args = 1},
     {.fullname = "lindex",
      .group = "list",
@@ -4798,7 +5655,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_140,
+     .args = lindex_args_193,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4810,7 +5667,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_142,
+     .args = linsert_args_195,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4819,7 +5676,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_143,
+     .args = llen_args_196,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4828,7 +5685,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_146,
+     .args = lmove_args_199,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4838,7 +5695,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_148,
+     .args = lmpop_args_201,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4847,7 +5704,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_149,
+     .args = lpop_args_202,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4858,7 +5715,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_150,
+     .args = lpos_args_203,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4868,7 +5725,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_151,
+     .args = lpush_args_204,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4878,7 +5735,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_152,
+     .args = lpushx_args_205,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4889,7 +5746,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_153,
+     .args = lrange_args_206,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4899,7 +5756,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_154,
+     .args = lrem_args_207,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4909,7 +5766,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_155,
+     .args = lset_args_208,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4918,7 +5775,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_156,
+     .args = ltrim_args_209,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -4955,7 +5812,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_157,
+     .args = memory_usage_args_210,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -4966,7 +5823,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_158,
+     .args = mget_args_211,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -4984,21 +5841,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_159,
+     .args = module_load_args_212,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_161,
+     .args = module_loadex_args_214,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_162,
+     .args = module_unload_args_215,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -5008,7 +5865,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_163,
+     .args = move_args_216,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -5019,7 +5876,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_165,
+     .args = mset_args_218,
      .num_args = 1},
     {.fullname = "msetnx",
      .group = "string",
@@ -5028,7 +5885,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_167,
+     .args = msetnx_args_220,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -5048,7 +5905,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_168,
+     .args = object_encoding_args_221,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -5059,7 +5916,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_169,
+     .args = object_freq_args_222,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -5075,7 +5932,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_170,
+     .args = object_idletime_args_223,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -5086,7 +5943,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_171,
+     .args = object_refcount_args_224,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -5095,7 +5952,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_172,
+     .args = persist_args_225,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -5104,7 +5961,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_174,
+     .args = pexpire_args_227,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -5113,7 +5970,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_176,
+     .args = pexpireat_args_229,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -5122,7 +5979,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_177,
+     .args = pexpiretime_args_230,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -5131,7 +5988,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_178,
+     .args = ping_args_231,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -5143,13 +6000,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_179,
+     .args = psetex_args_232,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_180,
+     .args = psubscribe_args_233,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -5160,14 +6017,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_181,
+     .args = pttl_args_234,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_182,
+     .args = publish_args_235,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -5178,7 +6035,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_183,
+     .args = pubsub_channels_args_236,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -5186,27 +6043,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_184,
+     .args = pubsub_numsub_args_237,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_185,
+     .args = pubsub_shardchannels_args_238,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_186,
+     .args = pubsub_shardnumsub_args_239,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_187,
+     .args = punsubscribe_args_240,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -5240,7 +6097,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_188,
+     .args = rename_args_241,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -5249,7 +6106,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_189,
+     .args = renamenx_args_242,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -5263,7 +6120,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_190,
+     .args = rpop_args_243,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -5275,7 +6132,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_191,
+     .args = rpoplpush_args_244,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -5285,7 +6142,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_192,
+     .args = rpush_args_245,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5295,7 +6152,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_193,
+     .args = rpushx_args_246,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5305,7 +6162,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_194,
+     .args = sadd_args_247,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5321,7 +6178,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_195,
+     .args = scan_args_248,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5330,7 +6187,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_196,
+     .args = scard_args_249,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5341,7 +6198,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_197,
+     .args = sdiff_args_250,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5350,14 +6207,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_198,
+     .args = sdiffstore_args_251,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_199,
+     .args = select_args_252,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5366,7 +6223,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_202,
+     .args = set_args_255,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5379,7 +6236,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_203,
+     .args = setex_args_256,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5391,7 +6248,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_204,
+     .args = setnx_args_257,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5402,14 +6259,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_205,
+     .args = setrange_args_258,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_209,
+     .args = shutdown_args_262,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5421,7 +6278,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_210,
+     .args = sinter_args_263,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5431,7 +6288,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_211,
+     .args = sintercard_args_264,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5441,7 +6298,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_212,
+     .args = sinterstore_args_265,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5450,7 +6307,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_213,
+     .args = sismember_args_266,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5462,7 +6319,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_214,
+     .args = slowlog_get_args_267,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5486,7 +6343,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_215,
+     .args = smembers_args_268,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5495,7 +6352,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_216,
+     .args = smismember_args_269,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5504,7 +6361,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_217,
+     .args = smove_args_270,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5515,7 +6372,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_220,
+     .args = sort_args_273,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5527,7 +6384,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_223,
+     .args = sort_ro_args_276,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5540,7 +6397,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_224,
+     .args = spop_args_277,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -5549,7 +6406,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_225,
+     .args = spublish_args_278,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5561,7 +6418,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_226,
+     .args = srandmember_args_279,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5570,7 +6427,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_227,
+     .args = srem_args_280,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5583,7 +6440,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_228,
+     .args = sscan_args_281,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -5591,7 +6448,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_229,
+     .args = ssubscribe_args_282,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -5600,13 +6457,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_230,
+     .args = strlen_args_283,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_231,
+     .args = subscribe_args_284,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5621,7 +6478,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_232,
+     .args = substr_args_285,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5632,7 +6489,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_233,
+     .args = sunion_args_286,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5641,7 +6498,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_234,
+     .args = sunionstore_args_287,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -5649,7 +6506,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_235,
+     .args = sunsubscribe_args_288,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -5657,7 +6514,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_236,
+     .args = swapdb_args_289,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5674,7 +6531,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_237,
+     .args = touch_args_290,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5685,7 +6542,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_238,
+     .args = ttl_args_291,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5694,7 +6551,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_239,
+     .args = type_args_292,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5707,13 +6564,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_240,
+     .args = unlink_args_293,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_241,
+     .args = unsubscribe_args_294,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5727,7 +6584,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_242,
+     .args = watch_args_295,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5737,7 +6594,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_246,
+     .args = zadd_args_299,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5746,7 +6603,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_247,
+     .args = zcard_args_300,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5755,7 +6612,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_248,
+     .args = zcount_args_301,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5765,7 +6622,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_249,
+     .args = zdiff_args_302,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5775,7 +6632,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_250,
+     .args = zdiffstore_args_303,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5784,7 +6641,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_251,
+     .args = zincrby_args_304,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5795,7 +6652,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_253,
+     .args = zinter_args_306,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5805,7 +6662,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_254,
+     .args = zintercard_args_307,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5816,7 +6673,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_256,
+     .args = zinterstore_args_309,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5825,7 +6682,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_257,
+     .args = zlexcount_args_310,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5835,7 +6692,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_259,
+     .args = zmpop_args_312,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5844,7 +6701,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_260,
+     .args = zmscore_args_313,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5854,7 +6711,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_261,
+     .args = zpopmax_args_314,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5864,7 +6721,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_262,
+     .args = zpopmin_args_315,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5875,7 +6732,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_264,
+     .args = zrandmember_args_317,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5885,7 +6742,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_267,
+     .args = zrange_args_320,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5899,7 +6756,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_269,
+     .args = zrangebylex_args_322,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5913,7 +6770,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_271,
+     .args = zrangebyscore_args_324,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5923,7 +6780,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_274,
+     .args = zrangestore_args_327,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5932,7 +6789,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_275,
+     .args = zrank_args_328,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5942,7 +6799,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_276,
+     .args = zrem_args_329,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5952,7 +6809,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_277,
+     .args = zremrangebylex_args_330,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5962,7 +6819,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_278,
+     .args = zremrangebyrank_args_331,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5972,7 +6829,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_279,
+     .args = zremrangebyscore_args_332,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5985,7 +6842,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_280,
+     .args = zrevrange_args_333,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5999,7 +6856,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_282,
+     .args = zrevrangebylex_args_335,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6013,7 +6870,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_284,
+     .args = zrevrangebyscore_args_337,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6022,7 +6879,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_285,
+     .args = zrevrank_args_338,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6035,7 +6892,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_286,
+     .args = zscan_args_339,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6044,7 +6901,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_287,
+     .args = zscore_args_340,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6054,7 +6911,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_289,
+     .args = zunion_args_342,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6064,7 +6921,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_291,
+     .args = zunionstore_args_344,
      .num_args = 5},
 };
 

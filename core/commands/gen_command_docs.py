@@ -57,6 +57,8 @@ zdiff zunionstore zinterstore zdiffstore zintercard zrange zrangestore
 zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
+geoadd geopos geodist geohash georadius georadius_ro georadiusbymember
+georadiusbymember_ro geosearch geosearchstore
 sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
@@ -173,7 +175,25 @@ def commandlog_docs():
     }
 
 
+def geo_polygon_search(desc):
+    """GEOSEARCH and GEOSEARCHSTORE as Valkey 9.0 describes them: the
+    FROM... BY... pair of TAG becomes one choice of a oneof whose other
+    choice is BYPOLYGON <num-vertices> <longitude latitude>..."""
+    args = desc["arguments"]
+    at = next(i for i, a in enumerate(args) if a["name"] == "from")
+    vertex = [{"name": "longitude", "type": "double"}, {"name": "latitude", "type": "double"}]
+    polygon = {"name": "polygon", "type": "block", "since": "9.0.0", "arguments": [
+        {"token": "BYPOLYGON", "name": "num-vertices", "type": "integer"},
+        {"name": "vertices", "type": "block", "multiple": True, "arguments": vertex}]}
+    shape = {"name": "search-type", "type": "oneof", "arguments": [
+        {"name": "radius-or-box", "type": "block", "arguments": args[at:at + 2]}, polygon]}
+    return dict(desc, arguments=args[:at] + [shape] + args[at + 2:])
+
+
 LATER = later_docs()
+# Commands of TAG that later releases extended: their TAG description, then
+# the extension.
+LATER_ARGS = {"geosearch": geo_polygon_search, "geosearchstore": geo_polygon_search}
 
 
 def load(git_dir, fullname):
@@ -182,7 +202,7 @@ def load(git_dir, fullname):
     path = "%s:src/commands/%s.json" % (TAG, fullname.replace("|", "-"))
     text = subprocess.check_output(["git", "--git-dir", git_dir, "show", path])
     (_, desc), = json.loads(text).items()
-    return desc
+    return LATER_ARGS[fullname](desc) if fullname in LATER_ARGS else desc
 
 
 def c_str(s):
