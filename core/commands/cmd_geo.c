@@ -19,7 +19,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* ---- lookups, arguments and replies ---- */
 
@@ -110,7 +109,7 @@ static void reply_distance(client *c, double d) {
 /* A coordinate in Valkey's human form ("%.17Lf", trailing zeros cut): a
  * bulk string in RESP2, a double in RESP3. */
 static void reply_coord(client *c, double v) {
-    char buf[DOUBLE_STR_MAX + 320];
+    char buf[64]; /* a coordinate is at most 180 in magnitude: 3 + 1 + 17 digits */
     size_t n = ld_to_str(buf + 1, sizeof(buf) - 3, v);
     if (c->resp < 3) {
         reply_bulk(c, buf + 1, n);
