@@ -7,7 +7,8 @@
  * (recorded by geo_record.py). BYPOLYGON (Valkey 9.0, not in 8.0.1) is
  * checked against the server's own answers: the members it finds against
  * an even-odd test of their GEOPOS positions, its distances against a
- * search from the polygon's centre, and its errors. */
+ * search from the polygon's centre, and its errors. Then the keyspace
+ * events the writes publish. */
 #include "harness.h"
 
 #include "geo_valkey.h"
@@ -283,6 +284,44 @@ START_TEST(test_encodings_agree) {
 }
 END_TEST
 
+/* ---- keyspace events ---- */
+
+/* The next message on a keyspace subscriber: key's event in db 0. */
+static void expect_event(it_raw *sub, const char *key, const char *event) {
+    expect_raw(sub, it_fmt("[\"pmessage\",\"__keyspace@0__:*\",\"__keyspace@0__:%s\",\"%s\"]", key,
+                           event));
+}
+
+/* Valkey's events: GEOADD is a ZADD, the stores name their command, an
+ * empty result deletes the destination; a write that changes nothing and
+ * the reads publish nothing (the PING's pong comes next). */
+START_TEST(test_events) {
+    expect_ok(C, "CONFIG SET notify-keyspace-events KA");
+    it_raw *sub = it_raw_connect(S);
+    it_raw_cmd(sub, "PSUBSCRIBE", "__keyspace@0__:*", NULL);
+    expect_raw(sub, "[\"psubscribe\",\"__keyspace@0__:*\",:1]");
+    expect_int(C, 2, "GEOADD g 1 1 a 1.1 1.1 b");
+    expect_int(C, 0, "GEOADD g 1 1 a");
+    expect_int(C, 1, "GEOADD g CH 1.2 1.2 a");
+    expect_reply(C, "[\"b\",\"a\"]", "GEOSEARCH g FROMLONLAT 1 1 BYRADIUS 100 km ASC");
+    expect_int(C, 2, "GEOSEARCHSTORE d g FROMLONLAT 1 1 BYRADIUS 100 km");
+    expect_int(C, 2, "GEORADIUS g 1 1 100 km STORE d2");
+    expect_int(C, 1, "GEORADIUSBYMEMBER g a 1 km STOREDIST d2");
+    expect_int(C, 0, "GEOSEARCHSTORE d g FROMLONLAT 50 50 BYRADIUS 1 km");
+    expect_int(C, 0, "GEOSEARCHSTORE d g FROMLONLAT 50 50 BYRADIUS 1 km");
+    expect_int(C, 0, "GEORADIUSBYMEMBER nokey x 1 km STORE d2");
+    expect_event(sub, "g", "zadd");
+    expect_event(sub, "g", "zadd");
+    expect_event(sub, "d", "geosearchstore");
+    expect_event(sub, "d2", "georadiusstore");
+    expect_event(sub, "d2", "georadiusstore");
+    expect_event(sub, "d", "del");
+    expect_event(sub, "d2", "del");
+    it_raw_cmd(sub, "PING", NULL);
+    expect_raw(sub, "[\"pong\",\"\"]");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("it_geo");
     TCase *tc = it_tcase(s, "recorded");
@@ -293,5 +332,6 @@ int main(void) {
     tcase_add_test(tc, test_polygon_distances);
     tcase_add_test(tc, test_polygon_errors);
     tcase_add_test(tc, test_encodings_agree);
+    tcase_add_test(tc, test_events);
     return it_run(s);
 }
