@@ -262,7 +262,7 @@ static int geo_found_full(const geo_found *f) {
 
 static void collect_elem(void *priv, const zset_elem *e) {
     geo_found *f = priv;
-    /* ANY stops at its count: the members after it are not looked at. */
+    /* ANY stops at its count: what its last step walks past is ignored. */
     if (geo_found_full(f)) return;
     double xy[2], dist = 0;
     geo_score_decode(e->score, xy);
@@ -274,6 +274,21 @@ static void collect_elem(void *priv, const zset_elem *e) {
     p->dist = dist;
     p->xy[0] = xy[0];
     p->xy[1] = xy[1];
+}
+
+/* Collects the members of one cell's score range. With ANY the range is
+ * walked in steps, so the walk ends soon after the count is reached. */
+static void collect_range(const kobj *o, const zset_score_range *r, geo_found *f) {
+    if (!f->limit) {
+        zset_range_score(o, r, 0, 0, -1, collect_elem, f);
+        return;
+    }
+    const long long step = 128;
+    long long offset = 0, got;
+    do {
+        got = (long long)zset_range_score(o, r, 0, offset, step, collect_elem, f);
+        offset += got;
+    } while (got == step && !geo_found_full(f));
 }
 
 /* Collects the members inside f->shape from the nine cells, skipping the
@@ -291,7 +306,7 @@ static void geo_collect(const kobj *o, geo_shape *shape, geo_found *f) {
         uint64_t min, max;
         geo_cell_scores(cells[i], &min, &max);
         zset_score_range r = {.min = (double)min, .max = (double)max, .minex = 0, .maxex = 1};
-        zset_range_score(o, &r, 0, 0, -1, collect_elem, f);
+        collect_range(o, &r, f);
         last = i;
     }
 }

@@ -47,6 +47,11 @@ SETUP = [
                           for w in ("%.4f" % (i * 1.1 + j * 0.173 + 0.0371 * i * i),
                                     "%.4f" % (j * 0.9 + i * 0.131 + 0.0213 * j * j),
                                     "g%d_%d" % (i, j))],
+    # 600 members close together, a skiplist: COUNT ... ANY stops inside a
+    # cell's range of many members.
+    ["GEOADD", "dense"] + [w for i in range(600)
+                           for w in ("%.5f" % (10 + 0.0001 * i), "%.5f" % (40 + 0.00005 * (i % 7)),
+                                     "d%d" % i)],
     ["ZADD", "weird", "-1", "neg", "1e300", "big", "inf", "pinf", "4503599627370495", "top"],
     ["SET", "str", "x"],
 ]
@@ -97,6 +102,14 @@ CASES = [
     ["GEOSEARCH", "grid", "FROMLONLAT", "0", "0", "BYRADIUS", "2000", "km", "COUNT", "4", "DESC",
      "WITHDIST"],
     ["GEOSEARCH", "grid", "FROMLONLAT", "10", "10", "BYRADIUS", "1", "m"],
+    ["GEOSEARCH", "dense", "FROMLONLAT", "10.03", "40", "BYRADIUS", "1", "km", "COUNT", "150",
+     "ANY"],
+    ["GEOSEARCH", "dense", "FROMLONLAT", "10.03", "40", "BYRADIUS", "2", "km", "COUNT", "300",
+     "ANY", "WITHDIST"],
+    ["GEOSEARCH", "dense", "FROMLONLAT", "10.05", "40.0001", "BYBOX", "3", "1", "km", "COUNT",
+     "500", "ANY", "ASC"],
+    ["GEORADIUS", "dense", "10", "40", "100", "km", "COUNT", "260", "ANY", "DESC"],
+    ["GEOSEARCH", "dense", "FROMMEMBER", "d300", "BYRADIUS", "500", "m", "COUNT", "7", "WITHHASH"],
     ["GEOSEARCH", "Sicily", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "BYBOX", "1", "1",
      "km"],
     ["GEOSEARCH", "Sicily", "BYRADIUS", "200", "km"],
