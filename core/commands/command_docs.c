@@ -1067,6 +1067,747 @@ static const command_arg flushdb_args_90[] = {
      .num_args = 2},
 };
 
+static const key_spec geoadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geoadd_args_91[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg geoadd_args_92[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg geoadd_args_93[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = geoadd_args_91,
+     .num_args = 2},
+    {.name = "change",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "CH",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geoadd_args_92,
+     .num_args = 3},
+};
+
+static const key_spec geodist_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geodist_args_94[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geodist_args_95[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member1", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "member2", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geodist_args_94,
+     .num_args = 4},
+};
+
+static const key_spec geohash_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geohash_args_96[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec geopos_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geopos_args_97[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec georadius_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_args_98[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_args_99[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_args_100[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_args_101[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadius_args_102[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_args_98,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_99,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_100,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_101,
+     .num_args = 2},
+};
+
+static const key_spec georadius_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_ro_args_103[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_ro_args_104[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_ro_args_105[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_ro_args_106[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_ro_args_103,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_104,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_105,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_args_107[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_args_108[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_args_109[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_args_110[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadiusbymember_args_111[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_args_107,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_108,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_109,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_110,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_ro_args_112[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_ro_args_113[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_ro_args_114[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_ro_args_115[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_ro_args_112,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_113,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_114,
+     .num_args = 2},
+};
+
+static const key_spec geosearch_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearch_args_116[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_117[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearch_args_116,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_118[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_119[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_118,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_120[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_121[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_120,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_122[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_119,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_121,
+     .num_args = 3},
+};
+
+static const command_arg geosearch_args_123[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_117,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_122,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_124[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_125[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearch_args_124,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_126[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_123,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearch_args_125,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_127[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearch_args_128[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearch_args_129[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_126,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_127,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_128,
+     .num_args = 2},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec geosearchstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearchstore_args_130[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_131[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearchstore_args_130,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_132[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_133[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_132,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_134[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_135[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_134,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_136[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_133,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_135,
+     .num_args = 3},
+};
+
+static const command_arg geosearchstore_args_137[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_131,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_136,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_138[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_139[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearchstore_args_138,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_140[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_137,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearchstore_args_139,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_141[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearchstore_args_142[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearchstore_args_143[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_140,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_141,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_142,
+     .num_args = 2},
+    {.name = "storedist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "STOREDIST",
+     .flags = ARG_OPTIONAL},
+};
+
 static const key_spec get_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
      .begin = KEY_BEGIN_INDEX,
@@ -1075,7 +1816,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_91[] = {
+static const command_arg get_args_144[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1087,7 +1828,7 @@ static const key_spec getbit_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getbit_args_92[] = {
+static const command_arg getbit_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1100,7 +1841,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_93[] = {
+static const command_arg getdel_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1112,7 +1853,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_94[] = {
+static const command_arg getex_args_147[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1123,13 +1864,13 @@ static const command_arg getex_args_94[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_95[] = {
+static const command_arg getex_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_94,
+     .subargs = getex_args_147,
      .num_args = 5},
 };
 
@@ -1141,7 +1882,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_96[] = {
+static const command_arg getrange_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1155,7 +1896,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_97[] = {
+static const command_arg getset_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1168,24 +1909,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_98[] = {
+static const command_arg hdel_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_99[] = {
+static const command_arg hello_args_152[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_100[] = {
+static const command_arg hello_args_153[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_99,
+     .subargs = hello_args_152,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -1194,12 +1935,12 @@ static const command_arg hello_args_100[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_101[] = {
+static const command_arg hello_args_154[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_100,
+     .subargs = hello_args_153,
      .num_args = 3},
 };
 
@@ -1211,7 +1952,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_102[] = {
+static const command_arg hexists_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1224,32 +1965,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_103[] = {
+static const command_arg hexpire_args_156[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_104[] = {
+static const command_arg hexpire_args_157[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_105[] = {
+static const command_arg hexpire_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_103,
+     .subargs = hexpire_args_156,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_104,
+     .subargs = hexpire_args_157,
      .num_args = 2},
 };
 
@@ -1261,32 +2002,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_106[] = {
+static const command_arg hexpireat_args_159[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_107[] = {
+static const command_arg hexpireat_args_160[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_108[] = {
+static const command_arg hexpireat_args_161[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_106,
+     .subargs = hexpireat_args_159,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_107,
+     .subargs = hexpireat_args_160,
      .num_args = 2},
 };
 
@@ -1298,18 +2039,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_109[] = {
+static const command_arg hexpiretime_args_162[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_110[] = {
+static const command_arg hexpiretime_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_109,
+     .subargs = hexpiretime_args_162,
      .num_args = 2},
 };
 
@@ -1321,7 +2062,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_111[] = {
+static const command_arg hget_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1336,7 +2077,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_112[] = {
+static const command_arg hgetall_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1348,18 +2089,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_113[] = {
+static const command_arg hgetdel_args_166[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_114[] = {
+static const command_arg hgetdel_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_113,
+     .subargs = hgetdel_args_166,
      .num_args = 2},
 };
 
@@ -1371,7 +2112,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_115[] = {
+static const command_arg hgetex_args_168[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1382,24 +2123,24 @@ static const command_arg hgetex_args_115[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_116[] = {
+static const command_arg hgetex_args_169[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_117[] = {
+static const command_arg hgetex_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_115,
+     .subargs = hgetex_args_168,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_116,
+     .subargs = hgetex_args_169,
      .num_args = 2},
 };
 
@@ -1411,7 +2152,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_118[] = {
+static const command_arg hincrby_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1425,7 +2166,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_119[] = {
+static const command_arg hincrbyfloat_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1441,7 +2182,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_120[] = {
+static const command_arg hkeys_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1453,7 +2194,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_121[] = {
+static const command_arg hlen_args_174[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1465,7 +2206,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_122[] = {
+static const command_arg hmget_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1478,18 +2219,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_123[] = {
+static const command_arg hmset_args_176[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_124[] = {
+static const command_arg hmset_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_123,
+     .subargs = hmset_args_176,
      .num_args = 2},
 };
 
@@ -1501,18 +2242,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_125[] = {
+static const command_arg hpersist_args_178[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_126[] = {
+static const command_arg hpersist_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_125,
+     .subargs = hpersist_args_178,
      .num_args = 2},
 };
 
@@ -1524,32 +2265,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_127[] = {
+static const command_arg hpexpire_args_180[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_128[] = {
+static const command_arg hpexpire_args_181[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_129[] = {
+static const command_arg hpexpire_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_127,
+     .subargs = hpexpire_args_180,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_128,
+     .subargs = hpexpire_args_181,
      .num_args = 2},
 };
 
@@ -1561,32 +2302,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_130[] = {
+static const command_arg hpexpireat_args_183[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_131[] = {
+static const command_arg hpexpireat_args_184[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_132[] = {
+static const command_arg hpexpireat_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_130,
+     .subargs = hpexpireat_args_183,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_131,
+     .subargs = hpexpireat_args_184,
      .num_args = 2},
 };
 
@@ -1598,18 +2339,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_133[] = {
+static const command_arg hpexpiretime_args_186[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_134[] = {
+static const command_arg hpexpiretime_args_187[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_133,
+     .subargs = hpexpiretime_args_186,
      .num_args = 2},
 };
 
@@ -1621,18 +2362,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_135[] = {
+static const command_arg hpttl_args_188[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_136[] = {
+static const command_arg hpttl_args_189[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_135,
+     .subargs = hpttl_args_188,
      .num_args = 2},
 };
 
@@ -1646,7 +2387,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_137[] = {
+static const command_arg hrandfield_args_190[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1655,13 +2396,13 @@ static const command_arg hrandfield_args_137[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_138[] = {
+static const command_arg hrandfield_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_137,
+     .subargs = hrandfield_args_190,
      .num_args = 2},
 };
 
@@ -1675,7 +2416,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_139[] = {
+static const command_arg hscan_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1703,18 +2444,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_140[] = {
+static const command_arg hset_args_193[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_141[] = {
+static const command_arg hset_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_140,
+     .subargs = hset_args_193,
      .num_args = 2},
 };
 
@@ -1726,17 +2467,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_142[] = {
+static const command_arg hsetex_args_195[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_143[] = {
+static const command_arg hsetex_args_196[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_144[] = {
+static const command_arg hsetex_args_197[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1747,46 +2488,46 @@ static const command_arg hsetex_args_144[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_145[] = {
+static const command_arg hsetex_args_198[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_146[] = {
+static const command_arg hsetex_args_199[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_145,
+     .subargs = hsetex_args_198,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_147[] = {
+static const command_arg hsetex_args_200[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_142,
+     .subargs = hsetex_args_195,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_143,
+     .subargs = hsetex_args_196,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_144,
+     .subargs = hsetex_args_197,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_146,
+     .subargs = hsetex_args_199,
      .num_args = 2},
 };
 
@@ -1798,7 +2539,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_148[] = {
+static const command_arg hsetnx_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1812,7 +2553,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_149[] = {
+static const command_arg hstrlen_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1825,18 +2566,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_150[] = {
+static const command_arg httl_args_203[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_151[] = {
+static const command_arg httl_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_150,
+     .subargs = httl_args_203,
      .num_args = 2},
 };
 
@@ -1850,7 +2591,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_152[] = {
+static const command_arg hvals_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1862,7 +2603,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_153[] = {
+static const command_arg incr_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1874,7 +2615,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_154[] = {
+static const command_arg incrby_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1887,7 +2628,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_155[] = {
+static const command_arg incrbyfloat_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1895,7 +2636,7 @@ static const command_arg incrbyfloat_args_155[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_156[] = {
+static const command_arg info_args_209[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1905,7 +2646,7 @@ static const command_arg info_args_156[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_157[] = {
+static const command_arg keys_args_210[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1917,14 +2658,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_158[] = {
+static const command_arg latency_graph_args_211[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_159[] = {
+static const command_arg latency_histogram_args_212[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1934,7 +2675,7 @@ static const command_arg latency_histogram_args_159[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_160[] = {
+static const command_arg latency_history_args_213[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1944,7 +2685,7 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_161[] = {
+static const command_arg latency_reset_args_214[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1959,7 +2700,7 @@ static const key_spec lcs_key_specs[] = {
      .fk.range = {1, 1, 0}},
 };
 
-static const command_arg lcs_args_162[] = {
+static const command_arg lcs_args_215[] = {
     {.name = "key1", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key2", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "len",
@@ -1992,7 +2733,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_163[] = {
+static const command_arg lindex_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2005,17 +2746,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_164[] = {
+static const command_arg linsert_args_217[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_165[] = {
+static const command_arg linsert_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_164,
+     .subargs = linsert_args_217,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2029,7 +2770,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_166[] = {
+static const command_arg llen_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2046,28 +2787,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_167[] = {
+static const command_arg lmove_args_220[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_168[] = {
+static const command_arg lmove_args_221[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_169[] = {
+static const command_arg lmove_args_222[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_167,
+     .subargs = lmove_args_220,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_168,
+     .subargs = lmove_args_221,
      .num_args = 2},
 };
 
@@ -2079,18 +2820,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_170[] = {
+static const command_arg lmpop_args_223[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_171[] = {
+static const command_arg lmpop_args_224[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_170,
+     .subargs = lmpop_args_223,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2107,7 +2848,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_172[] = {
+static const command_arg lpop_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2124,7 +2865,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_173[] = {
+static const command_arg lpos_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -2152,7 +2893,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_174[] = {
+static const command_arg lpush_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2165,7 +2906,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_175[] = {
+static const command_arg lpushx_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2178,7 +2919,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_176[] = {
+static const command_arg lrange_args_229[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2192,7 +2933,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_177[] = {
+static const command_arg lrem_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2206,7 +2947,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_178[] = {
+static const command_arg lset_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2220,7 +2961,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_179[] = {
+static const command_arg ltrim_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2246,7 +2987,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_180[] = {
+static const command_arg memory_usage_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2265,30 +3006,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_181[] = {
+static const command_arg mget_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_182[] = {
+static const command_arg module_load_args_235[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_183[] = {
+static const command_arg module_loadex_args_236[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_184[] = {
+static const command_arg module_loadex_args_237[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_183,
+     .subargs = module_loadex_args_236,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -2297,7 +3038,7 @@ static const command_arg module_loadex_args_184[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_185[] = {
+static const command_arg module_unload_args_238[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -2309,7 +3050,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_186[] = {
+static const command_arg move_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2325,17 +3066,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_187[] = {
+static const command_arg mset_args_240[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_188[] = {
+static const command_arg mset_args_241[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_187,
+     .subargs = mset_args_240,
      .num_args = 2},
 };
 
@@ -2350,17 +3091,17 @@ static const key_spec msetex_key_specs[] = {
      .fk.keynum = {0, 1, 2}},
 };
 
-static const command_arg msetex_args_189[] = {
+static const command_arg msetex_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetex_args_190[] = {
+static const command_arg msetex_args_243[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg msetex_args_191[] = {
+static const command_arg msetex_args_244[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -2371,25 +3112,25 @@ static const command_arg msetex_args_191[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg msetex_args_192[] = {
+static const command_arg msetex_args_245[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetex_args_189,
+     .subargs = msetex_args_242,
      .num_args = 2},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = msetex_args_190,
+     .subargs = msetex_args_243,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = msetex_args_191,
+     .subargs = msetex_args_244,
      .num_args = 5},
 };
 
@@ -2401,17 +3142,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_193[] = {
+static const command_arg msetnx_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_194[] = {
+static const command_arg msetnx_args_247[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_193,
+     .subargs = msetnx_args_246,
      .num_args = 2},
 };
 
@@ -2425,7 +3166,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_195[] = {
+static const command_arg object_encoding_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2439,7 +3180,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_196[] = {
+static const command_arg object_freq_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2453,7 +3194,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_197[] = {
+static const command_arg object_idletime_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2467,7 +3208,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_198[] = {
+static const command_arg object_refcount_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2479,7 +3220,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_199[] = {
+static const command_arg persist_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2491,14 +3232,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_200[] = {
+static const command_arg pexpire_args_253[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_201[] = {
+static const command_arg pexpire_args_254[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2506,7 +3247,7 @@ static const command_arg pexpire_args_201[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_200,
+     .subargs = pexpire_args_253,
      .num_args = 4},
 };
 
@@ -2518,14 +3259,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_202[] = {
+static const command_arg pexpireat_args_255[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_203[] = {
+static const command_arg pexpireat_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2533,7 +3274,7 @@ static const command_arg pexpireat_args_203[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_202,
+     .subargs = pexpireat_args_255,
      .num_args = 4},
 };
 
@@ -2545,14 +3286,14 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_204[] = {
+static const command_arg pexpiretime_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_205[] = {
+static const command_arg ping_args_258[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2564,13 +3305,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_206[] = {
+static const command_arg psetex_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_207[] = {
+static const command_arg psubscribe_args_260[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2584,38 +3325,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_208[] = {
+static const command_arg pttl_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_209[] = {
+static const command_arg publish_args_262[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_210[] = {
+static const command_arg pubsub_channels_args_263[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_211[] = {
+static const command_arg pubsub_numsub_args_264[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_212[] = {
+static const command_arg pubsub_shardchannels_args_265[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_213[] = {
+static const command_arg pubsub_shardnumsub_args_266[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_214[] = {
+static const command_arg punsubscribe_args_267[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2638,7 +3379,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_215[] = {
+static const command_arg rename_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2656,7 +3397,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_216[] = {
+static const command_arg renamenx_args_269[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2669,7 +3410,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_217[] = {
+static const command_arg rpop_args_270[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2691,7 +3432,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_218[] = {
+static const command_arg rpoplpush_args_271[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2704,7 +3445,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_219[] = {
+static const command_arg rpush_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2717,7 +3458,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_220[] = {
+static const command_arg rpushx_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2730,7 +3471,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_221[] = {
+static const command_arg sadd_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2738,7 +3479,7 @@ static const command_arg sadd_args_221[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_222[] = {
+static const command_arg scan_args_275[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2766,7 +3507,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_223[] = {
+static const command_arg scard_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2780,7 +3521,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_224[] = {
+static const command_arg sdiff_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2797,12 +3538,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_225[] = {
+static const command_arg sdiffstore_args_278[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_226[] = {
+static const command_arg select_args_279[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2814,7 +3555,7 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_227[] = {
+static const command_arg set_args_280[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "comparison-value",
@@ -2824,7 +3565,7 @@ static const command_arg set_args_227[] = {
      .since = "8.1.0"},
 };
 
-static const command_arg set_args_228[] = {
+static const command_arg set_args_281[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2852,7 +3593,7 @@ static const command_arg set_args_228[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_229[] = {
+static const command_arg set_args_282[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2860,7 +3601,7 @@ static const command_arg set_args_229[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_227,
+     .subargs = set_args_280,
      .num_args = 3},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2872,7 +3613,7 @@ static const command_arg set_args_229[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_228,
+     .subargs = set_args_281,
      .num_args = 5},
 };
 
@@ -2884,7 +3625,7 @@ static const key_spec setbit_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setbit_args_230[] = {
+static const command_arg setbit_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2898,7 +3639,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_231[] = {
+static const command_arg setex_args_284[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2912,7 +3653,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_232[] = {
+static const command_arg setnx_args_285[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2925,23 +3666,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_233[] = {
+static const command_arg setrange_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_234[] = {
+static const command_arg shutdown_args_287[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_235[] = {
+static const command_arg shutdown_args_288[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_234,
+     .subargs = shutdown_args_287,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2957,11 +3698,11 @@ static const command_arg shutdown_args_235[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_236[] = {
+static const command_arg shutdown_args_289[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_235,
+     .subargs = shutdown_args_288,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2970,12 +3711,12 @@ static const command_arg shutdown_args_236[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_237[] = {
+static const command_arg shutdown_args_290[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_236,
+     .subargs = shutdown_args_289,
      .num_args = 2},
 };
 
@@ -2989,7 +3730,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_238[] = {
+static const command_arg sinter_args_291[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3001,7 +3742,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_239[] = {
+static const command_arg sintercard_args_292[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3024,7 +3765,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_240[] = {
+static const command_arg sinterstore_args_293[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3037,7 +3778,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_241[] = {
+static const command_arg sismember_args_294[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3045,7 +3786,7 @@ static const command_arg sismember_args_241[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_242[] = {
+static const command_arg slowlog_get_args_295[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -3065,7 +3806,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_243[] = {
+static const command_arg smembers_args_296[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3077,7 +3818,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_244[] = {
+static const command_arg smismember_args_297[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3095,7 +3836,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_245[] = {
+static const command_arg smove_args_298[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3111,17 +3852,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_246[] = {
+static const command_arg sort_args_299[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_247[] = {
+static const command_arg sort_args_300[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_248[] = {
+static const command_arg sort_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3134,7 +3875,7 @@ static const command_arg sort_args_248[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_246,
+     .subargs = sort_args_299,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3146,7 +3887,7 @@ static const command_arg sort_args_248[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_247,
+     .subargs = sort_args_300,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3169,17 +3910,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_249[] = {
+static const command_arg sort_ro_args_302[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_250[] = {
+static const command_arg sort_ro_args_303[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_251[] = {
+static const command_arg sort_ro_args_304[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3192,7 +3933,7 @@ static const command_arg sort_ro_args_251[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_249,
+     .subargs = sort_ro_args_302,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3204,7 +3945,7 @@ static const command_arg sort_ro_args_251[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_250,
+     .subargs = sort_ro_args_303,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3223,7 +3964,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_252[] = {
+static const command_arg spop_args_305[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3240,7 +3981,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_253[] = {
+static const command_arg spublish_args_306[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3255,7 +3996,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_254[] = {
+static const command_arg srandmember_args_307[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3272,7 +4013,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_255[] = {
+static const command_arg srem_args_308[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3287,7 +4028,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_256[] = {
+static const command_arg sscan_args_309[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3310,7 +4051,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_257[] = {
+static const command_arg ssubscribe_args_310[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3322,11 +4063,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_258[] = {
+static const command_arg strlen_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_259[] = {
+static const command_arg subscribe_args_312[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3338,7 +4079,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_260[] = {
+static const command_arg substr_args_313[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3354,7 +4095,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_261[] = {
+static const command_arg sunion_args_314[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3371,7 +4112,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_262[] = {
+static const command_arg sunionstore_args_315[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3384,14 +4125,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_263[] = {
+static const command_arg sunsubscribe_args_316[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_264[] = {
+static const command_arg swapdb_args_317[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -3408,7 +4149,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_265[] = {
+static const command_arg touch_args_318[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3422,7 +4163,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_266[] = {
+static const command_arg ttl_args_319[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3434,7 +4175,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_267[] = {
+static const command_arg type_args_320[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3448,11 +4189,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_268[] = {
+static const command_arg unlink_args_321[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_269[] = {
+static const command_arg unsubscribe_args_322[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3467,7 +4208,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_270[] = {
+static const command_arg watch_args_323[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3479,7 +4220,7 @@ static const key_spec xack_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xack_args_271[] = {
+static const command_arg xack_args_324[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
@@ -3495,7 +4236,7 @@ static const key_spec xadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xadd_args_272[] = {
+static const command_arg xadd_args_325[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -3504,22 +4245,22 @@ static const command_arg xadd_args_272[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xadd_args_273[] = {
+static const command_arg xadd_args_326[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xadd_args_274[] = {
+static const command_arg xadd_args_327[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_272,
+     .subargs = xadd_args_325,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_273,
+     .subargs = xadd_args_326,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -3530,17 +4271,17 @@ static const command_arg xadd_args_274[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xadd_args_275[] = {
+static const command_arg xadd_args_328[] = {
     {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_276[] = {
+static const command_arg xadd_args_329[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_277[] = {
+static const command_arg xadd_args_330[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "nomkstream",
      .type = ARG_PURE_TOKEN,
@@ -3552,18 +4293,18 @@ static const command_arg xadd_args_277[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_274,
+     .subargs = xadd_args_327,
      .num_args = 4},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_275,
+     .subargs = xadd_args_328,
      .num_args = 2},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = xadd_args_276,
+     .subargs = xadd_args_329,
      .num_args = 2},
 };
 
@@ -3577,7 +4318,7 @@ static const key_spec xautoclaim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xautoclaim_args_278[] = {
+static const command_arg xautoclaim_args_331[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -3605,7 +4346,7 @@ static const key_spec xclaim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xclaim_args_279[] = {
+static const command_arg xclaim_args_332[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -3651,7 +4392,7 @@ static const key_spec xdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xdel_args_280[] = {
+static const command_arg xdel_args_333[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3664,18 +4405,18 @@ static const key_spec xgroup_create_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_create_args_281[] = {
+static const command_arg xgroup_create_args_334[] = {
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
 };
 
-static const command_arg xgroup_create_args_282[] = {
+static const command_arg xgroup_create_args_335[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xgroup_create_args_281,
+     .subargs = xgroup_create_args_334,
      .num_args = 2},
     {.name = "mkstream",
      .type = ARG_PURE_TOKEN,
@@ -3698,7 +4439,7 @@ static const key_spec xgroup_createconsumer_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_createconsumer_args_283[] = {
+static const command_arg xgroup_createconsumer_args_336[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -3712,7 +4453,7 @@ static const key_spec xgroup_delconsumer_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_delconsumer_args_284[] = {
+static const command_arg xgroup_delconsumer_args_337[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -3726,7 +4467,7 @@ static const key_spec xgroup_destroy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_destroy_args_285[] = {
+static const command_arg xgroup_destroy_args_338[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3739,18 +4480,18 @@ static const key_spec xgroup_setid_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_setid_args_286[] = {
+static const command_arg xgroup_setid_args_339[] = {
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
 };
 
-static const command_arg xgroup_setid_args_287[] = {
+static const command_arg xgroup_setid_args_340[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xgroup_setid_args_286,
+     .subargs = xgroup_setid_args_339,
      .num_args = 2},
     {.name = "entriesread",
      .type = ARG_INTEGER,
@@ -3770,7 +4511,7 @@ static const key_spec xinfo_consumers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_consumers_args_288[] = {
+static const command_arg xinfo_consumers_args_341[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3783,7 +4524,7 @@ static const key_spec xinfo_groups_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_groups_args_289[] = {
+static const command_arg xinfo_groups_args_342[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3795,7 +4536,7 @@ static const key_spec xinfo_stream_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_stream_args_290[] = {
+static const command_arg xinfo_stream_args_343[] = {
     {.name = "full", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FULL"},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3804,13 +4545,13 @@ static const command_arg xinfo_stream_args_290[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xinfo_stream_args_291[] = {
+static const command_arg xinfo_stream_args_344[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "full-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xinfo_stream_args_290,
+     .subargs = xinfo_stream_args_343,
      .num_args = 2},
 };
 
@@ -3822,7 +4563,7 @@ static const key_spec xlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xlen_args_292[] = {
+static const command_arg xlen_args_345[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3836,7 +4577,7 @@ static const key_spec xpending_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xpending_args_293[] = {
+static const command_arg xpending_args_346[] = {
     {.name = "min-idle-time",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -3849,14 +4590,14 @@ static const command_arg xpending_args_293[] = {
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xpending_args_294[] = {
+static const command_arg xpending_args_347[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "filters",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xpending_args_293,
+     .subargs = xpending_args_346,
      .num_args = 5},
 };
 
@@ -3868,7 +4609,7 @@ static const key_spec xrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrange_args_295[] = {
+static const command_arg xrange_args_348[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
@@ -3887,12 +4628,12 @@ static const key_spec xread_key_specs[] = {
      .fk.range = {-1, 1, 2}},
 };
 
-static const command_arg xread_args_296[] = {
+static const command_arg xread_args_349[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg xread_args_297[] = {
+static const command_arg xread_args_350[] = {
     {.name = "count",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -3907,7 +4648,7 @@ static const command_arg xread_args_297[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "STREAMS",
-     .subargs = xread_args_296,
+     .subargs = xread_args_349,
      .num_args = 2},
 };
 
@@ -3919,22 +4660,22 @@ static const key_spec xreadgroup_key_specs[] = {
      .fk.range = {-1, 1, 2}},
 };
 
-static const command_arg xreadgroup_args_298[] = {
+static const command_arg xreadgroup_args_351[] = {
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xreadgroup_args_299[] = {
+static const command_arg xreadgroup_args_352[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg xreadgroup_args_300[] = {
+static const command_arg xreadgroup_args_353[] = {
     {.name = "group-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "GROUP",
-     .subargs = xreadgroup_args_298,
+     .subargs = xreadgroup_args_351,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3955,7 +4696,7 @@ static const command_arg xreadgroup_args_300[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "STREAMS",
-     .subargs = xreadgroup_args_299,
+     .subargs = xreadgroup_args_352,
      .num_args = 2},
 };
 
@@ -3967,7 +4708,7 @@ static const key_spec xrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrevrange_args_301[] = {
+static const command_arg xrevrange_args_354[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
@@ -3986,7 +4727,7 @@ static const key_spec xsetid_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xsetid_args_302[] = {
+static const command_arg xsetid_args_355[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "entries-added",
@@ -4013,7 +4754,7 @@ static const key_spec xtrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xtrim_args_303[] = {
+static const command_arg xtrim_args_356[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -4022,22 +4763,22 @@ static const command_arg xtrim_args_303[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xtrim_args_304[] = {
+static const command_arg xtrim_args_357[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xtrim_args_305[] = {
+static const command_arg xtrim_args_358[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xtrim_args_303,
+     .subargs = xtrim_args_356,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xtrim_args_304,
+     .subargs = xtrim_args_357,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -4048,12 +4789,12 @@ static const command_arg xtrim_args_305[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xtrim_args_306[] = {
+static const command_arg xtrim_args_359[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "trim",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = xtrim_args_305,
+     .subargs = xtrim_args_358,
      .num_args = 4},
 };
 
@@ -4065,36 +4806,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_307[] = {
+static const command_arg zadd_args_360[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_308[] = {
+static const command_arg zadd_args_361[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_309[] = {
+static const command_arg zadd_args_362[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_310[] = {
+static const command_arg zadd_args_363[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_307,
+     .subargs = zadd_args_360,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_308,
+     .subargs = zadd_args_361,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -4112,7 +4853,7 @@ static const command_arg zadd_args_310[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_309,
+     .subargs = zadd_args_362,
      .num_args = 2},
 };
 
@@ -4124,7 +4865,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_311[] = {
+static const command_arg zcard_args_364[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4136,7 +4877,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_312[] = {
+static const command_arg zcount_args_365[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4150,7 +4891,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_313[] = {
+static const command_arg zdiff_args_366[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -4173,7 +4914,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_314[] = {
+static const command_arg zdiffstore_args_367[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4187,7 +4928,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_315[] = {
+static const command_arg zincrby_args_368[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -4201,13 +4942,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_316[] = {
+static const command_arg zinter_args_369[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_317[] = {
+static const command_arg zinter_args_370[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4220,7 +4961,7 @@ static const command_arg zinter_args_317[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_316,
+     .subargs = zinter_args_369,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4237,7 +4978,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_318[] = {
+static const command_arg zintercard_args_371[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -4260,13 +5001,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_319[] = {
+static const command_arg zinterstore_args_372[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_320[] = {
+static const command_arg zinterstore_args_373[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4280,7 +5021,7 @@ static const command_arg zinterstore_args_320[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_319,
+     .subargs = zinterstore_args_372,
      .num_args = 3},
 };
 
@@ -4292,7 +5033,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_321[] = {
+static const command_arg zlexcount_args_374[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -4306,18 +5047,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_322[] = {
+static const command_arg zmpop_args_375[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_323[] = {
+static const command_arg zmpop_args_376[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_322,
+     .subargs = zmpop_args_375,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -4334,7 +5075,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_324[] = {
+static const command_arg zmscore_args_377[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4347,7 +5088,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_325[] = {
+static const command_arg zpopmax_args_378[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -4360,7 +5101,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_326[] = {
+static const command_arg zpopmin_args_379[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -4375,7 +5116,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_327[] = {
+static const command_arg zrandmember_args_380[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4384,13 +5125,13 @@ static const command_arg zrandmember_args_327[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_328[] = {
+static const command_arg zrandmember_args_381[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_327,
+     .subargs = zrandmember_args_380,
      .num_args = 2},
 };
 
@@ -4402,17 +5143,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_329[] = {
+static const command_arg zrange_args_382[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_330[] = {
+static const command_arg zrange_args_383[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_331[] = {
+static const command_arg zrange_args_384[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -4421,7 +5162,7 @@ static const command_arg zrange_args_331[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_329,
+     .subargs = zrange_args_382,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -4435,7 +5176,7 @@ static const command_arg zrange_args_331[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_330,
+     .subargs = zrange_args_383,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4452,12 +5193,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_332[] = {
+static const command_arg zrangebylex_args_385[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_333[] = {
+static const command_arg zrangebylex_args_386[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -4466,7 +5207,7 @@ static const command_arg zrangebylex_args_333[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_332,
+     .subargs = zrangebylex_args_385,
      .num_args = 2},
 };
 
@@ -4478,12 +5219,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_334[] = {
+static const command_arg zrangebyscore_args_387[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_335[] = {
+static const command_arg zrangebyscore_args_388[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4498,7 +5239,7 @@ static const command_arg zrangebyscore_args_335[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_334,
+     .subargs = zrangebyscore_args_387,
      .num_args = 2},
 };
 
@@ -4515,17 +5256,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_336[] = {
+static const command_arg zrangestore_args_389[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_337[] = {
+static const command_arg zrangestore_args_390[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_338[] = {
+static const command_arg zrangestore_args_391[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -4534,7 +5275,7 @@ static const command_arg zrangestore_args_338[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_336,
+     .subargs = zrangestore_args_389,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -4546,7 +5287,7 @@ static const command_arg zrangestore_args_338[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_337,
+     .subargs = zrangestore_args_390,
      .num_args = 2},
 };
 
@@ -4558,7 +5299,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_339[] = {
+static const command_arg zrank_args_392[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4576,7 +5317,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_340[] = {
+static const command_arg zrem_args_393[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4589,7 +5330,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_341[] = {
+static const command_arg zremrangebylex_args_394[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -4603,7 +5344,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_342[] = {
+static const command_arg zremrangebyrank_args_395[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4617,7 +5358,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_343[] = {
+static const command_arg zremrangebyscore_args_396[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4631,7 +5372,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_344[] = {
+static const command_arg zrevrange_args_397[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4650,12 +5391,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_345[] = {
+static const command_arg zrevrangebylex_args_398[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_346[] = {
+static const command_arg zrevrangebylex_args_399[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -4664,7 +5405,7 @@ static const command_arg zrevrangebylex_args_346[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_345,
+     .subargs = zrevrangebylex_args_398,
      .num_args = 2},
 };
 
@@ -4676,12 +5417,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_347[] = {
+static const command_arg zrevrangebyscore_args_400[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_348[] = {
+static const command_arg zrevrangebyscore_args_401[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4695,7 +5436,7 @@ static const command_arg zrevrangebyscore_args_348[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_347,
+     .subargs = zrevrangebyscore_args_400,
      .num_args = 2},
 };
 
@@ -4707,7 +5448,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_349[] = {
+static const command_arg zrevrank_args_402[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4727,7 +5468,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_350[] = {
+static const command_arg zscan_args_403[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -4755,7 +5496,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_351[] = {
+static const command_arg zscore_args_404[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4768,13 +5509,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_352[] = {
+static const command_arg zunion_args_405[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_353[] = {
+static const command_arg zunion_args_406[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4787,7 +5528,7 @@ static const command_arg zunion_args_353[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_352,
+     .subargs = zunion_args_405,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4809,13 +5550,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_354[] = {
+static const command_arg zunionstore_args_407[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_355[] = {
+static const command_arg zunionstore_args_408[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4829,7 +5570,7 @@ static const command_arg zunionstore_args_355[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_354,
+     .subargs = zunionstore_args_407,
      .num_args = 3},
 };
 
@@ -5361,6 +6102,122 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .args = flushdb_args_90,
      .num_args = 1},
+    {.fullname = "geoadd",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geoadd_key_specs,
+     .num_key_specs = 1,
+     .args = geoadd_args_93,
+     .num_args = 4},
+    {.fullname = "geodist",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geodist_key_specs,
+     .num_key_specs = 1,
+     .args = geodist_args_95,
+     .num_args = 4},
+    {.fullname = "geohash",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geohash_key_specs,
+     .num_key_specs = 1,
+     .args = geohash_args_96,
+     .num_args = 2},
+    {.fullname = "geopos",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geopos_key_specs,
+     .num_key_specs = 1,
+     .args = geopos_args_97,
+     .num_args = 2},
+    {.fullname = "georadius",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument",
+     .key_specs = georadius_key_specs,
+     .num_key_specs = 3,
+     .args = georadius_args_102,
+     .num_args = 11},
+    {.fullname = "georadius_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` argument",
+     .key_specs = georadius_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadius_ro_args_106,
+     .num_args = 10},
+    {.fullname = "georadiusbymember",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by =
+         "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_key_specs,
+     .num_key_specs = 3,
+     .args = georadiusbymember_args_111,
+     .num_args = 10},
+    {.fullname = "georadiusbymember_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadiusbymember_ro_args_115,
+     .num_args = 9},
+    {.fullname = "geosearch",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearch_key_specs,
+     .num_key_specs = 1,
+     .args = geosearch_args_129,
+     .num_args = 7},
+    {.fullname = "geosearchstore",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearchstore_key_specs,
+     .num_key_specs = 2,
+     .args = geosearchstore_args_143,
+     .num_args = 6},
     {.fullname = "get",
      .group = "string",
      .since = "1.0.0",
@@ -5368,7 +6225,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_91,
+     .args = get_args_144,
      .num_args = 1},
     {.fullname = "getbit",
      .group = "bitmap",
@@ -5377,7 +6234,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_BITMAP,
      .key_specs = getbit_key_specs,
      .num_key_specs = 1,
-     .args = getbit_args_92,
+     .args = getbit_args_145,
      .num_args = 2},
     {.fullname = "getdel",
      .group = "string",
@@ -5386,7 +6243,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_93,
+     .args = getdel_args_146,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -5395,7 +6252,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_95,
+     .args = getex_args_148,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -5407,7 +6264,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_96,
+     .args = getrange_args_149,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -5419,7 +6276,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_97,
+     .args = getset_args_150,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -5428,14 +6285,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_98,
+     .args = hdel_args_151,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_101,
+     .args = hello_args_154,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -5444,7 +6301,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_102,
+     .args = hexists_args_155,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -5453,7 +6310,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_105,
+     .args = hexpire_args_158,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -5462,7 +6319,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_108,
+     .args = hexpireat_args_161,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -5471,7 +6328,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_110,
+     .args = hexpiretime_args_163,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -5480,7 +6337,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_111,
+     .args = hget_args_164,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -5491,7 +6348,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_112,
+     .args = hgetall_args_165,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -5500,7 +6357,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_114,
+     .args = hgetdel_args_167,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -5509,7 +6366,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_117,
+     .args = hgetex_args_170,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -5518,7 +6375,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_118,
+     .args = hincrby_args_171,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -5527,7 +6384,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_119,
+     .args = hincrbyfloat_args_172,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -5538,7 +6395,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_120,
+     .args = hkeys_args_173,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -5547,7 +6404,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_121,
+     .args = hlen_args_174,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -5556,7 +6413,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_122,
+     .args = hmget_args_175,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -5568,7 +6425,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_124,
+     .args = hmset_args_177,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -5577,7 +6434,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_126,
+     .args = hpersist_args_179,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -5586,7 +6443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_129,
+     .args = hpexpire_args_182,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -5595,7 +6452,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_132,
+     .args = hpexpireat_args_185,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -5604,7 +6461,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_134,
+     .args = hpexpiretime_args_187,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -5613,7 +6470,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_136,
+     .args = hpttl_args_189,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -5624,7 +6481,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_138,
+     .args = hrandfield_args_191,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -5637,7 +6494,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_139,
+     .args = hscan_args_192,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -5647,7 +6504,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_141,
+     .args = hset_args_194,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -5656,7 +6513,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_147,
+     .args = hsetex_args_200,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -5665,7 +6522,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_148,
+     .args = hsetnx_args_201,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -5674,7 +6531,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_149,
+     .args = hstrlen_args_202,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -5683,7 +6540,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_151,
+     .args = httl_args_204,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -5694,7 +6551,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_152,
+     .args = hvals_args_205,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -5703,7 +6560,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_153,
+     .args = incr_args_206,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -5712,7 +6569,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_154,
+     .args = incrby_args_207,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -5721,7 +6578,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_155,
+     .args = incrbyfloat_args_208,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -5730,7 +6587,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_156,
+     .args = info_args_209,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -5740,7 +6597,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_157,
+     .args = keys_args_210,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -5765,7 +6622,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_158,
+     .args = latency_graph_args_211,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -5775,7 +6632,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_159,
+     .args = latency_histogram_args_212,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -5783,7 +6640,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_160,
+     .args = latency_history_args_213,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -5797,7 +6654,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_161,
+     .args = latency_reset_args_214,
      .num_args = 1},
     {.fullname = "lcs",
      .group = "string",
@@ -5806,7 +6663,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = lcs_key_specs,
      .num_key_specs = 1,
-     .args = lcs_args_162,
+     .args = lcs_args_215,
      .num_args = 6},
     {.fullname = "lindex",
      .group = "list",
@@ -5816,7 +6673,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_163,
+     .args = lindex_args_216,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -5828,7 +6685,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_165,
+     .args = linsert_args_218,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -5837,7 +6694,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_166,
+     .args = llen_args_219,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -5846,7 +6703,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_169,
+     .args = lmove_args_222,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -5856,7 +6713,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_171,
+     .args = lmpop_args_224,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -5865,7 +6722,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_172,
+     .args = lpop_args_225,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -5876,7 +6733,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_173,
+     .args = lpos_args_226,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -5886,7 +6743,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_174,
+     .args = lpush_args_227,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -5896,7 +6753,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_175,
+     .args = lpushx_args_228,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -5907,7 +6764,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_176,
+     .args = lrange_args_229,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -5917,7 +6774,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_177,
+     .args = lrem_args_230,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -5927,7 +6784,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_178,
+     .args = lset_args_231,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -5936,7 +6793,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_179,
+     .args = ltrim_args_232,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -5973,7 +6830,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_180,
+     .args = memory_usage_args_233,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -5984,7 +6841,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_181,
+     .args = mget_args_234,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -6002,21 +6859,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_182,
+     .args = module_load_args_235,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_184,
+     .args = module_loadex_args_237,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_185,
+     .args = module_unload_args_238,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -6026,7 +6883,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_186,
+     .args = move_args_239,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -6037,7 +6894,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_188,
+     .args = mset_args_241,
      .num_args = 1},
     {.fullname = "msetex",
      .group = "string",
@@ -6048,7 +6905,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = msetex_key_specs,
      .num_key_specs = 1,
-     .args = msetex_args_192,
+     .args = msetex_args_245,
      .num_args = 4},
     {.fullname = "msetnx",
      .group = "string",
@@ -6057,7 +6914,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_194,
+     .args = msetnx_args_247,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -6077,7 +6934,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_195,
+     .args = object_encoding_args_248,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -6088,7 +6945,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_196,
+     .args = object_freq_args_249,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -6104,7 +6961,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_197,
+     .args = object_idletime_args_250,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -6115,7 +6972,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_198,
+     .args = object_refcount_args_251,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -6124,7 +6981,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_199,
+     .args = persist_args_252,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -6133,7 +6990,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_201,
+     .args = pexpire_args_254,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -6142,7 +6999,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_203,
+     .args = pexpireat_args_256,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -6151,7 +7008,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_204,
+     .args = pexpiretime_args_257,
      .num_args = 1},
     {.fullname = "ping",
      .group = "connection",
@@ -6160,7 +7017,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_205,
+     .args = ping_args_258,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -6172,13 +7029,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_206,
+     .args = psetex_args_259,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_207,
+     .args = psubscribe_args_260,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -6189,14 +7046,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_208,
+     .args = pttl_args_261,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_209,
+     .args = publish_args_262,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -6207,7 +7064,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_210,
+     .args = pubsub_channels_args_263,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -6215,27 +7072,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_211,
+     .args = pubsub_numsub_args_264,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_212,
+     .args = pubsub_shardchannels_args_265,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_213,
+     .args = pubsub_shardnumsub_args_266,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_214,
+     .args = punsubscribe_args_267,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -6269,7 +7126,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_215,
+     .args = rename_args_268,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -6278,7 +7135,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_216,
+     .args = renamenx_args_269,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -6292,7 +7149,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_217,
+     .args = rpop_args_270,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -6304,7 +7161,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_218,
+     .args = rpoplpush_args_271,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -6314,7 +7171,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_219,
+     .args = rpush_args_272,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -6324,7 +7181,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_220,
+     .args = rpushx_args_273,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -6334,7 +7191,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_221,
+     .args = sadd_args_274,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -6350,7 +7207,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_222,
+     .args = scan_args_275,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -6359,7 +7216,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_223,
+     .args = scard_args_276,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -6370,7 +7227,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_224,
+     .args = sdiff_args_277,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -6379,14 +7236,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_225,
+     .args = sdiffstore_args_278,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_226,
+     .args = select_args_279,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -6395,7 +7252,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_229,
+     .args = set_args_282,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setbit",
@@ -6405,7 +7262,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_BITMAP,
      .key_specs = setbit_key_specs,
      .num_key_specs = 1,
-     .args = setbit_args_230,
+     .args = setbit_args_283,
      .num_args = 3},
     {.fullname = "setex",
      .group = "string",
@@ -6417,7 +7274,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_231,
+     .args = setex_args_284,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -6429,7 +7286,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_232,
+     .args = setnx_args_285,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -6440,14 +7297,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_233,
+     .args = setrange_args_286,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_237,
+     .args = shutdown_args_290,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -6459,7 +7316,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_238,
+     .args = sinter_args_291,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -6469,7 +7326,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_239,
+     .args = sintercard_args_292,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -6479,7 +7336,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_240,
+     .args = sinterstore_args_293,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -6488,7 +7345,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_241,
+     .args = sismember_args_294,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -6500,7 +7357,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_242,
+     .args = slowlog_get_args_295,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -6524,7 +7381,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_243,
+     .args = smembers_args_296,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -6533,7 +7390,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_244,
+     .args = smismember_args_297,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -6542,7 +7399,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_245,
+     .args = smove_args_298,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -6553,7 +7410,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_248,
+     .args = sort_args_301,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -6565,7 +7422,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_251,
+     .args = sort_ro_args_304,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -6578,7 +7435,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_252,
+     .args = spop_args_305,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -6587,7 +7444,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_253,
+     .args = spublish_args_306,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -6599,7 +7456,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_254,
+     .args = srandmember_args_307,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -6608,7 +7465,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_255,
+     .args = srem_args_308,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -6621,7 +7478,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_256,
+     .args = sscan_args_309,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -6629,7 +7486,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_257,
+     .args = ssubscribe_args_310,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -6638,13 +7495,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_258,
+     .args = strlen_args_311,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_259,
+     .args = subscribe_args_312,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -6659,7 +7516,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_260,
+     .args = substr_args_313,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -6670,7 +7527,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_261,
+     .args = sunion_args_314,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -6679,7 +7536,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_262,
+     .args = sunionstore_args_315,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -6687,7 +7544,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_263,
+     .args = sunsubscribe_args_316,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -6695,7 +7552,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_264,
+     .args = swapdb_args_317,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -6712,7 +7569,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_265,
+     .args = touch_args_318,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -6723,7 +7580,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_266,
+     .args = ttl_args_319,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -6732,7 +7589,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_267,
+     .args = type_args_320,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -6745,13 +7602,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_268,
+     .args = unlink_args_321,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_269,
+     .args = unsubscribe_args_322,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -6765,7 +7622,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_270,
+     .args = watch_args_323,
      .num_args = 1},
     {.fullname = "xack",
      .group = "stream",
@@ -6774,7 +7631,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xack_key_specs,
      .num_key_specs = 1,
-     .args = xack_args_271,
+     .args = xack_args_324,
      .num_args = 3},
     {.fullname = "xadd",
      .group = "stream",
@@ -6786,7 +7643,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xadd_key_specs,
      .num_key_specs = 1,
-     .args = xadd_args_277,
+     .args = xadd_args_330,
      .num_args = 5},
     {.fullname = "xautoclaim",
      .group = "stream",
@@ -6797,7 +7654,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xautoclaim_key_specs,
      .num_key_specs = 1,
-     .args = xautoclaim_args_278,
+     .args = xautoclaim_args_331,
      .num_args = 7},
     {.fullname = "xclaim",
      .group = "stream",
@@ -6808,7 +7665,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xclaim_key_specs,
      .num_key_specs = 1,
-     .args = xclaim_args_279,
+     .args = xclaim_args_332,
      .num_args = 11},
     {.fullname = "xdel",
      .group = "stream",
@@ -6818,7 +7675,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xdel_key_specs,
      .num_key_specs = 1,
-     .args = xdel_args_280,
+     .args = xdel_args_333,
      .num_args = 2},
     {.fullname = "xgroup",
      .group = "stream",
@@ -6831,7 +7688,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_create_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_create_args_282,
+     .args = xgroup_create_args_335,
      .num_args = 5},
     {.fullname = "xgroup|createconsumer",
      .group = "stream",
@@ -6840,7 +7697,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_createconsumer_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_createconsumer_args_283,
+     .args = xgroup_createconsumer_args_336,
      .num_args = 3},
     {.fullname = "xgroup|delconsumer",
      .group = "stream",
@@ -6849,7 +7706,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_delconsumer_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_delconsumer_args_284,
+     .args = xgroup_delconsumer_args_337,
      .num_args = 3},
     {.fullname = "xgroup|destroy",
      .group = "stream",
@@ -6859,7 +7716,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_destroy_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_destroy_args_285,
+     .args = xgroup_destroy_args_338,
      .num_args = 2},
     {.fullname = "xgroup|help",
      .group = "stream",
@@ -6873,7 +7730,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_setid_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_setid_args_287,
+     .args = xgroup_setid_args_340,
      .num_args = 4},
     {.fullname = "xinfo",
      .group = "stream",
@@ -6888,7 +7745,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xinfo_consumers_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_consumers_args_288,
+     .args = xinfo_consumers_args_341,
      .num_args = 2},
     {.fullname = "xinfo|groups",
      .group = "stream",
@@ -6897,7 +7754,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xinfo_groups_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_groups_args_289,
+     .args = xinfo_groups_args_342,
      .num_args = 1},
     {.fullname = "xinfo|help",
      .group = "stream",
@@ -6911,7 +7768,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xinfo_stream_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_stream_args_291,
+     .args = xinfo_stream_args_344,
      .num_args = 2},
     {.fullname = "xlen",
      .group = "stream",
@@ -6920,7 +7777,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xlen_key_specs,
      .num_key_specs = 1,
-     .args = xlen_args_292,
+     .args = xlen_args_345,
      .num_args = 1},
     {.fullname = "xpending",
      .group = "stream",
@@ -6935,7 +7792,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xpending_key_specs,
      .num_key_specs = 1,
-     .args = xpending_args_294,
+     .args = xpending_args_347,
      .num_args = 3},
     {.fullname = "xrange",
      .group = "stream",
@@ -6946,7 +7803,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrange_key_specs,
      .num_key_specs = 1,
-     .args = xrange_args_295,
+     .args = xrange_args_348,
      .num_args = 4},
     {.fullname = "xread",
      .group = "stream",
@@ -6955,7 +7812,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xread_key_specs,
      .num_key_specs = 1,
-     .args = xread_args_297,
+     .args = xread_args_350,
      .num_args = 3},
     {.fullname = "xreadgroup",
      .group = "stream",
@@ -6968,7 +7825,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xreadgroup_key_specs,
      .num_key_specs = 1,
-     .args = xreadgroup_args_300,
+     .args = xreadgroup_args_353,
      .num_args = 5},
     {.fullname = "xrevrange",
      .group = "stream",
@@ -6978,7 +7835,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrevrange_key_specs,
      .num_key_specs = 1,
-     .args = xrevrange_args_301,
+     .args = xrevrange_args_354,
      .num_args = 4},
     {.fullname = "xsetid",
      .group = "stream",
@@ -6987,7 +7844,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xsetid_key_specs,
      .num_key_specs = 1,
-     .args = xsetid_args_302,
+     .args = xsetid_args_355,
      .num_args = 4},
     {.fullname = "xtrim",
      .group = "stream",
@@ -7000,7 +7857,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xtrim_key_specs,
      .num_key_specs = 1,
-     .args = xtrim_args_306,
+     .args = xtrim_args_359,
      .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -7010,7 +7867,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_310,
+     .args = zadd_args_363,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -7019,7 +7876,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_311,
+     .args = zcard_args_364,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -7028,7 +7885,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_312,
+     .args = zcount_args_365,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -7038,7 +7895,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_313,
+     .args = zdiff_args_366,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -7048,7 +7905,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_314,
+     .args = zdiffstore_args_367,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -7057,7 +7914,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_315,
+     .args = zincrby_args_368,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -7068,7 +7925,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_317,
+     .args = zinter_args_370,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -7078,7 +7935,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_318,
+     .args = zintercard_args_371,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -7089,7 +7946,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_320,
+     .args = zinterstore_args_373,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -7098,7 +7955,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_321,
+     .args = zlexcount_args_374,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -7108,7 +7965,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_323,
+     .args = zmpop_args_376,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -7117,7 +7974,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_324,
+     .args = zmscore_args_377,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -7127,7 +7984,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_325,
+     .args = zpopmax_args_378,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -7137,7 +7994,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_326,
+     .args = zpopmin_args_379,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -7148,7 +8005,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_328,
+     .args = zrandmember_args_381,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -7158,7 +8015,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_331,
+     .args = zrange_args_384,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -7172,7 +8029,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_333,
+     .args = zrangebylex_args_386,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -7186,7 +8043,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_335,
+     .args = zrangebyscore_args_388,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -7196,7 +8053,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_338,
+     .args = zrangestore_args_391,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -7205,7 +8062,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_339,
+     .args = zrank_args_392,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -7215,7 +8072,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_340,
+     .args = zrem_args_393,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -7225,7 +8082,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_341,
+     .args = zremrangebylex_args_394,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -7235,7 +8092,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_342,
+     .args = zremrangebyrank_args_395,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -7245,7 +8102,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_343,
+     .args = zremrangebyscore_args_396,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -7258,7 +8115,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_344,
+     .args = zrevrange_args_397,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -7272,7 +8129,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_346,
+     .args = zrevrangebylex_args_399,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -7286,7 +8143,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_348,
+     .args = zrevrangebyscore_args_401,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -7295,7 +8152,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_349,
+     .args = zrevrank_args_402,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -7308,7 +8165,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_350,
+     .args = zscan_args_403,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -7317,7 +8174,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_351,
+     .args = zscore_args_404,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -7327,7 +8184,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_353,
+     .args = zunion_args_406,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -7337,7 +8194,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_355,
+     .args = zunionstore_args_408,
      .num_args = 5},
 };
 

@@ -32,6 +32,7 @@ extern const command_family commands_hash;
 extern const command_family commands_list;
 extern const command_family commands_set;
 extern const command_family commands_zset;
+extern const command_family commands_geo;
 extern const command_family commands_sort;
 extern const command_family commands_pubsub;
 extern const command_family commands_ops;
