@@ -497,7 +497,9 @@ static int xread_parse(client *c, xread_args *x) {
 static int xread_id(client *c, const xread_args *x, int i, stream_id *out) {
     const karg *key = &c->argv[x->streams + i], *a = &c->argv[x->streams + x->nstreams + i];
     kobj *o;
-    if (!stream_cmd_lookup(c, key, 0, &o)) return K_ERR;
+    /* A read lookup, counted, as the serving loop's is: Valkey counts
+     * XREAD's keys twice. */
+    if (!stream_cmd_lookup(c, key, 1, &o)) return K_ERR;
     if (arg_is(a, '$') || arg_is(a, '+')) {
         *out = o ? stream_last_id(o) : STREAM_ID_MIN;
         if (o && arg_is(a, '+') && stream_id_decr(out) != K_OK) {
