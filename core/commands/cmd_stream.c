@@ -147,6 +147,19 @@ static int parse_trim_strategy(client *c, int *i, add_trim_args *a) {
     return K_OK;
 }
 
+/* XADD's explicit ID: "ms-seq", "ms" (ms-0), or "ms-*" (the next free
+ * sequence at ms: seq_given 0). */
+static int parse_xadd_id(const karg *a, add_trim_args *out) {
+    out->id_given = 1;
+    out->seq_given = 1;
+    if (stream_id_parse(a->ptr, a->len, 0, 0, &out->id, NULL) == K_OK) return K_OK;
+    if (a->len <= 2) return K_ERR;
+    size_t mslen = a->len - 2;
+    if (memcmp(a->ptr + mslen, "-*", 2) != 0 || memchr(a->ptr, '-', mslen)) return K_ERR;
+    out->seq_given = 0;
+    return stream_id_parse(a->ptr, mslen, 0, 0, &out->id, NULL);
+}
+
 /* The options after the key, in Valkey's order and with its errors; for
  * XADD, up to and including the ID, whose position is returned (XTRIM:
  * argc). -1 after replying. */
@@ -173,20 +186,10 @@ static int parse_add_trim(client *c, int xadd, add_trim_args *a) {
         } else if (xadd && karg_eq(opt, "nomkstream")) {
             a->nomkstream = 1;
         } else if (xadd) {
-            if (stream_id_parse(opt->ptr, opt->len, 0, 0, &a->id, &a->seq_given) != K_OK) {
-                /* "ms-*": the sequence is the next free one. */
-                if (!(opt->len > 2 && opt->ptr[opt->len - 1] == '*' &&
-                      opt->ptr[opt->len - 2] == '-' &&
-                      stream_id_parse(opt->ptr, opt->len - 2, 0, 0, &a->id, NULL) == K_OK &&
-                      !memchr(opt->ptr, '-', opt->len - 2))) {
-                    reply_invalid_id(c);
-                    return -1;
-                }
-                a->seq_given = 0;
-            } else if (!a->seq_given) {
-                a->seq_given = 1; /* "ms" alone is ms-0 */
+            if (parse_xadd_id(opt, a) != K_OK) {
+                reply_invalid_id(c);
+                return -1;
             }
-            a->id_given = 1;
             break;
         } else {
             reply_syntax_error(c);
@@ -494,7 +497,9 @@ static int xread_parse(client *c, xread_args *x) {
 static int xread_id(client *c, const xread_args *x, int i, stream_id *out) {
     const karg *key = &c->argv[x->streams + i], *a = &c->argv[x->streams + x->nstreams + i];
     kobj *o;
-    if (!stream_cmd_lookup(c, key, 0, &o)) return K_ERR;
+    /* A read lookup, counted, as the serving loop's is: Valkey counts
+     * XREAD's keys twice. */
+    if (!stream_cmd_lookup(c, key, 1, &o)) return K_ERR;
     if (arg_is(a, '$') || arg_is(a, '+')) {
         *out = o ? stream_last_id(o) : STREAM_ID_MIN;
         if (o && arg_is(a, '+') && stream_id_decr(out) != K_OK) {
