@@ -435,7 +435,9 @@ static void cmd_xsetid(client *c) {
     int has_max = stream_id_cmp(max_del, STREAM_ID_MIN) != 0;
     stream_set_meta(o, id, entries_added != -1 ? &ea : NULL, has_max ? &max_del : NULL);
     reply_ok(c);
-    db_signal_modified(c->db, c->argv[1].ptr, c->argv[1].len, 1);
+    /* Counted but no change of the key, as Valkey's XSETID: no entry came
+     * or went, so WATCH, tracking and blocked readers are not told. */
+    db_count_changes(c->db, c->argv[1].ptr, c->argv[1].len, 1);
     notify_key(c, NOTIFY_STREAM, "xsetid", &c->argv[1]);
 }
 

@@ -361,8 +361,8 @@ END_TEST
 
 /* A group's bookkeeping is counted (rdb_changes_since_last_save) but is
  * no change of the key, as in Valkey: a transaction watching the stream
- * still runs after another client's XREADGROUP, XACK, XCLAIM and XGROUP
- * SETID, and fails after an XADD. */
+ * still runs after another client's XREADGROUP, XACK, XCLAIM, XGROUP
+ * SETID and XSETID, and fails after an XADD. */
 START_TEST(test_watch_ignores_groups) {
     three_entries();
     redisContext *other = it_connect(S);
@@ -372,6 +372,7 @@ START_TEST(test_watch_ignores_groups) {
     expect_int(other, 1, "XACK s g 1-0");
     it_free(it_cmd(other, "XCLAIM s g d 0 2-0"));
     expect_ok(other, "XGROUP SETID s g 0");
+    expect_ok(other, "XSETID s 3-0");
     ck_assert_int_gt(it_info_int(C, "persistence", "rdb_changes_since_last_save"), before);
     expect_ok(C, "MULTI");
     expect_reply(C, "+QUEUED", "PING");
