@@ -386,6 +386,10 @@ void *idmap_iter_val(const idmap_iter *it) {
     return it->leaf->u.vals[it->pos];
 }
 
+void idmap_iter_set_val(idmap_iter *it, void *val) {
+    it->leaf->u.vals[it->pos] = val;
+}
+
 void idmap_iter_next(idmap_iter *it) {
     it->pos++;
     iter_fix_forward(it);

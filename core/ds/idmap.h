@@ -78,6 +78,9 @@ static inline int idmap_iter_valid(const idmap_iter *it) {
 /* The entry at a valid position. */
 idmap_key idmap_iter_key(const idmap_iter *it);
 void *idmap_iter_val(const idmap_iter *it);
+/* Replaces the value at a valid position (val not NULL); the iterators
+ * stay valid. */
+void idmap_iter_set_val(idmap_iter *it, void *val);
 /* Moves to the next (previous) entry; past the end the position is no
  * longer valid. */
 void idmap_iter_next(idmap_iter *it);

@@ -162,7 +162,12 @@ START_TEST(test_empty) {
     idmap_iter_next(&it);
     ck_assert(!idmap_iter_valid(&it));
     ck_assert_uint_gt(idmap_mem_usage(&m), 0);
-    ck_assert_ptr_eq(idmap_delete(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &m);
+    /* set_val replaces in place: found so, and the position stays. */
+    idmap_seek_first(&it, &m);
+    idmap_iter_set_val(&it, &it);
+    ck_assert_ptr_eq(idmap_iter_val(&it), &it);
+    ck_assert_ptr_eq(idmap_find(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &it);
+    ck_assert_ptr_eq(idmap_delete(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &it);
     ck_assert_uint_eq(idmap_count(&m), 0);
     ck_assert_uint_eq(idmap_mem_usage(&m), 0);
 }
