@@ -480,7 +480,7 @@ done:
 
 /* ---- XPENDING ---- */
 
-static void xpending_summary(client *c, const scg_group *g) {
+static void xpending_summary(client *c, scg_group *g) {
     reply_array(c, 4);
     reply_int(c, (long long)idmap_count(&g->pel));
     if (!idmap_count(&g->pel)) {
@@ -625,7 +625,7 @@ static int xclaim_parse_opts(client *c, int j, int64_t now, xclaim_opts *x) {
  * share (and the change Valkey would propagate as XCLAIM). */
 static void group_claimed(scg_group *g, scg_nack *nack, stream_id id, scg_consumer *cons,
                           int64_t when, long long retrycount, int justid) {
-    scg_pel_transfer(g, nack, id, cons);
+    scg_pel_transfer(nack, id, cons);
     nack->delivery_time = when;
     if (retrycount >= 0)
         nack->delivery_count = (uint64_t)retrycount;
@@ -824,7 +824,7 @@ static void reply_full_pel(client *c, const idmap *pel, long long count, int wit
     }
 }
 
-static void reply_full_group(client *c, const kobj *o, const scg_group *g, long long count) {
+static void reply_full_group(client *c, const kobj *o, scg_group *g, long long count) {
     reply_map(c, 7);
     reply_bulk_cstr(c, "name");
     reply_bulk(c, g->name, g->len);
@@ -953,7 +953,7 @@ static void xinfo_groups(client *c) {
 static void xinfo_consumers(client *c) {
     kobj *o;
     if (!xinfo_lookup(c, &o)) return;
-    const scg_group *g = scg_lookup(o, c->argv[3].ptr, c->argv[3].len);
+    scg_group *g = scg_lookup(o, c->argv[3].ptr, c->argv[3].len);
     if (!g) {
         reply_nogroup_for_key(c, &c->argv[3], &c->argv[2]);
         return;

@@ -6,7 +6,9 @@
  * is not read by the descent. A lower bound rather than the exact minimum,
  * so that deleting a subtree's smallest key never has to touch its
  * ancestors. A deletion that leaves a node below IDMAP_MIN entries borrows
- * from a sibling or merges with it. */
+ * from a sibling or merges with it. Every node but the root keeps at
+ * least one entry (inner nodes at least IDMAP_MIN, see node_split_put),
+ * so a walk never meets an empty leaf. */
 #include "ds/idmap.h"
 
 #include "common/common.h"
@@ -121,13 +123,16 @@ static void node_put(idmap_node *nd, int pos, idmap_key k, void *p) {
 
 /* Puts (k, p) at pos of the full node nd by moving its upper half to a new
  * right sibling, which is returned; *sep is the right one's first key. An
- * append (pos at the end) moves nothing: a map that grows at the end, as a
- * pending list does, keeps its nodes full. (A node below IDMAP_MIN is
- * harmless: deletions rebalance by the sizes they find.) */
+ * append to a leaf (pos at the end) moves nothing: a map that grows at the
+ * end, as a pending list does, keeps its leaves full. The new leaf holds
+ * one entry, which is harmless because its parent has other children to
+ * refill it from or merge it with once it empties. Inner nodes always split
+ * in half: a non-root inner node with a single child could not be
+ * rebalanced, and an emptied leaf would stay in the tree. */
 static idmap_node *node_split_put(idmap *m, idmap_node *nd, int pos, idmap_key k, void *p,
                                   idmap_key *sep) {
     idmap_node *r = node_new(m, nd->leaf);
-    int half = pos == IDMAP_FANOUT ? IDMAP_FANOUT : IDMAP_FANOUT / 2;
+    int half = pos == IDMAP_FANOUT && nd->leaf ? IDMAP_FANOUT : IDMAP_FANOUT / 2;
     memcpy(r->keys, &nd->keys[half], (size_t)(IDMAP_FANOUT - half) * sizeof(idmap_key));
     memcpy(r->u.vals, &nd->u.vals[half], (size_t)(IDMAP_FANOUT - half) * sizeof(void *));
     r->n = IDMAP_FANOUT - half;
@@ -327,12 +332,62 @@ void idmap_seek_last(idmap_iter *it, const idmap *m) {
     it->pos = nd ? nd->n - 1 : 0;
 }
 
+/* ---- verification ---- */
+
+typedef struct verify_state {
+    int leaf_depth;
+    const idmap_node *last_leaf;
+    size_t count, nodes;
+} verify_state;
+
+/* Keys under nd must lie in [*lo, *hi) (a NULL bound is open). */
+static int verify_node(const idmap_node *nd, int depth, int is_root, const idmap_key *lo,
+                       const idmap_key *hi, verify_state *st) {
+    st->nodes++;
+    int min = is_root ? (nd->leaf ? 1 : 2) : (nd->leaf ? 1 : IDMAP_MIN);
+    if (nd->n < min || nd->n > IDMAP_FANOUT) return K_ERR;
+    if (!nd->leaf) {
+        for (int i = 0; i < nd->n; i++) {
+            const idmap_key *klo = i ? &nd->keys[i] : lo;
+            const idmap_key *khi = i + 1 < nd->n ? &nd->keys[i + 1] : hi;
+            if (i && lo && idmap_key_cmp(nd->keys[i], *lo) < 0) return K_ERR;
+            if (i && hi && idmap_key_cmp(nd->keys[i], *hi) >= 0) return K_ERR;
+            if (verify_node(nd->u.kids[i], depth + 1, 0, klo, khi, st) != K_OK) return K_ERR;
+        }
+        return K_OK;
+    }
+    if (st->leaf_depth < 0) st->leaf_depth = depth;
+    if (depth != st->leaf_depth || nd->prev != st->last_leaf) return K_ERR;
+    if (st->last_leaf && st->last_leaf->next != nd) return K_ERR;
+    for (int i = 0; i < nd->n; i++) {
+        if (i && idmap_key_cmp(nd->keys[i - 1], nd->keys[i]) >= 0) return K_ERR;
+        if (lo && idmap_key_cmp(nd->keys[i], *lo) < 0) return K_ERR;
+        if (hi && idmap_key_cmp(nd->keys[i], *hi) >= 0) return K_ERR;
+        if (!nd->u.vals[i]) return K_ERR;
+    }
+    st->last_leaf = nd;
+    st->count += (size_t)nd->n;
+    return K_OK;
+}
+
+int idmap_verify(const idmap *m) {
+    if (!m->root) return m->count == 0 && m->nodes == 0 ? K_OK : K_ERR;
+    verify_state st = {-1, NULL, 0, 0};
+    if (verify_node(m->root, 0, 1, NULL, NULL, &st) != K_OK) return K_ERR;
+    if (st.last_leaf->next) return K_ERR;
+    return st.count == m->count && st.nodes == m->nodes ? K_OK : K_ERR;
+}
+
 idmap_key idmap_iter_key(const idmap_iter *it) {
     return it->leaf->keys[it->pos];
 }
 
 void *idmap_iter_val(const idmap_iter *it) {
     return it->leaf->u.vals[it->pos];
+}
+
+void idmap_iter_set_val(idmap_iter *it, void *val) {
+    it->leaf->u.vals[it->pos] = val;
 }
 
 void idmap_iter_next(idmap_iter *it) {

@@ -6,8 +6,10 @@
  * stream ID): they may hold millions of entries, grow at the end, and
  * lose entries anywhere (XACK), so insertion, deletion and seeking are
  * O(log n) and a walk goes either way from any point. Nodes hold up to
- * IDMAP_FANOUT keys and are kept at least half full (deletions borrow
- * from or merge with a sibling), so an entry costs about 24 to 48 bytes.
+ * IDMAP_FANOUT keys; inner nodes are kept at least half full, leaves are
+ * never empty (a deletion borrows from or merges with a sibling), and
+ * appends keep the leaves full, so an entry costs about 24 to 48 bytes
+ * (less when the map only grew at the end).
  *
  * Values are caller-owned pointers and never NULL (NULL answers "absent").
  * Any insertion or deletion invalidates the iterators of the map.
@@ -76,9 +78,17 @@ static inline int idmap_iter_valid(const idmap_iter *it) {
 /* The entry at a valid position. */
 idmap_key idmap_iter_key(const idmap_iter *it);
 void *idmap_iter_val(const idmap_iter *it);
+/* Replaces the value at a valid position (val not NULL); the iterators
+ * stay valid. */
+void idmap_iter_set_val(idmap_iter *it, void *val);
 /* Moves to the next (previous) entry; past the end the position is no
  * longer valid. */
 void idmap_iter_next(idmap_iter *it);
 void idmap_iter_prev(idmap_iter *it);
+
+/* Checks the tree's invariants (for the tests): sorted keys within the
+ * bounds of their ancestors, no empty node, leaves at one depth and
+ * chained both ways in key order, the counts right. K_OK or K_ERR. */
+int idmap_verify(const idmap *m);
 
 #endif

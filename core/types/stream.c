@@ -20,9 +20,10 @@
  *
  * Like Valkey, a deleted entry is only flagged (its bytes stay, so no
  * offset moves under an iterator) and a node whose entries are all deleted
- * is freed. The index is an array of node pointers sorted by master ID
- * with free room at both ends: appends at the tail and trims at the head
- * are O(1) amortised, a lookup is a binary search.
+ * is freed. The index is a ds/idmap B+tree keyed by the nodes' master
+ * IDs: a lookup, an append at the tail, a trim at the head and the removal
+ * of any emptied node are O(log n), and a growing stream keeps its leaves
+ * full (about 25 bytes a node, a fraction of a byte an entry).
  *
  * A node is closed (no more appends) when it holds stream-node-max-entries
  * entries, deleted ones included, or when the next entry's bytes would
@@ -36,6 +37,7 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
+#include "ds/idmap.h"
 #include "keyspace/db.h"
 
 #include <assert.h>
@@ -210,8 +212,7 @@ typedef struct snode {
 } snode;
 
 typedef struct stream {
-    snode **nodes; /* nodes[head .. head+count), sorted by master ID */
-    size_t head, count, cap;
+    idmap index;       /* master ID -> snode */
     size_t node_bytes; /* km_usable of every node */
     uint64_t length;
     uint64_t entries_added;
@@ -232,10 +233,6 @@ void stream_set_cgroup_ops(const stream_cgroup_ops *ops) {
 
 static stream *sget(const kobj *o) {
     return (stream *)(void *)o->v.ptr;
-}
-
-static snode *node_at(const stream *s, size_t i) {
-    return s->nodes[s->head + i];
 }
 
 static snode *node_alloc(stream *s, uint32_t cap) {
@@ -261,43 +258,37 @@ static void node_free(stream *s, snode *n) {
 
 /* ---- the index ---- */
 
-static void index_push(stream *s, snode *n) {
-    if (s->head + s->count == s->cap) {
-        if (s->head > s->cap / 2) {
-            memmove(s->nodes, s->nodes + s->head, s->count * sizeof(*s->nodes));
-            s->head = 0;
-        } else {
-            s->cap = s->cap ? s->cap * 2 : 4;
-            s->nodes = km_realloc(s->nodes, s->cap * sizeof(*s->nodes));
-        }
-    }
-    s->nodes[s->head + s->count++] = n;
+static idmap_key index_key(stream_id id) {
+    return (idmap_key){id.ms, id.seq};
 }
 
-/* Drops node i from the index and frees it. */
-static void index_remove(stream *s, size_t i) {
-    node_free(s, node_at(s, i));
-    if (i == 0) {
-        s->head++;
-    } else {
-        snode **at = s->nodes + s->head + i;
-        memmove(at, at + 1, (s->count - i - 1) * sizeof(*at));
-    }
-    if (--s->count == 0) s->head = 0;
+static snode *index_node(const idmap_iter *it) {
+    return idmap_iter_val(it);
 }
 
-/* The last node whose master ID is <= id; 0 when none is (the walk then
- * starts at the first node). */
-static size_t index_find(const stream *s, stream_id id) {
-    size_t lo = 0, hi = s->count;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (stream_id_cmp(node_at(s, mid)->master, id) <= 0)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
+/* The tail node (NULL when none); *it is left at it. */
+static snode *index_last(const stream *s, idmap_iter *it) {
+    idmap_seek_last(it, &s->index);
+    return idmap_iter_valid(it) ? index_node(it) : NULL;
+}
+
+static snode *index_first(const stream *s) {
+    idmap_iter it;
+    idmap_seek_first(&it, &s->index);
+    return idmap_iter_valid(&it) ? index_node(&it) : NULL;
+}
+
+/* Drops n from the index and frees it. */
+static void index_remove(stream *s, snode *n) {
+    idmap_delete(&s->index, index_key(n->master));
+    node_free(s, n);
+}
+
+/* Positions *it at the last node whose master ID is <= id, or at the first
+ * node when none is (the walk then starts there). */
+static void index_find(idmap_iter *it, const stream *s, stream_id id) {
+    idmap_seek_le(it, &s->index, index_key(id));
+    if (!idmap_iter_valid(it)) idmap_seek_first(it, &s->index);
 }
 
 /* ---- reading an entry ---- */
@@ -365,7 +356,7 @@ uint64_t stream_entries_added(const kobj *o) {
 }
 
 uint64_t stream_node_count(const kobj *o) {
-    return sget(o)->count;
+    return idmap_count(&sget(o)->index);
 }
 
 void *stream_groups(const kobj *o) {
@@ -408,7 +399,7 @@ stream_id stream_last_live_id(const kobj *o) {
 
 /* The iterator's state in stream_iter.opaque. */
 typedef struct iter_state {
-    size_t node;    /* index of the node walked */
+    idmap_iter node; /* the node walked: invalid past either end */
     uint32_t off;   /* forwards: the next entry's offset; backwards: the
                      * end of the next entry to read */
     uint32_t cur;   /* the current entry's offset */
@@ -434,20 +425,19 @@ void stream_iter_start(stream_iter *it, const kobj *o, stream_id start, stream_i
     iter_state *st = ist(it);
     memset(st, 0, sizeof(*st));
     const stream *s = sget(o);
-    if (s->count == 0 || stream_id_cmp(start, end) > 0) {
+    if (idmap_count(&s->index) == 0 || stream_id_cmp(start, end) > 0) {
         st->done = 1;
         return;
     }
-    st->node = index_find(s, rev ? end : start);
+    index_find(&st->node, s, rev ? end : start);
 }
 
 /* Positions the walk at the start of the current node in its direction,
  * or ends it when there is none left. */
 static int iter_enter(stream_iter *it) {
     iter_state *st = ist(it);
-    const stream *s = sget(it->o);
-    if (st->node >= s->count) return 0;
-    const snode *n = node_at(s, st->node);
+    if (!idmap_iter_valid(&st->node)) return 0;
+    const snode *n = index_node(&st->node);
     /* A node wholly outside the range ends the walk. */
     if (!it->rev && stream_id_cmp(n->master, it->end) > 0) return 0;
     if (it->rev && stream_id_cmp(n->last, it->start) < 0) return 0;
@@ -459,22 +449,17 @@ static int iter_enter(stream_iter *it) {
 static void iter_leave(stream_iter *it) {
     iter_state *st = ist(it);
     st->started = 0;
-    if (it->rev) {
-        if (st->node == 0)
-            st->node = SIZE_MAX; /* past the first node */
-        else
-            st->node--;
-    } else {
-        st->node++;
-    }
+    if (it->rev)
+        idmap_iter_prev(&st->node);
+    else
+        idmap_iter_next(&st->node);
 }
 
 int stream_iter_next(stream_iter *it, stream_id *id, size_t *npairs) {
     iter_state *st = ist(it);
-    const stream *s = sget(it->o);
     while (!st->done) {
         if (!st->started && !iter_enter(it)) break;
-        const snode *n = node_at(s, st->node);
+        const snode *n = index_node(&st->node);
         if (it->rev ? st->off == n->first : st->off == n->used) {
             iter_leave(it);
             continue;
@@ -513,7 +498,7 @@ static void read_str(const snode *n, uint32_t *off, pack_val *v) {
 
 void stream_iter_pair(stream_iter *it, pack_val *field, pack_val *value) {
     iter_state *st = ist(it);
-    const snode *n = node_at(sget(it->o), st->node);
+    const snode *n = index_node(&st->node);
     if (st->same)
         read_str(n, &st->field, field);
     else
@@ -524,22 +509,22 @@ void stream_iter_pair(stream_iter *it, pack_val *field, pack_val *value) {
 void stream_iter_delete(stream_iter *it) {
     iter_state *st = ist(it);
     stream *s = sget(it->o);
-    snode *n = node_at(s, st->node);
+    snode *n = index_node(&st->node);
     n->data[st->cur] |= ENTRY_DELETED;
     n->live--;
     n->deleted++;
     s->length--;
     s->first_known = 0;
     if (n->live) return;
-    /* The node goes; the walk goes on at its neighbour in the direction. */
-    index_remove(s, st->node);
+    /* The node goes, and with it the index position: the walk goes on at
+     * its neighbour in the direction, found again by its master ID. */
+    idmap_key k = index_key(n->master);
+    index_remove(s, n);
     st->started = 0;
-    if (it->rev) {
-        if (st->node == 0)
-            st->node = SIZE_MAX;
-        else
-            st->node--;
-    }
+    if (it->rev)
+        idmap_seek_le(&st->node, &s->index, k);
+    else
+        idmap_seek_ge(&st->node, &s->index, k);
 }
 
 void stream_iter_stop(stream_iter *it) {
@@ -589,11 +574,9 @@ static size_t str_bytes(const stream_str *e) {
  * is closed and shrunk. */
 static snode *node_open(stream *s, stream_id id, const stream_str *elems, size_t npairs,
                         size_t entry_bytes) {
-    if (s->count) {
-        snode *last = node_at(s, s->count - 1);
-        if (last->used < last->cap)
-            s->nodes[s->head + s->count - 1] = node_resize(s, last, last->used);
-    }
+    idmap_iter it;
+    snode *last = index_last(s, &it);
+    if (last && last->used < last->cap) idmap_iter_set_val(&it, node_resize(s, last, last->used));
     size_t fbytes = 0;
     for (size_t i = 0; i < npairs; i++)
         fbytes += str_bytes(&elems[2 * i]);
@@ -610,7 +593,7 @@ static snode *node_open(stream *s, stream_id id, const stream_str *elems, size_t
         off += (uint32_t)f->len;
     }
     n->first = n->used = off;
-    index_push(s, n);
+    idmap_insert(&s->index, index_key(id), n);
     return n;
 }
 
@@ -664,7 +647,8 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
         *too_large = 1;
         return K_ERR;
     }
-    snode *n = s->count ? node_at(s, s->count - 1) : NULL;
+    idmap_iter tail;
+    snode *n = index_last(s, &tail);
     if (n) {
         size_t max_entries = node_max_entries();
         if (n->used + total >= node_max_bytes() ||
@@ -679,6 +663,7 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
         for (size_t i = 0; i < a->npairs; i++)
             vbytes += str_bytes(&a->elems[2 * i + 1]);
         n = node_open(s, id, a->elems, a->npairs, 3 + vbytes + VARINT_MAX);
+        index_last(s, &tail);
         same = 1;
         body = entry_body_bytes(n, id, a->elems, a->npairs, 1);
     }
@@ -690,7 +675,7 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
         if (cap > limit && need <= limit) cap = limit;
         if (cap > UINT32_MAX) cap = need;
         n = node_resize(s, n, (uint32_t)cap);
-        s->nodes[s->head + s->count - 1] = n;
+        idmap_iter_set_val(&tail, n);
     }
     unsigned char *p = n->data;
     uint32_t off = n->used;
@@ -722,8 +707,7 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
 
 /* Flags the entries of node i from its start while keep_going says so;
  * returns how many it deleted. The node is freed when none is left. */
-static uint64_t trim_node_exact(stream *s, size_t i, const stream_trim_args *t) {
-    snode *n = node_at(s, i);
+static uint64_t trim_node_exact(stream *s, snode *n, const stream_trim_args *t) {
     uint64_t deleted = 0;
     uint32_t off = n->first;
     while (off < n->used) {
@@ -742,7 +726,7 @@ static uint64_t trim_node_exact(stream *s, size_t i, const stream_trim_args *t) 
         }
         off = next;
     }
-    if (!n->live) index_remove(s, i);
+    if (!n->live) index_remove(s, n);
     return deleted;
 }
 
@@ -750,19 +734,19 @@ uint64_t stream_trim(kobj *o, const stream_trim_args *t) {
     stream *s = sget(o);
     if (t->strategy == STREAM_TRIM_NONE) return 0;
     uint64_t deleted = 0;
-    while (s->count) {
+    snode *n;
+    while ((n = index_first(s)) != NULL) {
         if (t->strategy == STREAM_TRIM_MAXLEN && s->length <= t->maxlen) break;
-        snode *n = node_at(s, 0);
         if (t->limit && deleted + n->live > t->limit) break;
         int whole = t->strategy == STREAM_TRIM_MAXLEN ? s->length - n->live >= t->maxlen
                                                       : stream_id_cmp(n->last, t->minid) < 0;
         if (whole) {
             deleted += n->live;
             s->length -= n->live;
-            index_remove(s, 0);
+            index_remove(s, n);
             continue;
         }
-        if (!t->approx) deleted += trim_node_exact(s, 0, t);
+        if (!t->approx) deleted += trim_node_exact(s, n, t);
         break;
     }
     if (deleted) s->first_known = 0;
@@ -812,9 +796,7 @@ static const char *stream_encoding_name(const kobj *o) {
 
 static void stream_free_value(kobj *o) {
     stream *s = sget(o);
-    for (size_t i = 0; i < s->count; i++)
-        km_free(node_at(s, i));
-    km_free(s->nodes);
+    idmap_clear(&s->index, km_free);
     if (s->groups) cg_ops->free_groups(s->groups);
     km_free(s);
 }
@@ -823,8 +805,7 @@ static void stream_free_value(kobj *o) {
  * the groups estimate theirs from samples. */
 static size_t stream_mem_usage(const kobj *o, size_t samples) {
     const stream *s = sget(o);
-    size_t b = km_usable(s) + s->node_bytes;
-    if (s->nodes) b += km_usable(s->nodes);
+    size_t b = km_usable(s) + s->node_bytes + idmap_mem_usage(&s->index);
     if (s->groups) b += cg_ops->mem_usage(s->groups, samples);
     return b;
 }
@@ -839,12 +820,13 @@ static kobj *stream_copy(const kobj *o) {
     d->max_deleted_id = s->max_deleted_id;
     d->first_id = s->first_id;
     d->first_known = s->first_known;
-    for (size_t i = 0; i < s->count; i++) {
-        const snode *n = node_at(s, i);
+    idmap_iter it;
+    for (idmap_seek_first(&it, &s->index); idmap_iter_valid(&it); idmap_iter_next(&it)) {
+        const snode *n = index_node(&it);
         snode *m = node_alloc(d, n->used);
         memcpy(m, n, sizeof(*n) + n->used);
         m->cap = n->used;
-        index_push(d, m);
+        idmap_insert(&d->index, index_key(m->master), m);
     }
     if (s->groups) d->groups = cg_ops->copy(s->groups);
     return c;
@@ -852,7 +834,7 @@ static kobj *stream_copy(const kobj *o) {
 
 static size_t stream_free_effort(const kobj *o) {
     const stream *s = sget(o);
-    size_t e = s->count + 1;
+    size_t e = idmap_count(&s->index) + 1;
     if (s->groups) e += cg_ops->free_effort(s->groups);
     return e;
 }

@@ -1,65 +1,105 @@
 /* stream_cgroup.c -- a stream's consumer groups (types/stream_cgroup.h):
  * the groups and consumers by name, the pending entries lists, the lag
  * and entries-read accounting, and the groups' part of freeing, measuring
- * and copying a stream. */
+ * and copying a stream.
+ *
+ * Names: a ds/hashtable finds an item by name in O(1), and an array holds
+ * the items for listing. Creation appends, deletion moves the last item
+ * into the freed slot (each item knows its slot), both O(1); the array is
+ * sorted by name when a listing finds it out of order, so a client that
+ * creates a consumer per request pays O(1) each, and listings (which
+ * reply O(n) anyway) pay the sort once after changes. */
 #include "types/stream_cgroup.h"
 
 #include "common/common.h"
 #include "common/kmem.h"
+#include "ds/hashtable.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* ---- sorted names ---- */
+/* ---- names ---- */
 
 /* What every item of an scg_names begins with. */
 typedef struct scg_named {
     char *name;
     size_t len;
+    size_t slot;
 } scg_named;
 
-static int name_cmp(const scg_named *a, const char *name, size_t len) {
-    size_t n = a->len < len ? a->len : len;
-    int r = memcmp(a->name, name, n);
-    if (r) return r;
-    return a->len < len ? -1 : a->len > len;
+static const void *named_key(const void *item, size_t *len) {
+    const scg_named *n = item;
+    *len = n->len;
+    return n->name;
 }
 
-/* The first position whose name is >= name; *found when equal. */
-static size_t names_lower(const scg_names *v, const char *name, size_t len, int *found) {
-    size_t lo = 0, hi = v->count;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (name_cmp(v->items[mid], name, len) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = lo < v->count && name_cmp(v->items[lo], name, len) == 0;
-    return lo;
+static const hashtable_type names_type = {.entry_key = named_key,
+                                          .grow_fill = HASHTABLE_GROW_FILL_TIGHT};
+
+static int named_cmp(const scg_named *a, const scg_named *b) {
+    size_t n = a->len < b->len ? a->len : b->len;
+    int r = memcmp(a->name, b->name, n);
+    if (r) return r;
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int named_qsort_cmp(const void *a, const void *b) {
+    return named_cmp(*(const scg_named *const *)a, *(const scg_named *const *)b);
 }
 
 static void *names_find(const scg_names *v, const char *name, size_t len) {
-    int found;
-    size_t pos = names_lower(v, name, len, &found);
-    return found ? v->items[pos] : NULL;
+    return v->by_name ? hashtable_find(v->by_name, name, len) : NULL;
 }
 
-static void names_insert_at(scg_names *v, size_t pos, void *item) {
+/* Adds item (its name not taken); appended in name order it keeps the
+ * order, as a copy does. */
+static void names_add(scg_names *v, void *item) {
+    if (!v->by_name) v->by_name = hashtable_create(&names_type);
+    hashtable_add(v->by_name, item, NULL);
     if (v->count == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 4;
         v->items = km_realloc(v->items, v->cap * sizeof(void *));
     }
-    memmove(&v->items[pos + 1], &v->items[pos], (v->count - pos) * sizeof(void *));
-    v->items[pos] = item;
-    v->count++;
+    if (v->count && named_cmp(v->items[v->count - 1], item) > 0) v->sorted = 0;
+    ((scg_named *)item)->slot = v->count;
+    v->items[v->count++] = item;
 }
 
-static void names_remove(scg_names *v, const char *name, size_t len) {
-    int found;
-    size_t pos = names_lower(v, name, len, &found);
-    if (!found) return;
-    memmove(&v->items[pos], &v->items[pos + 1], (v->count - pos - 1) * sizeof(void *));
-    v->count--;
+/* Removes item: the last one takes its slot, so the order is lost until
+ * the next listing sorts again. */
+static void names_remove(scg_names *v, void *item) {
+    scg_named *n = item;
+    hashtable_delete(v->by_name, n->name, n->len, NULL);
+    scg_named *last = v->items[--v->count];
+    if (last == n) return;
+    last->slot = n->slot;
+    v->items[n->slot] = last;
+    v->sorted = 0;
+}
+
+static void *names_at(scg_names *v, size_t i) {
+    if (!v->sorted) {
+        qsort(v->items, v->count, sizeof(void *), named_qsort_cmp);
+        for (size_t k = 0; k < v->count; k++)
+            ((scg_named *)v->items[k])->slot = k;
+        v->sorted = 1;
+    }
+    return v->items[i];
+}
+
+static void names_init(scg_names *v) {
+    memset(v, 0, sizeof(*v));
+    v->sorted = 1;
+}
+
+/* Frees the lookup and the array, not the items. */
+static void names_release(scg_names *v) {
+    if (v->by_name) hashtable_release(v->by_name);
+    km_free(v->items);
+}
+
+static size_t names_mem(const scg_names *v) {
+    return (v->by_name ? hashtable_mem_usage(v->by_name) : 0) + v->cap * sizeof(void *);
 }
 
 /* ---- consumers ---- */
@@ -86,12 +126,14 @@ scg_consumer *scg_consumer_lookup(const scg_group *g, const char *name, size_t l
 }
 
 scg_consumer *scg_consumer_create(scg_group *g, const char *name, size_t len, int64_t now) {
-    int found;
-    size_t pos = names_lower(&g->consumers, name, len, &found);
-    if (found) return NULL;
+    if (names_find(&g->consumers, name, len)) return NULL;
     scg_consumer *c = consumer_new(name, len, now);
-    names_insert_at(&g->consumers, pos, c);
+    names_add(&g->consumers, c);
     return c;
+}
+
+scg_consumer *scg_consumer_at(scg_group *g, size_t i) {
+    return names_at(&g->consumers, i);
 }
 
 size_t scg_consumer_delete(scg_group *g, scg_consumer *c) {
@@ -99,7 +141,7 @@ size_t scg_consumer_delete(scg_group *g, scg_consumer *c) {
     idmap_iter it;
     for (idmap_seek_first(&it, &c->pel); idmap_iter_valid(&it); idmap_iter_next(&it))
         km_free(idmap_delete(&g->pel, idmap_iter_key(&it)));
-    names_remove(&g->consumers, c->name, c->len);
+    names_remove(&g->consumers, c);
     consumer_free(c);
     return pending;
 }
@@ -121,8 +163,7 @@ scg_nack *scg_pel_add(scg_group *g, scg_consumer *c, stream_id id, int64_t now) 
     return n;
 }
 
-void scg_pel_transfer(scg_group *g, scg_nack *n, stream_id id, scg_consumer *c) {
-    K_UNUSED(g);
+void scg_pel_transfer(scg_nack *n, stream_id id, scg_consumer *c) {
     if (n->consumer == c) return;
     idmap_delete(&n->consumer->pel, scg_key(id));
     idmap_insert(&c->pel, scg_key(id), n);
@@ -132,7 +173,7 @@ void scg_pel_transfer(scg_group *g, scg_nack *n, stream_id id, scg_consumer *c) 
 scg_nack *scg_deliver(scg_group *g, scg_consumer *c, stream_id id, int64_t now) {
     scg_nack *n = scg_pel_find(g, id);
     if (!n) return scg_pel_add(g, c, id, now);
-    scg_pel_transfer(g, n, id, c);
+    scg_pel_transfer(n, id, c);
     n->delivery_time = now;
     n->delivery_count = 1;
     return n;
@@ -152,10 +193,18 @@ static scg_names *groups_of(const kobj *s) {
     return stream_groups(s);
 }
 
+static scg_group *group_new(const char *name, size_t len) {
+    scg_group *g = km_calloc(1, sizeof(*g));
+    g->name = km_strndup(name, len);
+    g->len = len;
+    names_init(&g->consumers);
+    return g;
+}
+
 static void group_free(scg_group *g) {
     for (size_t i = 0; i < g->consumers.count; i++)
         consumer_free(g->consumers.items[i]);
-    km_free(g->consumers.items);
+    names_release(&g->consumers);
     idmap_clear(&g->pel, km_free);
     km_free(g->name);
     km_free(g);
@@ -166,8 +215,8 @@ size_t scg_group_count(const kobj *s) {
     return v ? v->count : 0;
 }
 
-scg_group *scg_group_at(const kobj *s, size_t i) {
-    return groups_of(s)->items[i];
+scg_group *scg_group_at(kobj *s, size_t i) {
+    return names_at(groups_of(s), i);
 }
 
 scg_group *scg_lookup(const kobj *s, const char *name, size_t len) {
@@ -179,18 +228,15 @@ scg_group *scg_create(kobj *s, const char *name, size_t len, stream_id last_id,
                       int64_t entries_read) {
     scg_names *v = groups_of(s);
     if (!v) {
-        v = km_calloc(1, sizeof(*v));
+        v = km_alloc(sizeof(*v));
+        names_init(v);
         stream_set_groups(s, v);
     }
-    int found;
-    size_t pos = names_lower(v, name, len, &found);
-    if (found) return NULL;
-    scg_group *g = km_calloc(1, sizeof(*g));
-    g->name = km_strndup(name, len);
-    g->len = len;
+    if (names_find(v, name, len)) return NULL;
+    scg_group *g = group_new(name, len);
     g->last_id = last_id;
     g->entries_read = entries_read;
-    names_insert_at(v, pos, g);
+    names_add(v, g);
     return g;
 }
 
@@ -198,7 +244,7 @@ int scg_destroy(kobj *s, const char *name, size_t len) {
     scg_names *v = groups_of(s);
     scg_group *g = v ? names_find(v, name, len) : NULL;
     if (!g) return 0;
-    names_remove(v, name, len);
+    names_remove(v, g);
     group_free(g);
     return 1;
 }
@@ -268,7 +314,7 @@ static void groups_free(void *groups) {
     scg_names *v = groups;
     for (size_t i = 0; i < v->count; i++)
         group_free(v->items[i]);
-    km_free(v->items);
+    names_release(v);
     km_free(v);
 }
 
@@ -279,7 +325,7 @@ static size_t consumer_mem(const scg_consumer *c) {
 /* A group's bytes, its consumers estimated from `samples` of them. */
 static size_t group_mem(const scg_group *g, size_t samples) {
     size_t bytes = sizeof(*g) + g->len + 1 + idmap_mem_usage(&g->pel) +
-                   idmap_count(&g->pel) * sizeof(scg_nack) + g->consumers.cap * sizeof(void *);
+                   idmap_count(&g->pel) * sizeof(scg_nack) + names_mem(&g->consumers);
     size_t n = g->consumers.count, seen = n < samples ? n : samples, sum = 0;
     for (size_t i = 0; i < seen; i++)
         sum += consumer_mem(g->consumers.items[i]);
@@ -289,7 +335,7 @@ static size_t group_mem(const scg_group *g, size_t samples) {
 
 static size_t groups_mem_usage(const void *groups, size_t samples) {
     const scg_names *v = groups;
-    size_t bytes = sizeof(*v) + v->cap * sizeof(void *);
+    size_t bytes = sizeof(*v) + names_mem(v);
     size_t seen = v->count < samples ? v->count : samples, sum = 0;
     for (size_t i = 0; i < seen; i++)
         sum += group_mem(v->items[i], samples);
@@ -298,16 +344,14 @@ static size_t groups_mem_usage(const void *groups, size_t samples) {
 }
 
 static scg_group *group_copy(const scg_group *src) {
-    scg_group *g = km_calloc(1, sizeof(*g));
-    g->name = km_strndup(src->name, src->len);
-    g->len = src->len;
+    scg_group *g = group_new(src->name, src->len);
     g->last_id = src->last_id;
     g->entries_read = src->entries_read;
     for (size_t i = 0; i < src->consumers.count; i++) {
         const scg_consumer *sc = src->consumers.items[i];
         scg_consumer *c = consumer_new(sc->name, sc->len, sc->seen_time);
         c->active_time = sc->active_time;
-        names_insert_at(&g->consumers, i, c);
+        names_add(&g->consumers, c);
     }
     idmap_iter it;
     for (idmap_seek_first(&it, &src->pel); idmap_iter_valid(&it); idmap_iter_next(&it)) {
@@ -321,9 +365,10 @@ static scg_group *group_copy(const scg_group *src) {
 
 static void *groups_copy(const void *groups) {
     const scg_names *src = groups;
-    scg_names *v = km_calloc(1, sizeof(*v));
+    scg_names *v = km_alloc(sizeof(*v));
+    names_init(v);
     for (size_t i = 0; i < src->count; i++)
-        names_insert_at(v, i, group_copy(src->items[i]));
+        names_add(v, group_copy(src->items[i]));
     return v;
 }
 

@@ -7,9 +7,9 @@
  * delivery time, delivery count and owning consumer) and its consumers by
  * name, each with its seen and active times and its own PEL. A pending
  * entry (scg_nack) is one allocation that both PELs point to. The PELs are
- * ordered maps keyed by stream ID (ds/idmap.h); the names sorted arrays
- * with binary search (groups and consumers are created and deleted rarely
- * next to the reads).
+ * ordered maps keyed by stream ID (ds/idmap.h); the names a hash table for
+ * lookup beside an array sorted when listed (see stream_cgroup.c):
+ * creating and deleting are O(1), even for a consumer per request.
  *
  * Times are unix milliseconds given by the caller (the commands' cached
  * clock), so this unit reads no clock.
@@ -42,21 +42,25 @@ typedef struct scg_nack {
 struct scg_consumer {
     char *name;
     size_t len;
+    size_t slot;         /* its place in the group's consumers */
     int64_t seen_time;   /* last attempted interaction (read, claim) */
     int64_t active_time; /* last successful one; SCG_NEVER_ACTIVE */
     idmap pel;           /* stream ID -> scg_nack, owned by the group's PEL */
 };
 
-/* A sorted array of named things (groups, consumers: each begins with its
- * name and length). */
+/* Named things (groups, consumers: each begins with its name, length and
+ * slot): a lookup by name and the items, in name order while sorted. */
 typedef struct scg_names {
+    struct hashtable *by_name; /* NULL until the first item */
     void **items;
     size_t count, cap;
+    int sorted;
 } scg_names;
 
 typedef struct scg_group {
     char *name;
     size_t len;
+    size_t slot;          /* its place in the stream's groups */
     stream_id last_id;    /* the last delivered ID */
     int64_t entries_read; /* logical reads counter; SCG_INVALID_ENTRIES_READ */
     idmap pel;            /* stream ID -> scg_nack (owned) */
@@ -77,8 +81,10 @@ static inline stream_id scg_id(idmap_key k) {
 /* ---- groups of a stream ---- */
 
 size_t scg_group_count(const kobj *s);
-/* The i-th group in name order (i < scg_group_count). */
-scg_group *scg_group_at(const kobj *s, size_t i);
+/* The i-th group in name order (i < scg_group_count). The first call
+ * after groups were created or destroyed sorts them: create and destroy
+ * none while walking by index. */
+scg_group *scg_group_at(kobj *s, size_t i);
 scg_group *scg_lookup(const kobj *s, const char *name, size_t len);
 /* A new group; NULL when the name is taken. */
 scg_group *scg_create(kobj *s, const char *name, size_t len, stream_id last_id,
@@ -91,10 +97,8 @@ int scg_destroy(kobj *s, const char *name, size_t len);
 static inline size_t scg_consumer_count(const scg_group *g) {
     return g->consumers.count;
 }
-/* The i-th consumer in name order. */
-static inline scg_consumer *scg_consumer_at(const scg_group *g, size_t i) {
-    return g->consumers.items[i];
-}
+/* The i-th consumer in name order; sorts as scg_group_at does. */
+scg_consumer *scg_consumer_at(scg_group *g, size_t i);
 scg_consumer *scg_consumer_lookup(const scg_group *g, const char *name, size_t len);
 /* A new consumer seen at now, never active; NULL when the name is taken. */
 scg_consumer *scg_consumer_create(scg_group *g, const char *name, size_t len, int64_t now);
@@ -115,7 +119,7 @@ scg_nack *scg_deliver(scg_group *g, scg_consumer *c, stream_id id, int64_t now);
  * count 1. id must not be pending. */
 scg_nack *scg_pel_add(scg_group *g, scg_consumer *c, stream_id id, int64_t now);
 /* Gives the pending entry n of id to c (XCLAIM, XAUTOCLAIM). */
-void scg_pel_transfer(scg_group *g, scg_nack *n, stream_id id, scg_consumer *c);
+void scg_pel_transfer(scg_nack *n, stream_id id, scg_consumer *c);
 /* Removes id from the PELs (XACK; a claim that finds the entry deleted):
  * 1, or 0 when it was not pending. */
 int scg_pel_remove(scg_group *g, stream_id id);

@@ -440,6 +440,37 @@ START_TEST(test_resp3) {
 }
 END_TEST
 
+/* A pending list grown by appending past a thousand entries (an inner
+ * node of its tree split), then its last entry acknowledged: the walk must
+ * not see it again (it once did, reading the freed entry). */
+START_TEST(test_large_pel_ack_last) {
+    for (int i = 1; i <= 1025; i++) {
+        redisReply *r = it_cmd(C, "XADD s %d-0 f v", i);
+        ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+        it_free(r);
+    }
+    expect_ok(C, "XGROUP CREATE s g 0");
+    redisReply *r = it_cmd(C, "XREADGROUP GROUP g c COUNT 2000 STREAMS s >");
+    ck_assert_int_eq(r->element[0]->element[1]->elements, 1025);
+    it_free(r);
+    expect_int(C, 1, "XACK s g 1025-0");
+    r = it_cmd(C, "XPENDING s g - + 5000");
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 1024);
+    ck_assert_str_eq(r->element[0]->element[0]->str, "1-0");
+    ck_assert_str_eq(r->element[1023]->element[0]->str, "1024-0");
+    it_free(r);
+    r = it_cmd(C, "XPENDING s g");
+    ck_assert_int_eq(r->element[0]->integer, 1024);
+    ck_assert_str_eq(r->element[2]->str, "1024-0");
+    expect_int(C, 1, "XACK s g 1-0");
+    r = it_cmd(C, "XPENDING s g + - 1");
+    ck_assert_int_eq(r->elements, 0);
+    r = it_cmd(C, "XPENDING s g - + 1");
+    ck_assert_str_eq(r->element[0]->element[0]->str, "2-0");
+}
+END_TEST
+
 static Suite *stream_group_suite(void) {
     Suite *s = suite_create("stream_group");
     TCase *tc = it_tcase(s, "stream_group");
@@ -455,6 +486,7 @@ static Suite *stream_group_suite(void) {
     tcase_add_test(tc, test_watch_ignores_groups);
     tcase_add_test(tc, test_notifications);
     tcase_add_test(tc, test_resp3);
+    tcase_add_test(tc, test_large_pel_ack_last);
     return s;
 }
 

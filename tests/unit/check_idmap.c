@@ -2,7 +2,10 @@
  * empty and a one-entry map, then random insertions, deletions, lookups
  * and seeks in both directions checked against a sorted array, with the
  * whole map walked both ways after each batch, in a small key space (many
- * duplicates and misses) and a wide one. */
+ * duplicates and misses) and a wide one; maps grown by appending (as a
+ * pending list grows) to three and four levels, then cut from the end,
+ * the front, the middle and at random, with the tree's invariants
+ * verified (idmap_verify) along the way. */
 #include "ds/idmap.h"
 
 #include "common/common.h"
@@ -53,6 +56,7 @@ static void model_delete(model *md, idmap_key k) {
 }
 
 static void check_walks(const idmap *m, const model *md) {
+    ck_assert_int_eq(idmap_verify(m), K_OK);
     ck_assert_uint_eq(idmap_count(m), md->n);
     idmap_iter it;
     size_t i = 0;
@@ -158,7 +162,12 @@ START_TEST(test_empty) {
     idmap_iter_next(&it);
     ck_assert(!idmap_iter_valid(&it));
     ck_assert_uint_gt(idmap_mem_usage(&m), 0);
-    ck_assert_ptr_eq(idmap_delete(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &m);
+    /* set_val replaces in place: found so, and the position stays. */
+    idmap_seek_first(&it, &m);
+    idmap_iter_set_val(&it, &it);
+    ck_assert_ptr_eq(idmap_iter_val(&it), &it);
+    ck_assert_ptr_eq(idmap_find(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &it);
+    ck_assert_ptr_eq(idmap_delete(&m, (idmap_key){UINT64_MAX, UINT64_MAX}), &it);
     ck_assert_uint_eq(idmap_count(&m), 0);
     ck_assert_uint_eq(idmap_mem_usage(&m), 0);
 }
@@ -191,6 +200,110 @@ START_TEST(test_sequential_and_clear) {
 }
 END_TEST
 
+/* The ends as a walk sees them: seek_first/seek_last on the model's. */
+static void check_ends(const idmap *m, const model *md) {
+    idmap_iter it;
+    idmap_seek_first(&it, m);
+    ck_assert_int_eq(idmap_iter_valid(&it), md->n > 0);
+    if (md->n) ck_assert_int_eq(idmap_key_cmp(idmap_iter_key(&it), md->keys[0]), 0);
+    idmap_seek_last(&it, m);
+    ck_assert_int_eq(idmap_iter_valid(&it), md->n > 0);
+    if (!md->n) return;
+    ck_assert_int_ge(it.pos, 0);
+    ck_assert_int_eq(idmap_key_cmp(idmap_iter_key(&it), md->keys[md->n - 1]), 0);
+}
+
+static void append_keys(idmap *m, model *md, uint64_t from, uint64_t n) {
+    for (uint64_t i = from; i < from + n; i++) {
+        idmap_key k = {i, 0};
+        ck_assert_int_eq(idmap_insert(m, k, val_of(k)), K_OK);
+        model_insert(md, k);
+    }
+}
+
+static void delete_key(idmap *m, model *md, idmap_key k) {
+    ck_assert_ptr_eq(idmap_delete(m, k), val_of(k));
+    model_delete(md, k);
+}
+
+/* Keys 1..n appended, then the last, the first, then some at random
+ * deleted, checking the tree after each. */
+static void run_append_delete(uint64_t n) {
+    idmap m;
+    idmap_init(&m);
+    model md = {calloc((size_t)n + 1, sizeof(idmap_key)), 0};
+    append_keys(&m, &md, 1, n);
+    check_walks(&m, &md);
+    delete_key(&m, &md, (idmap_key){n, 0});
+    check_walks(&m, &md);
+    check_ends(&m, &md);
+    delete_key(&m, &md, (idmap_key){1, 0});
+    check_walks(&m, &md);
+    check_ends(&m, &md);
+    srand((unsigned)n);
+    for (int i = 0; i < 40 && md.n; i++) {
+        delete_key(&m, &md, md.keys[(size_t)rand() % md.n]);
+        ck_assert_int_eq(idmap_verify(&m), K_OK);
+        check_ends(&m, &md);
+    }
+    check_walks(&m, &md);
+    idmap_clear(&m, NULL);
+    free(md.keys);
+}
+
+START_TEST(test_append_then_delete) {
+    run_append_delete(1025);
+    run_append_delete(32 * 32 * 32 + 1);
+}
+END_TEST
+
+/* Grown by appending to four levels, then cut in patterns: runs from the
+ * end (each append having split a leaf), a run from the middle, the front,
+ * appends mixed with deletions at random; then drained from the end. */
+START_TEST(test_append_patterns) {
+    const uint64_t n = 40000;
+    idmap m;
+    idmap_init(&m);
+    model md = {calloc((size_t)n * 2, sizeof(idmap_key)), 0};
+    append_keys(&m, &md, 0, n);
+    check_walks(&m, &md);
+    uint64_t next = n;
+    srand(7);
+    for (int round = 0; round < 60; round++) {
+        /* A few appends, then as many deleted from the end and more. */
+        int grow = 1 + rand() % 70;
+        append_keys(&m, &md, next, (uint64_t)grow);
+        next += (uint64_t)grow;
+        for (int i = 0; i < grow + 5 && md.n; i++)
+            delete_key(&m, &md, md.keys[md.n - 1]);
+        ck_assert_int_eq(idmap_verify(&m), K_OK);
+        check_ends(&m, &md);
+        /* A run from the middle. */
+        size_t at = md.n / 2, run = (size_t)(rand() % 100);
+        for (size_t i = 0; i < run && at < md.n; i++)
+            delete_key(&m, &md, md.keys[at]);
+        ck_assert_int_eq(idmap_verify(&m), K_OK);
+        for (int i = 0; i < 10 && md.n; i++)
+            delete_key(&m, &md, md.keys[0]);
+        for (int i = 0; i < 20 && md.n; i++)
+            delete_key(&m, &md, md.keys[(size_t)rand() % md.n]);
+        check_ends(&m, &md);
+        if (round % 20 == 0) check_walks(&m, &md);
+    }
+    check_walks(&m, &md);
+    for (size_t i = 0; md.n; i++) {
+        delete_key(&m, &md, md.keys[md.n - 1]);
+        if (i % 4000 == 0) check_walks(&m, &md);
+        if (i % 7) continue;
+        ck_assert_int_eq(idmap_verify(&m), K_OK);
+        check_ends(&m, &md);
+    }
+    ck_assert_int_eq(idmap_verify(&m), K_OK);
+    ck_assert_ptr_null(m.root);
+    free(md.keys);
+}
+END_TEST
+
 START_TEST(test_random_small_space) {
     run_random(1, 600, 100000, 55);
 }
@@ -207,6 +320,8 @@ static Suite *idmap_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_sequential_and_clear);
+    tcase_add_test(tc, test_append_then_delete);
+    tcase_add_test(tc, test_append_patterns);
     tcase_add_test(tc, test_random_small_space);
     tcase_add_test(tc, test_random_wide_space);
     suite_add_tcase(s, tc);

@@ -496,6 +496,46 @@ START_TEST(test_iter_delete) {
 }
 END_TEST
 
+/* XDEL emptying nodes in the middle of a stream of 3000 one-entry nodes
+ * (the index three levels deep): each goes from the index, the rest walk
+ * the same both ways and a copy holds them all. */
+START_TEST(test_delete_middle_nodes) {
+    opts.types.stream_node_max_entries = 1;
+    kobj *o = stream_create();
+    for (uint64_t i = 1; i <= 3000; i++)
+        add_fv(o, i, 0);
+    ck_assert_uint_eq(stream_node_count(o), 3000);
+    uint64_t left = 3000;
+    for (uint64_t i = 1500; i <= 2500; i++, left--) {
+        ck_assert_int_eq(stream_delete(o, (stream_id){i, 0}), 1);
+        ck_assert_uint_eq(stream_node_count(o), left - 1);
+    }
+    for (uint64_t i = 1499; i >= 500; i -= 3, left--)
+        ck_assert_int_eq(stream_delete(o, (stream_id){i, 0}), 1);
+    kobj *c = obj_copy(o);
+    for (int rev = 0; rev < 2; rev++) {
+        stream_iter it;
+        stream_id id, prev = rev ? STREAM_ID_MAX : STREAM_ID_MIN;
+        size_t npairs;
+        uint64_t seen = 0;
+        stream_iter_start(&it, c, STREAM_ID_MIN, STREAM_ID_MAX, rev);
+        while (stream_iter_next(&it, &id, &npairs)) {
+            ck_assert_int_eq(stream_id_cmp(id, prev), rev ? -1 : 1);
+            ck_assert(id.ms < 1500 || id.ms > 2500);
+            prev = id;
+            seen++;
+        }
+        stream_iter_stop(&it);
+        ck_assert_uint_eq(seen, left);
+    }
+    ck_assert_uint_eq(stream_node_count(c), left);
+    ck_assert_int_eq(stream_has_entry(o, (stream_id){2000, 0}), 0);
+    ck_assert_int_eq(stream_has_entry(o, (stream_id){2501, 0}), 1);
+    obj_decref(c);
+    obj_decref(o);
+}
+END_TEST
+
 static Suite *stream_suite(void) {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("stream");
@@ -513,6 +553,7 @@ static Suite *stream_suite(void) {
     tcase_add_test(tc, test_random_small_nodes);
     tcase_add_test(tc, test_random_unlimited);
     tcase_add_test(tc, test_iter_delete);
+    tcase_add_test(tc, test_delete_middle_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

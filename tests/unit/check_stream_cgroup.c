@@ -54,7 +54,7 @@ static scg_consumer *consumer(scg_group *g, const char *name) {
 }
 
 /* Every pending entry is in its owner's list and nowhere else. */
-static void check_consistent(const scg_group *g) {
+static void check_consistent(scg_group *g) {
     size_t sum = 0;
     for (size_t i = 0; i < scg_consumer_count(g); i++) {
         const scg_consumer *c = scg_consumer_at(g, i);
@@ -95,6 +95,48 @@ START_TEST(test_groups_by_name) {
 }
 END_TEST
 
+/* Consumers created in random order and deleted at random, listed between
+ * the changes: the listing is in name order and complete, and every name
+ * is found by lookup, whatever the deletions moved around. */
+START_TEST(test_many_consumers) {
+    kobj *s = stream_create();
+    scg_group *g = create(s, "g", STREAM_ID_MIN, -1);
+    enum { N = 5000 };
+    static char live[N];
+    memset(live, 0, sizeof(live));
+    srand(11);
+    size_t count = 0;
+    for (int step = 0; step < 4 * N; step++) {
+        int k = rand() % N;
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", k);
+        if (rand() % 3) {
+            scg_consumer *c = scg_consumer_create(g, name, strlen(name), T0);
+            ck_assert_int_eq(c != NULL, !live[k]);
+            count += !live[k];
+            live[k] = 1;
+        } else if (live[k]) {
+            scg_consumer *c = scg_consumer_lookup(g, name, strlen(name));
+            ck_assert_ptr_nonnull(c);
+            ck_assert_uint_eq(scg_consumer_delete(g, c), 0);
+            live[k] = 0;
+            count--;
+        }
+        ck_assert_uint_eq(scg_consumer_count(g), count);
+        if (step % 2000 == 0) check_consistent(g);
+    }
+    check_consistent(g);
+    for (int k = 0; k < N; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", k);
+        scg_consumer *c = scg_consumer_lookup(g, name, strlen(name));
+        ck_assert_int_eq(c != NULL, live[k]);
+        if (c) ck_assert_str_eq(c->name, name);
+    }
+    obj_decref(s);
+}
+END_TEST
+
 START_TEST(test_deliver_ack_transfer) {
     kobj *s = stream_create();
     append_range(s, 1, 10);
@@ -115,7 +157,7 @@ START_TEST(test_deliver_ack_transfer) {
     ck_assert_uint_eq(n->delivery_count, 1);
     ck_assert_int_eq(n->delivery_time, T0 + 100);
     check_consistent(g);
-    scg_pel_transfer(g, scg_pel_find(g, sid(3, 0)), sid(3, 0), b);
+    scg_pel_transfer(scg_pel_find(g, sid(3, 0)), sid(3, 0), b);
     ck_assert_uint_eq(idmap_count(&a->pel), 2);
     ck_assert_uint_eq(idmap_count(&b->pel), 2);
     check_consistent(g);
@@ -158,7 +200,7 @@ START_TEST(test_random_bookkeeping) {
             scg_nack *n = scg_pel_find(g, sid(ms, 0));
             ck_assert_int_eq(n != NULL, owner[ms] >= 0);
             if (!n) continue;
-            scg_pel_transfer(g, n, sid(ms, 0), consumer(g, name));
+            scg_pel_transfer(n, sid(ms, 0), consumer(g, name));
             owner[ms] = ci;
         } else {
             scg_consumer *c = scg_consumer_lookup(g, name, strlen(name));
@@ -267,6 +309,7 @@ static Suite *stream_cgroup_suite(void) {
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_groups_by_name);
+    tcase_add_test(tc, test_many_consumers);
     tcase_add_test(tc, test_deliver_ack_transfer);
     tcase_add_test(tc, test_random_bookkeeping);
     tcase_add_test(tc, test_lag_and_entries_read);
