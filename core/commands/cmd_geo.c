@@ -295,8 +295,8 @@ static void collect_range(const kobj *o, const zset_score_range *r, geo_found *f
  * unused ones and a cell equal to the one searched just before (wide
  * shapes make neighbours coincide). */
 static void geo_collect(const kobj *o, geo_shape *shape, geo_found *f) {
-    geo_bits cells[9];
-    geo_shape_cells(shape, cells);
+    geo_bits cells[9] = {{0}};
+    if (geo_shape_cells(shape, cells) != K_OK) return;
     int last = 0;
     for (int i = 0; i < 9; i++) {
         if (cells[i].step == 0 && cells[i].bits == 0) continue;
