@@ -201,26 +201,42 @@ static int bit_range_parse(client *c, int from, bit_range *r, int *given, int *i
     return 1;
 }
 
-static void cmd_bitcount(client *c) {
-    bit_range r = {0};
+/* What BITCOUNT and BITPOS read: the range as given (a missing end is
+ * the string's last byte), how many of its numbers were given, its unit,
+ * and the key's string (e NULL when the key is missing). */
+typedef struct bit_scan {
+    bit_range r;
     int given, isbit;
-    if (!bit_range_parse(c, 2, &r, &given, &isbit)) return;
     db_entry *e;
     const uint8_t *p;
     size_t len;
-    if (bits_lookup(c, &c->argv[1], &e, &p, &len) < 0) return;
-    if (given == 0) r.start = 0;
-    if (given < 2) r.end = (long long)len - 1;
+} bit_scan;
+
+/* Parses the range from argument `from` and looks the key up. Returns 1,
+ * or 0 after replying. */
+static int bit_scan_open(client *c, int from, bit_scan *s) {
+    s->r = (bit_range){0};
+    if (!bit_range_parse(c, from, &s->r, &s->given, &s->isbit)) return 0;
+    if (bits_lookup(c, &c->argv[1], &s->e, &s->p, &s->len) < 0) return 0;
+    if (s->given < 2) s->r.end = (long long)s->len - 1;
+    return 1;
+}
+
+static void cmd_bitcount(client *c) {
+    bit_scan s;
+    if (!bit_scan_open(c, 2, &s)) return;
+    bit_range r = s.r;
     /* Both from the end and crossed: empty before any clamping. */
-    if (given == 2 && r.start < 0 && r.end < 0 && r.start > r.end) {
+    if (s.given == 2 && r.start < 0 && r.end < 0 && r.start > r.end) {
         reply_int(c, 0);
         return;
     }
-    bit_range_resolve(&r, (long long)len, isbit);
-    if (!e || r.start > r.end) {
+    bit_range_resolve(&r, (long long)s.len, s.isbit);
+    if (!s.e || r.start > r.end) {
         reply_int(c, 0);
         return;
     }
+    const uint8_t *p = s.p;
     uint64_t n = bitops_popcount(p + r.start, (size_t)(r.end - r.start + 1));
     /* The edge bits outside a BIT range were counted with their bytes. */
     uint8_t edges[2] = {(uint8_t)(p[r.start] & r.first_mask), (uint8_t)(p[r.end] & r.last_mask)};
@@ -264,18 +280,12 @@ static void cmd_bitpos(client *c) {
         reply_error(c, "ERR The bit argument must be 1 or 0.");
         return;
     }
-    bit_range r = {0};
-    int given, isbit;
-    if (!bit_range_parse(c, 3, &r, &given, &isbit)) return;
-    db_entry *e;
-    const uint8_t *p;
-    size_t len;
-    if (bits_lookup(c, &c->argv[1], &e, &p, &len) < 0) return;
-    if (given == 0) r.start = 0;
-    if (given < 2) r.end = (long long)len - 1;
-    bit_range_resolve(&r, (long long)len, isbit);
+    bit_scan s;
+    if (!bit_scan_open(c, 3, &s)) return;
+    bit_range r = s.r;
+    bit_range_resolve(&r, (long long)s.len, s.isbit);
     /* A missing key is an endless run of zeros. */
-    if (!e) {
+    if (!s.e) {
         reply_int(c, bit ? -1 : 0);
         return;
     }
@@ -283,10 +293,10 @@ static void cmd_bitpos(client *c) {
         reply_int(c, -1);
         return;
     }
-    int64_t pos = bitpos_in_range(p, &r, (int)bit);
+    int64_t pos = bitpos_in_range(s.p, &r, (int)bit);
     /* Only ones up to an explicit end: no clear bit in the range (without
      * an end, the string goes on with zeros). */
-    if (given == 2 && bit == 0 && pos == (r.end - r.start + 1) * 8) pos = -1;
+    if (s.given == 2 && bit == 0 && pos == (r.end - r.start + 1) * 8) pos = -1;
     reply_int(c, pos == -1 ? -1 : pos + r.start * 8);
 }
 

@@ -4,10 +4,12 @@
  * RESP2 and RESP3, plus Valkey 9.0's GEOSEARCH ... BYPOLYGON.
  *
  * A geo set is a plain sorted set whose scores are 52-bit geohashes
- * (ds/geohash.h); it is read and changed through types/zset.h only. A
+ * (ds/geohash.h); it is looked up as the sorted set commands do
+ * (cmd_zset.h), read and changed through types/zset.h only. A
  * search walks the score intervals of the nine geohash cells around the
  * shape in Valkey's order, keeps the members inside the shape, then sorts
  * them by distance when asked (COUNT without ANY implies ASC). */
+#include "commands/cmd_zset.h"
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -20,19 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ---- lookups, arguments and replies ---- */
-
-/* The sorted set at key: 1 and *o, 0 when missing, -1 after WRONGTYPE. */
-static int geo_lookup(client *c, const karg *key, int count, kobj **o) {
-    db_entry *e = db_lookup(c->db, key->ptr, key->len, count);
-    if (!e) return 0;
-    if (db_entry_type(e) != OBJ_ZSET) {
-        reply_wrongtype(c);
-        return -1;
-    }
-    *o = db_entry_obj(e);
-    return 1;
-}
+/* ---- arguments and replies ---- */
 
 /* A double argument; replies msg (or Valkey's default) when invalid. */
 static int arg_to_double(client *c, const karg *a, const char *msg, double *out) {
@@ -158,7 +148,7 @@ static void cmd_geoadd(client *c) {
     }
     const karg *key = &c->argv[1];
     kobj *o = NULL;
-    int found = geo_lookup(c, key, 0, &o);
+    int found = zset_cmd_lookup(c, key, 0, &o);
     if (found < 0) goto done;
     long long added = 0, updated = 0;
     if (!found && (flags & ZSET_IN_XX)) {
@@ -190,7 +180,7 @@ done:
 
 static void cmd_geopos(client *c) {
     kobj *o = NULL;
-    int found = geo_lookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     reply_array(c, c->argc - 2);
     for (int j = 2; j < c->argc; j++) {
@@ -212,7 +202,7 @@ static void cmd_geodist(client *c) {
         return;
     }
     kobj *o = NULL;
-    int found = geo_lookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     double a[2], b[2];
     if (!found || !member_pos(o, &c->argv[2], a) || !member_pos(o, &c->argv[3], b)) {
@@ -224,7 +214,7 @@ static void cmd_geodist(client *c) {
 
 static void cmd_geohash(client *c) {
     kobj *o = NULL;
-    int found = geo_lookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     reply_array(c, c->argc - 2);
     for (int j = 2; j < c->argc; j++) {
@@ -295,8 +285,8 @@ static void collect_range(const kobj *o, const zset_score_range *r, geo_found *f
  * unused ones and a cell equal to the one searched just before (wide
  * shapes make neighbours coincide). */
 static void geo_collect(const kobj *o, geo_shape *shape, geo_found *f) {
-    geo_bits cells[9];
-    geo_shape_cells(shape, cells);
+    geo_bits cells[9] = {{0}};
+    if (geo_shape_cells(shape, cells) != K_OK) return;
     int last = 0;
     for (int i = 0; i < 9; i++) {
         if (cells[i].step == 0 && cells[i].bits == 0) continue;
@@ -530,7 +520,7 @@ static void geo_run(client *c, int flags, const kobj *o, geo_query *q) {
  * source key's index. */
 static void geo_search(client *c, int src, int flags) {
     kobj *o = NULL;
-    int found = geo_lookup(c, &c->argv[src], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[src], 1, &o);
     if (found < 0) return;
     geo_query q = {.shape = {.kind = GEO_CIRCLE}};
     int base;

@@ -4,9 +4,11 @@
  * their blocking forms), random members and ZSCAN, as Valkey 8.0.1
  * answers them in RESP2 and RESP3.
  *
- * Values are read and changed through types/zset.h only (plain sets,
+ * The key lookup is shared with the geo commands (cmd_zset.h). Values
+ * are read and changed through types/zset.h only (plain sets,
  * valid inputs of the set operations, through types/set.h). A sorted set
  * that becomes empty is deleted, as in Valkey. */
+#include "commands/cmd_zset.h"
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -25,10 +27,7 @@
 
 /* ---- lookups and replies ---- */
 
-/* The sorted set at key: 1 and *o when there is one, 0 when the key is
- * missing, -1 after replying WRONGTYPE. `count` as db_lookup (reads 1,
- * writes 0). */
-static int zlookup(client *c, const karg *key, int count, kobj **o) {
+int zset_cmd_lookup(client *c, const karg *key, int count, kobj **o) {
     db_entry *e = db_lookup(c->db, key->ptr, key->len, count);
     if (!e) return 0;
     if (db_entry_type(e) != OBJ_ZSET) {
@@ -155,7 +154,7 @@ static void zadd_generic(client *c, int flags) {
     }
     const karg *key = &c->argv[1];
     kobj *o = NULL;
-    int found = zlookup(c, key, 0, &o);
+    int found = zset_cmd_lookup(c, key, 0, &o);
     if (found < 0) goto done;
     long long added = 0, updated = 0, processed = 0;
     double score = 0;
@@ -209,7 +208,7 @@ static void cmd_zincrby(client *c) {
 
 static void cmd_zrem(client *c) {
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 0, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 0, &o);
     if (found <= 0) {
         if (found == 0) reply_zero(c);
         return;
@@ -256,7 +255,7 @@ static void zremrange_generic(client *c, zrange_kind kind) {
     zrange_args r;
     if (!parse_range(c, kind, &c->argv[2], &c->argv[3], &r)) return;
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 0, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 0, &o);
     if (found <= 0) {
         if (found == 0) reply_zero(c);
         return;
@@ -373,7 +372,7 @@ static void zrange_generic(client *c, int src, const karg *dst, zrange_kind kind
     zrange_args r;
     if (!parse_range(c, kind, min, max, &r)) return;
     kobj *o = NULL;
-    int found = zlookup(c, &c->argv[src], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[src], 1, &o);
     if (found < 0) return;
     emit_ctx x;
     emit_ctx_init(&x, c, withscores);
@@ -427,7 +426,7 @@ static void zcount_generic(client *c, zrange_kind kind) {
     zrange_args r;
     if (!parse_range(c, kind, &c->argv[2], &c->argv[3], &r)) return;
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found <= 0) {
         if (found == 0) reply_zero(c);
         return;
@@ -446,14 +445,14 @@ static void cmd_zlexcount(client *c) {
 
 static void cmd_zcard(client *c) {
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found >= 0) reply_int(c, found ? (long long)zset_len(o) : 0);
 }
 
 static void cmd_zscore(client *c) {
     kobj *o;
     double score;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     if (found && zset_score(o, c->argv[2].ptr, c->argv[2].len, &score))
         reply_double(c, score);
@@ -464,7 +463,7 @@ static void cmd_zscore(client *c) {
 static void cmd_zmscore(client *c) {
     kobj *o = NULL;
     double score;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     reply_array(c, c->argc - 2);
     for (int j = 2; j < c->argc; j++) {
@@ -487,7 +486,7 @@ static void zrank_generic(client *c, int rev) {
     }
     kobj *o;
     double score;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     long long rank = found ? zset_rank(o, c->argv[2].ptr, c->argv[2].len, rev, &score) : -1;
     if (rank < 0) {
@@ -772,7 +771,7 @@ static void cmd_zdiffstore(client *c) {
  * first). Sets are never empty, so the first one found is popped from. */
 static int zpop_find(client *c, const karg *keys, int n, kobj **o) {
     for (int i = 0; i < n; i++) {
-        int found = zlookup(c, &keys[i], 0, o);
+        int found = zset_cmd_lookup(c, &keys[i], 0, o);
         if (found < 0) return -2;
         if (found) return i;
     }
@@ -980,7 +979,7 @@ static void randmember_distinct(const kobj *o, size_t count, emit_ctx *x) {
 
 static void randmember_count(client *c, long long l, int withscores) {
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found <= 0) {
         if (found == 0) reply_array(c, 0);
         return;
@@ -1026,7 +1025,7 @@ static void cmd_zrandmember(client *c) {
         return;
     }
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     if (!found) {
         reply_null(c);
@@ -1056,7 +1055,7 @@ static void cmd_zscan(client *c) {
     unsigned long long cursor;
     if (!arg_to_scan_cursor(c, &c->argv[2], &cursor)) return;
     kobj *o;
-    int found = zlookup(c, &c->argv[1], 1, &o);
+    int found = zset_cmd_lookup(c, &c->argv[1], 1, &o);
     if (found < 0) return;
     scan_args a = {.count = 10};
     if (found && !scan_args_parse(c, 3, SCAN_ARGS_NOSCORES, &a)) return;

@@ -7,6 +7,7 @@
 #include "common/common.h"
 
 #include <math.h>
+#include <string.h>
 
 const geo_range geo_lon_range = {GEO_LON_MIN, GEO_LON_MAX};
 const geo_range geo_lat_range = {GEO_LAT_MIN, GEO_LAT_MAX};
@@ -238,53 +239,119 @@ static void shape_bounds(geo_shape *s) {
     s->bounds[3] = lat + lat_delta;
 }
 
-/* The distance from the centre the cells must reach. */
-static double shape_reach_m(const geo_shape *s) {
+/* The distance from `from` the cells must reach. */
+static double shape_reach_m(const geo_shape *s, const double from[2]) {
     if (s->kind == GEO_CIRCLE) return s->radius * s->to_m;
     if (s->kind == GEO_BOX)
         return sqrt((s->width / 2) * (s->width / 2) + (s->height / 2) * (s->height / 2)) * s->to_m;
-    const double *b = s->bounds, *c = s->xy;
+    const double *b = s->bounds;
     double corners[4][2] = {{b[0], b[3]}, {b[2], b[3]}, {b[0], b[1]}, {b[2], b[1]}};
     double reach = 0;
     for (int i = 0; i < 4; i++) {
-        double d = geo_distance(c[0], c[1], corners[i][0], corners[i][1]);
+        double d = geo_distance(from[0], from[1], corners[i][0], corners[i][1]);
         if (i == 0 || d > reach) reach = d;
     }
     return reach * s->to_m;
 }
 
-static void cells_at(const geo_shape *s, unsigned step, geo_bits *centre, geo_bits around[8],
-                     geo_area *area) {
-    geo_encode(&geo_lon_range, &geo_lat_range, s->xy[0], s->xy[1], step, centre);
-    geo_neighbors(*centre, around);
-    geo_decode(&geo_lon_range, &geo_lat_range, *centre, area);
+/* The cell at `centre` and its neighbours; K_ERR (nothing written) when
+ * the centre cannot be encoded. */
+static int cells_at(const double centre[2], unsigned step, geo_bits *cell, geo_bits around[8],
+                    geo_area *area) {
+    if (geo_encode(&geo_lon_range, &geo_lat_range, centre[0], centre[1], step, cell) != K_OK)
+        return K_ERR;
+    geo_neighbors(*cell, around);
+    geo_decode(&geo_lon_range, &geo_lat_range, *cell, area);
+    return K_OK;
 }
 
-void geo_shape_cells(geo_shape *s, geo_bits cells[9]) {
+/* The cells north, south, east and west of the centre. */
+static void decode_sides(const geo_bits around[8], geo_area sides[4]) {
+    for (int i = 0; i < 4; i++)
+        geo_decode(&geo_lon_range, &geo_lat_range, around[i], &sides[i]);
+}
+
+/* Valkey's test: a neighbour on some side stops short of the bounds. */
+static int neighbours_short(const geo_shape *s, const geo_bits around[8]) {
+    geo_area d[4];
+    decode_sides(around, d);
+    const double *b = s->bounds;
+    return d[0].lat.max < b[3] || d[1].lat.min > b[1] || d[2].lon.max < b[2] || d[3].lon.min > b[0];
+}
+
+/* Whether the centre cell and its neighbours hold every position of the
+ * bounds: on each side the centre cell reaches past them, or sits on the
+ * grid's edge (nothing lies beyond it), or its neighbour reaches past. A
+ * neighbour only wraps around the grid from a cell on its edge. */
+static int cells_cover(const geo_shape *s, const geo_area *area, const geo_bits around[8]) {
+    geo_area d[4];
+    decode_sides(around, d);
+    const double *b = s->bounds;
+    const geo_range *lat = &area->lat, *lon = &area->lon;
+    int north = lat->max >= GEO_LAT_MAX || lat->max > b[3] || d[0].lat.max > b[3];
+    int south = lat->min <= GEO_LAT_MIN || lat->min < b[1] || d[1].lat.min < b[1];
+    int east = lon->max >= GEO_LON_MAX || lon->max > b[2] || d[2].lon.max > b[2];
+    int west = lon->min <= GEO_LON_MIN || lon->min < b[0] || d[3].lon.min < b[0];
+    return north && south && east && west;
+}
+
+/* The highest value of range r that encodes inside the grid at every step:
+ * the middle of the last step-26 cell (r->max itself, and the values
+ * that round to it, encode as a cell past the last). */
+static double grid_top(const geo_range *r) {
+    return r->max - (r->max - r->min) / (double)(1ULL << (GEO_STEP_MAX + 1));
+}
+
+/* Where a shape's cells are centred: its centre (a circle's or box's is
+ * used as given, as Valkey uses it). A polygon's centroid on the sphere
+ * can lie past the latitude limits (a wide polygon by the limit), far
+ * from its box (one spanning most longitudes has it by the antimeridian)
+ * or on the grid's east or north edge: it is clamped into the box and
+ * the grid. */
+static void search_centre(const geo_shape *s, double centre[2]) {
+    centre[0] = s->xy[0];
+    centre[1] = s->xy[1];
+    if (s->kind != GEO_POLYGON) return;
+    const double *b = s->bounds;
+    centre[0] = clamp(centre[0], b[0], fmin(b[2], grid_top(&geo_lon_range)));
+    centre[1] = clamp(centre[1], b[1], fmin(b[3], grid_top(&geo_lat_range)));
+}
+
+static int shape_cells(geo_shape *s, geo_bits cells[9]) {
     shape_bounds(s);
-    double min_lon = s->bounds[0], min_lat = s->bounds[1];
-    double max_lon = s->bounds[2], max_lat = s->bounds[3];
-    unsigned step = geo_estimate_step(shape_reach_m(s), s->xy[1]);
+    double centre[2];
+    search_centre(s, centre);
+    unsigned step = geo_estimate_step(shape_reach_m(s, centre), centre[1]);
     geo_bits *around = cells + 1; /* N S E W NE NW SE SW */
     geo_area area;
-    cells_at(s, step, &cells[0], around, &area);
-    /* Near a cell's edge the estimate can leave the bounds past the
-     * neighbours: one step coarser then. */
-    geo_area n, so, e, w;
-    geo_decode(&geo_lon_range, &geo_lat_range, around[0], &n);
-    geo_decode(&geo_lon_range, &geo_lat_range, around[1], &so);
-    geo_decode(&geo_lon_range, &geo_lat_range, around[2], &e);
-    geo_decode(&geo_lon_range, &geo_lat_range, around[3], &w);
-    int coarser =
-        n.lat.max < max_lat || so.lat.min > min_lat || e.lon.max < max_lon || w.lon.min > min_lon;
-    if (step > 1 && coarser) cells_at(s, --step, &cells[0], around, &area);
-    if (step < 2) return;
+    if (cells_at(centre, step, &cells[0], around, &area) != K_OK) return K_ERR;
+    if (s->kind == GEO_POLYGON) {
+        /* The polygon is planar in lon/lat, and its box can reach farther
+         * from the centre than the estimate (a polygon spanning most
+         * longitudes, by the antimeridian): coarser until it is in. */
+        while (step > 1 && !cells_cover(s, &area, around))
+            if (cells_at(centre, --step, &cells[0], around, &area) != K_OK) return K_ERR;
+    } else if (step > 1 && neighbours_short(s, around)) {
+        /* Near a cell's edge the estimate can leave the bounds past the
+         * neighbours: one step coarser then, as Valkey. */
+        if (cells_at(centre, --step, &cells[0], around, &area) != K_OK) return K_ERR;
+    }
+    if (step < 2) return K_OK;
     /* Neighbours on a side the bounds do not reach are not searched. */
     static const geo_bits none = {0, 0};
-    if (area.lat.min < min_lat) around[1] = around[7] = around[6] = none;
-    if (area.lat.max > max_lat) around[0] = around[4] = around[5] = none;
-    if (area.lon.min < min_lon) around[3] = around[7] = around[5] = none;
-    if (area.lon.max > max_lon) around[2] = around[6] = around[4] = none;
+    const double *b = s->bounds;
+    if (area.lat.min < b[1]) around[1] = around[7] = around[6] = none;
+    if (area.lat.max > b[3]) around[0] = around[4] = around[5] = none;
+    if (area.lon.min < b[0]) around[3] = around[7] = around[5] = none;
+    if (area.lon.max > b[2]) around[2] = around[6] = around[4] = none;
+    return K_OK;
+}
+
+int geo_shape_cells(geo_shape *s, geo_bits cells[9]) {
+    memset(cells, 0, 9 * sizeof(*cells));
+    if (shape_cells(s, cells) == K_OK) return K_OK;
+    memset(cells, 0, 9 * sizeof(*cells));
+    return K_ERR;
 }
 
 /* PNPOLY's even-odd rule in the lon/lat plane: the horizontal ray from

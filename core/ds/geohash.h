@@ -90,8 +90,10 @@ typedef struct geo_shape {
 
 /* The nine cells that cover the shape, in search order (the centre cell,
  * then as geo_neighbors); cells a search can skip have step 0. Sets the
- * shape's bounds (and a polygon's centre). */
-void geo_shape_cells(geo_shape *s, geo_bits cells[9]);
+ * shape's bounds (and a polygon's centre). A polygon's cells always hold
+ * its whole bounds. K_ERR, all cells unused, when the centre cannot be
+ * encoded. */
+int geo_shape_cells(geo_shape *s, geo_bits cells[9]);
 /* 1 if the position xy is inside the shape, with *dist its distance in
  * metres from the shape's centre; 0 if outside. */
 int geo_shape_contains(const geo_shape *s, const double xy[2], double *dist);

@@ -226,6 +226,35 @@ START_TEST(test_polygon_distances) {
 }
 END_TEST
 
+/* Members on a lon x lat lattice, named q<i>_<j>. */
+static void add_lattice(double lon0, double dlon, double lat0, double dlat) {
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 4; j++)
+            expect_int(C, 1, "GEOADD grid %.4f %.4f q%d_%d", lon0 + i * dlon, lat0 + j * dlat, i,
+                       j);
+}
+
+/* Polygons whose centroid on the sphere is a poor search centre: one by
+ * the north limit (its centroid, 85.78, is past it) and one spanning
+ * -170..170 (its centroid is at 180, away from most of it). */
+START_TEST(test_polygon_far_centroid) {
+    static const double north[][2] = {{-40, 84}, {40, 84}, {40, 85}, {-40, 85}};
+    static const double wide[][2] = {{170, 0}, {-170, 0}, {-170, 10}, {170, 10}};
+    const struct {
+        const double (*v)[2];
+        double lon0, dlon, lat0, dlat;
+    } cases[] = {{north, -38.1, 12.7, 84.05, 0.3}, {wide, -175.3, 57.1, 1.2, 2.6}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        it_cmd(C, "DEL grid");
+        add_lattice(cases[k].lon0, cases[k].dlon, cases[k].lat0, cases[k].dlat);
+        char *want = expected_inside(cases[k].v, 4);
+        ck_assert_msg(strlen(want) > 0, "polygon %zu holds nothing", k);
+        redisReply *got = cmd_line(it_fmt("GEOSEARCH grid %s", polygon_args(cases[k].v, 4)));
+        ck_assert_str_eq(it_sorted_join(got), want);
+    }
+}
+END_TEST
+
 START_TEST(test_polygon_errors) {
     add_grid();
 #define VERTEX_ERR "ERR GEOSEARCH BYPOLYGON must have at least 3 vertices"
@@ -330,6 +359,7 @@ int main(void) {
     tc = it_tcase(s, "polygon");
     tcase_add_test(tc, test_polygon_members);
     tcase_add_test(tc, test_polygon_distances);
+    tcase_add_test(tc, test_polygon_far_centroid);
     tcase_add_test(tc, test_polygon_errors);
     tcase_add_test(tc, test_encodings_agree);
     tcase_add_test(tc, test_events);

@@ -208,6 +208,91 @@ START_TEST(test_cells_cover_shape) {
 }
 END_TEST
 
+/* A random polygon: n vertices inside the box lon0..lon1, lat0..lat1. */
+static void random_polygon(double (*v)[2], int n, double lon0, double lon1, double lat0,
+                           double lat1) {
+    for (int i = 0; i < n; i++) {
+        v[i][0] = lon0 + (lon1 - lon0) * rand() / RAND_MAX;
+        v[i][1] = lat0 + (lat1 - lat0) * rand() / RAND_MAX;
+    }
+}
+
+/* Every random position of the polygon's box that the polygon contains
+ * lies in its cells. */
+static void check_polygon_cover(const double (*v)[2], int n, int k) {
+    geo_shape s = {.kind = GEO_POLYGON, .to_m = 1, .vertices = v, .nvertices = (size_t)n};
+    geo_bits cells[9];
+    ck_assert_int_eq(geo_shape_cells(&s, cells), K_OK);
+    for (int i = 0; i < 400; i++) {
+        double lon = s.bounds[0] + (s.bounds[2] - s.bounds[0]) * rand() / RAND_MAX;
+        double lat = s.bounds[1] + (s.bounds[3] - s.bounds[1]) * rand() / RAND_MAX;
+        double xy[2], dist;
+        uint64_t score = geo_score_encode(lon, lat);
+        geo_score_decode((double)score, xy);
+        if (geo_shape_contains(&s, xy, &dist))
+            ck_assert_msg(covered(cells, score), "polygon %d point %.6f,%.6f", k, lon, lat);
+    }
+}
+
+/* Polygons near and at the latitude limits (their centroid on the sphere
+ * can lie past them), spanning most longitudes (their centroid is near
+ * the antimeridian), and small ones anywhere. */
+START_TEST(test_cells_cover_polygon) {
+    srand(7);
+    double v[8][2];
+    for (int k = 0; k < 600; k++) {
+        int n = 3 + k % 6;
+        double lat = 70 + 15.05 * rand() / RAND_MAX, lon = -180 + 300.0 * rand() / RAND_MAX;
+        switch (k % 4) {
+        case 0: /* wide, up to the north limit */
+            random_polygon(v, n, -180 + 100.0 * rand() / RAND_MAX, 80 + 100.0 * rand() / RAND_MAX,
+                           lat, GEO_LAT_MAX);
+            break;
+        case 1: /* the same in the south */
+            random_polygon(v, n, -180, 180, GEO_LAT_MIN, -lat);
+            break;
+        case 2: /* across most longitudes */
+            random_polygon(v, n, -180, 180, -lat, lat);
+            break;
+        default: /* small */
+            random_polygon(v, n, lon, lon + 20.0 * rand() / RAND_MAX, lat - 150, lat - 145);
+        }
+        /* Vertices on the grid's edges: a centre there is past its last cell. */
+        if (k % 8 < 3) {
+            v[0][0] = k % 2 ? GEO_LON_MIN : GEO_LON_MAX;
+            v[1][1] = k % 2 ? GEO_LAT_MIN : GEO_LAT_MAX;
+        }
+        check_polygon_cover((const double(*)[2])v, n, k);
+    }
+}
+END_TEST
+
+/* The findings behind the cover test: a wide polygon by the north limit
+ * (centroid above it) and one spanning -170..170 (centroid at 180). */
+START_TEST(test_polygon_centroid_cells) {
+    static const double north[][2] = {{-40, 84}, {40, 84}, {40, 85}, {-40, 85}};
+    geo_shape s = {.kind = GEO_POLYGON, .to_m = 1, .vertices = north, .nvertices = 4};
+    geo_bits cells[9];
+    ck_assert_int_eq(geo_shape_cells(&s, cells), K_OK);
+    ck_assert(s.xy[1] > GEO_LAT_MAX); /* the centroid is past the limit */
+    ck_assert(covered(cells, geo_score_encode(0, 84.5)));
+    static const double wide[][2] = {{170, 0}, {-170, 0}, {-170, 10}, {170, 10}};
+    geo_shape w = {.kind = GEO_POLYGON, .to_m = 1, .vertices = wide, .nvertices = 4};
+    ck_assert_int_eq(geo_shape_cells(&w, cells), K_OK);
+    ck_assert(fabs(fabs(w.xy[0]) - 180) < 1e-9);
+    ck_assert(covered(cells, geo_score_encode(0, 5)));
+    ck_assert(covered(cells, geo_score_encode(-169, 1)));
+    /* An arrow whose centroid is exactly on the grid's east edge, which
+     * encodes as a cell past the last. */
+    static const double east[][2] = {{-170, 5}, {180, 0}, {170, 5}, {180, 10}};
+    geo_shape e = {.kind = GEO_POLYGON, .to_m = 1, .vertices = east, .nvertices = 4};
+    ck_assert_int_eq(geo_shape_cells(&e, cells), K_OK);
+    ck_assert(e.xy[0] == 180);
+    ck_assert(covered(cells, geo_score_encode(-100, 5)));
+    ck_assert(covered(cells, geo_score_encode(100, 5)));
+}
+END_TEST
+
 START_TEST(test_shape_contains) {
     double dist = -1;
     geo_shape circle = {.kind = GEO_CIRCLE, .xy = {0, 0}, .to_m = 1000, .radius = 100};
@@ -254,6 +339,8 @@ static Suite *geohash_suite(void) {
     tcase_add_test(tc, test_neighbors);
     tcase_add_test(tc, test_distance);
     tcase_add_test(tc, test_cells_cover_shape);
+    tcase_add_test(tc, test_cells_cover_polygon);
+    tcase_add_test(tc, test_polygon_centroid_cells);
     tcase_add_test(tc, test_shape_contains);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
