@@ -2208,10 +2208,72 @@ static const command_arg pexpiretime_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
+static const key_spec pfadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg pfadd_args_178[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec pfcount_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg pfcount_args_179[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec pfdebug_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg pfdebug_args_180[] = {
+    {.name = "subcommand", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec pfmerge_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg pfmerge_args_181[] = {
+    {.name = "destkey", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "sourcekey",
+     .type = ARG_KEY,
+     .key_spec_index = 1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_178[] = {
+static const command_arg ping_args_182[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2223,13 +2285,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_179[] = {
+static const command_arg psetex_args_183[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_180[] = {
+static const command_arg psubscribe_args_184[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2243,38 +2305,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_181[] = {
+static const command_arg pttl_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_182[] = {
+static const command_arg publish_args_186[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_183[] = {
+static const command_arg pubsub_channels_args_187[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_184[] = {
+static const command_arg pubsub_numsub_args_188[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_185[] = {
+static const command_arg pubsub_shardchannels_args_189[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_186[] = {
+static const command_arg pubsub_shardnumsub_args_190[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_187[] = {
+static const command_arg punsubscribe_args_191[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2297,7 +2359,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_188[] = {
+static const command_arg rename_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2315,7 +2377,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_189[] = {
+static const command_arg renamenx_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2328,7 +2390,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_190[] = {
+static const command_arg rpop_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2350,7 +2412,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_191[] = {
+static const command_arg rpoplpush_args_195[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2363,7 +2425,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_192[] = {
+static const command_arg rpush_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2376,7 +2438,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_193[] = {
+static const command_arg rpushx_args_197[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2389,7 +2451,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_194[] = {
+static const command_arg sadd_args_198[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2397,7 +2459,7 @@ static const command_arg sadd_args_194[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_195[] = {
+static const command_arg scan_args_199[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2425,7 +2487,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_196[] = {
+static const command_arg scard_args_200[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2439,7 +2501,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_197[] = {
+static const command_arg sdiff_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2456,12 +2518,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_198[] = {
+static const command_arg sdiffstore_args_202[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_199[] = {
+static const command_arg select_args_203[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2473,12 +2535,12 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_200[] = {
+static const command_arg set_args_204[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg set_args_201[] = {
+static const command_arg set_args_205[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2506,7 +2568,7 @@ static const command_arg set_args_201[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_202[] = {
+static const command_arg set_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2514,7 +2576,7 @@ static const command_arg set_args_202[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_200,
+     .subargs = set_args_204,
      .num_args = 2},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2526,7 +2588,7 @@ static const command_arg set_args_202[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_201,
+     .subargs = set_args_205,
      .num_args = 5},
 };
 
@@ -2538,7 +2600,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_203[] = {
+static const command_arg setex_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2552,7 +2614,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_204[] = {
+static const command_arg setnx_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2565,23 +2627,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_205[] = {
+static const command_arg setrange_args_209[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_206[] = {
+static const command_arg shutdown_args_210[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_207[] = {
+static const command_arg shutdown_args_211[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_206,
+     .subargs = shutdown_args_210,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2597,11 +2659,11 @@ static const command_arg shutdown_args_207[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_208[] = {
+static const command_arg shutdown_args_212[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_207,
+     .subargs = shutdown_args_211,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2610,12 +2672,12 @@ static const command_arg shutdown_args_208[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_209[] = {
+static const command_arg shutdown_args_213[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_208,
+     .subargs = shutdown_args_212,
      .num_args = 2},
 };
 
@@ -2629,7 +2691,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_210[] = {
+static const command_arg sinter_args_214[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2641,7 +2703,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_211[] = {
+static const command_arg sintercard_args_215[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2664,7 +2726,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_212[] = {
+static const command_arg sinterstore_args_216[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2677,7 +2739,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_213[] = {
+static const command_arg sismember_args_217[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2685,7 +2747,7 @@ static const command_arg sismember_args_213[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_214[] = {
+static const command_arg slowlog_get_args_218[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2705,7 +2767,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_215[] = {
+static const command_arg smembers_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2717,7 +2779,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_216[] = {
+static const command_arg smismember_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2735,7 +2797,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_217[] = {
+static const command_arg smove_args_221[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2751,17 +2813,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_218[] = {
+static const command_arg sort_args_222[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_219[] = {
+static const command_arg sort_args_223[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_220[] = {
+static const command_arg sort_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2774,7 +2836,7 @@ static const command_arg sort_args_220[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_218,
+     .subargs = sort_args_222,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2786,7 +2848,7 @@ static const command_arg sort_args_220[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_219,
+     .subargs = sort_args_223,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2809,17 +2871,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_221[] = {
+static const command_arg sort_ro_args_225[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_222[] = {
+static const command_arg sort_ro_args_226[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_223[] = {
+static const command_arg sort_ro_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2832,7 +2894,7 @@ static const command_arg sort_ro_args_223[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_221,
+     .subargs = sort_ro_args_225,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2844,7 +2906,7 @@ static const command_arg sort_ro_args_223[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_222,
+     .subargs = sort_ro_args_226,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2863,7 +2925,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_224[] = {
+static const command_arg spop_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2880,7 +2942,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_225[] = {
+static const command_arg spublish_args_229[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2895,7 +2957,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_226[] = {
+static const command_arg srandmember_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2912,7 +2974,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_227[] = {
+static const command_arg srem_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2927,7 +2989,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_228[] = {
+static const command_arg sscan_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -2950,7 +3012,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_229[] = {
+static const command_arg ssubscribe_args_233[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2962,11 +3024,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_230[] = {
+static const command_arg strlen_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_231[] = {
+static const command_arg subscribe_args_235[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2978,7 +3040,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_232[] = {
+static const command_arg substr_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2994,7 +3056,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_233[] = {
+static const command_arg sunion_args_237[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3011,7 +3073,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_234[] = {
+static const command_arg sunionstore_args_238[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3024,14 +3086,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_235[] = {
+static const command_arg sunsubscribe_args_239[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_236[] = {
+static const command_arg swapdb_args_240[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -3048,7 +3110,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_237[] = {
+static const command_arg touch_args_241[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3062,7 +3124,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_238[] = {
+static const command_arg ttl_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3074,7 +3136,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_239[] = {
+static const command_arg type_args_243[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3088,11 +3150,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_240[] = {
+static const command_arg unlink_args_244[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_241[] = {
+static const command_arg unsubscribe_args_245[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3107,7 +3169,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_242[] = {
+static const command_arg watch_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3119,36 +3181,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_243[] = {
+static const command_arg zadd_args_247[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_244[] = {
+static const command_arg zadd_args_248[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_245[] = {
+static const command_arg zadd_args_249[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_246[] = {
+static const command_arg zadd_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_243,
+     .subargs = zadd_args_247,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_244,
+     .subargs = zadd_args_248,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3166,7 +3228,7 @@ static const command_arg zadd_args_246[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_245,
+     .subargs = zadd_args_249,
      .num_args = 2},
 };
 
@@ -3178,7 +3240,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_247[] = {
+static const command_arg zcard_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3190,7 +3252,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_248[] = {
+static const command_arg zcount_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3204,7 +3266,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_249[] = {
+static const command_arg zdiff_args_253[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3227,7 +3289,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_250[] = {
+static const command_arg zdiffstore_args_254[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3241,7 +3303,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_251[] = {
+static const command_arg zincrby_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3255,13 +3317,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_252[] = {
+static const command_arg zinter_args_256[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_253[] = {
+static const command_arg zinter_args_257[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3274,7 +3336,7 @@ static const command_arg zinter_args_253[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_252,
+     .subargs = zinter_args_256,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3291,7 +3353,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_254[] = {
+static const command_arg zintercard_args_258[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3314,13 +3376,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_255[] = {
+static const command_arg zinterstore_args_259[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_256[] = {
+static const command_arg zinterstore_args_260[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3334,7 +3396,7 @@ static const command_arg zinterstore_args_256[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_255,
+     .subargs = zinterstore_args_259,
      .num_args = 3},
 };
 
@@ -3346,7 +3408,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_257[] = {
+static const command_arg zlexcount_args_261[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3360,18 +3422,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_258[] = {
+static const command_arg zmpop_args_262[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_259[] = {
+static const command_arg zmpop_args_263[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_258,
+     .subargs = zmpop_args_262,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3388,7 +3450,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_260[] = {
+static const command_arg zmscore_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3401,7 +3463,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_261[] = {
+static const command_arg zpopmax_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3414,7 +3476,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_262[] = {
+static const command_arg zpopmin_args_266[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3429,7 +3491,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_263[] = {
+static const command_arg zrandmember_args_267[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3438,13 +3500,13 @@ static const command_arg zrandmember_args_263[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_264[] = {
+static const command_arg zrandmember_args_268[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_263,
+     .subargs = zrandmember_args_267,
      .num_args = 2},
 };
 
@@ -3456,17 +3518,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_265[] = {
+static const command_arg zrange_args_269[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_266[] = {
+static const command_arg zrange_args_270[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_267[] = {
+static const command_arg zrange_args_271[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3475,7 +3537,7 @@ static const command_arg zrange_args_267[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_265,
+     .subargs = zrange_args_269,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3489,7 +3551,7 @@ static const command_arg zrange_args_267[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_266,
+     .subargs = zrange_args_270,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3506,12 +3568,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_268[] = {
+static const command_arg zrangebylex_args_272[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_269[] = {
+static const command_arg zrangebylex_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3520,7 +3582,7 @@ static const command_arg zrangebylex_args_269[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_268,
+     .subargs = zrangebylex_args_272,
      .num_args = 2},
 };
 
@@ -3532,12 +3594,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_270[] = {
+static const command_arg zrangebyscore_args_274[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_271[] = {
+static const command_arg zrangebyscore_args_275[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3552,7 +3614,7 @@ static const command_arg zrangebyscore_args_271[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_270,
+     .subargs = zrangebyscore_args_274,
      .num_args = 2},
 };
 
@@ -3569,17 +3631,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_272[] = {
+static const command_arg zrangestore_args_276[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_273[] = {
+static const command_arg zrangestore_args_277[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_274[] = {
+static const command_arg zrangestore_args_278[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3588,7 +3650,7 @@ static const command_arg zrangestore_args_274[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_272,
+     .subargs = zrangestore_args_276,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3600,7 +3662,7 @@ static const command_arg zrangestore_args_274[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_273,
+     .subargs = zrangestore_args_277,
      .num_args = 2},
 };
 
@@ -3612,7 +3674,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_275[] = {
+static const command_arg zrank_args_279[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3630,7 +3692,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_276[] = {
+static const command_arg zrem_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3643,7 +3705,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_277[] = {
+static const command_arg zremrangebylex_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3657,7 +3719,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_278[] = {
+static const command_arg zremrangebyrank_args_282[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3671,7 +3733,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_279[] = {
+static const command_arg zremrangebyscore_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3685,7 +3747,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_280[] = {
+static const command_arg zrevrange_args_284[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3704,12 +3766,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_281[] = {
+static const command_arg zrevrangebylex_args_285[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_282[] = {
+static const command_arg zrevrangebylex_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3718,7 +3780,7 @@ static const command_arg zrevrangebylex_args_282[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_281,
+     .subargs = zrevrangebylex_args_285,
      .num_args = 2},
 };
 
@@ -3730,12 +3792,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_283[] = {
+static const command_arg zrevrangebyscore_args_287[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_284[] = {
+static const command_arg zrevrangebyscore_args_288[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3749,7 +3811,7 @@ static const command_arg zrevrangebyscore_args_284[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_283,
+     .subargs = zrevrangebyscore_args_287,
      .num_args = 2},
 };
 
@@ -3761,7 +3823,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_285[] = {
+static const command_arg zrevrank_args_289[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3781,7 +3843,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_286[] = {
+static const command_arg zscan_args_290[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3809,7 +3871,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_287[] = {
+static const command_arg zscore_args_291[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3822,13 +3884,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_288[] = {
+static const command_arg zunion_args_292[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_289[] = {
+static const command_arg zunion_args_293[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3841,7 +3903,7 @@ static const command_arg zunion_args_289[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_288,
+     .subargs = zunion_args_292,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3863,13 +3925,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_290[] = {
+static const command_arg zunionstore_args_294[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_291[] = {
+static const command_arg zunionstore_args_295[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3883,7 +3945,7 @@ static const command_arg zunionstore_args_291[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_290,
+     .subargs = zunionstore_args_294,
      .num_args = 3},
 };
 
@@ -5124,6 +5186,51 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = pexpiretime_args_177,
      .num_args = 1},
+    {.fullname = "pfadd",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(1) to add every element.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfadd_key_specs,
+     .num_key_specs = 1,
+     .args = pfadd_args_178,
+     .num_args = 2},
+    {.fullname = "pfcount",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(1) with a very small average constant time when called with a single key. "
+                   "O(N) with N being the number of keys, and much bigger constant times, when "
+                   "called with multiple keys.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfcount_key_specs,
+     .num_key_specs = 1,
+     .args = pfcount_args_179,
+     .num_args = 1},
+    {.fullname = "pfdebug",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "N/A",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .doc_flags = CMD_DOC_SYSCMD,
+     .key_specs = pfdebug_key_specs,
+     .num_key_specs = 1,
+     .args = pfdebug_args_180,
+     .num_args = 2},
+    {.fullname = "pfmerge",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(N) to merge N HyperLogLogs, but with high constant times.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfmerge_key_specs,
+     .num_key_specs = 2,
+     .args = pfmerge_args_181,
+     .num_args = 2},
+    {.fullname = "pfselftest",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "N/A",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .doc_flags = CMD_DOC_SYSCMD},
     {.fullname = "ping",
      .group = "connection",
      .since = "1.0.0",
@@ -5131,7 +5238,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_178,
+     .args = ping_args_182,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -5143,13 +5250,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_179,
+     .args = psetex_args_183,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_180,
+     .args = psubscribe_args_184,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -5160,14 +5267,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_181,
+     .args = pttl_args_185,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_182,
+     .args = publish_args_186,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -5178,7 +5285,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_183,
+     .args = pubsub_channels_args_187,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -5186,27 +5293,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_184,
+     .args = pubsub_numsub_args_188,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_185,
+     .args = pubsub_shardchannels_args_189,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_186,
+     .args = pubsub_shardnumsub_args_190,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_187,
+     .args = punsubscribe_args_191,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -5240,7 +5347,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_188,
+     .args = rename_args_192,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -5249,7 +5356,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_189,
+     .args = renamenx_args_193,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -5263,7 +5370,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_190,
+     .args = rpop_args_194,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -5275,7 +5382,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_191,
+     .args = rpoplpush_args_195,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -5285,7 +5392,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_192,
+     .args = rpush_args_196,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5295,7 +5402,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_193,
+     .args = rpushx_args_197,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5305,7 +5412,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_194,
+     .args = sadd_args_198,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5321,7 +5428,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_195,
+     .args = scan_args_199,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5330,7 +5437,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_196,
+     .args = scard_args_200,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5341,7 +5448,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_197,
+     .args = sdiff_args_201,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5350,14 +5457,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_198,
+     .args = sdiffstore_args_202,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_199,
+     .args = select_args_203,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5366,7 +5473,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_202,
+     .args = set_args_206,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setex",
@@ -5379,7 +5486,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_203,
+     .args = setex_args_207,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5391,7 +5498,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_204,
+     .args = setnx_args_208,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5402,14 +5509,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_205,
+     .args = setrange_args_209,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_209,
+     .args = shutdown_args_213,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5421,7 +5528,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_210,
+     .args = sinter_args_214,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5431,7 +5538,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_211,
+     .args = sintercard_args_215,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5441,7 +5548,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_212,
+     .args = sinterstore_args_216,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5450,7 +5557,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_213,
+     .args = sismember_args_217,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5462,7 +5569,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_214,
+     .args = slowlog_get_args_218,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5486,7 +5593,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_215,
+     .args = smembers_args_219,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5495,7 +5602,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_216,
+     .args = smismember_args_220,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5504,7 +5611,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_217,
+     .args = smove_args_221,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5515,7 +5622,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_220,
+     .args = sort_args_224,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5527,7 +5634,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_223,
+     .args = sort_ro_args_227,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5540,7 +5647,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_224,
+     .args = spop_args_228,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -5549,7 +5656,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_225,
+     .args = spublish_args_229,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5561,7 +5668,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_226,
+     .args = srandmember_args_230,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5570,7 +5677,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_227,
+     .args = srem_args_231,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5583,7 +5690,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_228,
+     .args = sscan_args_232,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -5591,7 +5698,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_229,
+     .args = ssubscribe_args_233,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -5600,13 +5707,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_230,
+     .args = strlen_args_234,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_231,
+     .args = subscribe_args_235,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5621,7 +5728,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_232,
+     .args = substr_args_236,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5632,7 +5739,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_233,
+     .args = sunion_args_237,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5641,7 +5748,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_234,
+     .args = sunionstore_args_238,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -5649,7 +5756,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_235,
+     .args = sunsubscribe_args_239,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -5657,7 +5764,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_236,
+     .args = swapdb_args_240,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5674,7 +5781,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_237,
+     .args = touch_args_241,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5685,7 +5792,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_238,
+     .args = ttl_args_242,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5694,7 +5801,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_239,
+     .args = type_args_243,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5707,13 +5814,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_240,
+     .args = unlink_args_244,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_241,
+     .args = unsubscribe_args_245,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5727,7 +5834,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_242,
+     .args = watch_args_246,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5737,7 +5844,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_246,
+     .args = zadd_args_250,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5746,7 +5853,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_247,
+     .args = zcard_args_251,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5755,7 +5862,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_248,
+     .args = zcount_args_252,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5765,7 +5872,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_249,
+     .args = zdiff_args_253,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5775,7 +5882,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_250,
+     .args = zdiffstore_args_254,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5784,7 +5891,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_251,
+     .args = zincrby_args_255,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5795,7 +5902,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_253,
+     .args = zinter_args_257,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5805,7 +5912,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_254,
+     .args = zintercard_args_258,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5816,7 +5923,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_256,
+     .args = zinterstore_args_260,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5825,7 +5932,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_257,
+     .args = zlexcount_args_261,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5835,7 +5942,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_259,
+     .args = zmpop_args_263,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5844,7 +5951,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_260,
+     .args = zmscore_args_264,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5854,7 +5961,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_261,
+     .args = zpopmax_args_265,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5864,7 +5971,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_262,
+     .args = zpopmin_args_266,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5875,7 +5982,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_264,
+     .args = zrandmember_args_268,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5885,7 +5992,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_267,
+     .args = zrange_args_271,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -5899,7 +6006,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_269,
+     .args = zrangebylex_args_273,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -5913,7 +6020,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_271,
+     .args = zrangebyscore_args_275,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -5923,7 +6030,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_274,
+     .args = zrangestore_args_278,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -5932,7 +6039,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_275,
+     .args = zrank_args_279,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -5942,7 +6049,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_276,
+     .args = zrem_args_280,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -5952,7 +6059,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_277,
+     .args = zremrangebylex_args_281,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -5962,7 +6069,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_278,
+     .args = zremrangebyrank_args_282,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -5972,7 +6079,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_279,
+     .args = zremrangebyscore_args_283,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -5985,7 +6092,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_280,
+     .args = zrevrange_args_284,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -5999,7 +6106,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_282,
+     .args = zrevrangebylex_args_286,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6013,7 +6120,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_284,
+     .args = zrevrangebyscore_args_288,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6022,7 +6129,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_285,
+     .args = zrevrank_args_289,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6035,7 +6142,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_286,
+     .args = zscan_args_290,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6044,7 +6151,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_287,
+     .args = zscore_args_291,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6054,7 +6161,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_289,
+     .args = zunion_args_293,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6064,7 +6171,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_291,
+     .args = zunionstore_args_295,
      .num_args = 5},
 };
 

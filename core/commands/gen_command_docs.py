@@ -61,6 +61,7 @@ sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
 pubsub|shardnumsub pubsub|help
+pfadd pfcount pfmerge pfdebug pfselftest
 """.split()
 
 # Valkey flags Keel's family tables do not carry (they have no effect in

@@ -260,6 +260,26 @@ void hll_merge_into(uint8_t max[HLL_REGISTERS], const uint8_t *s, size_t len) {
     }
 }
 
+char *hll_sparse_describe(const uint8_t *s, size_t len, size_t *outlen) {
+    /* Seven characters at most per opcode byte ("v:32,4 "). */
+    size_t cap = (len - HLL_HDR_SIZE) * 7 + 1, n = 0;
+    char *out = km_alloc(cap);
+    const uint8_t *p = s + HLL_HDR_SIZE, *end = s + len;
+    sparse_op op;
+    while (p < end && op_decode(p, end, &op)) {
+        if (op.val)
+            n += (size_t)snprintf(out + n, cap - n, "v:%u,%u ", op.val, (unsigned)op.span);
+        else
+            n += (size_t)snprintf(out + n, cap - n, "%c:%u ", op.size == 2 ? 'Z' : 'z',
+                                  (unsigned)op.span);
+        p += op.size;
+    }
+    if (n) n--; /* the last word's space */
+    out[n] = '\0';
+    *outlen = n;
+    return out;
+}
+
 /* ---- values being modified ---- */
 
 static void hll_reserve(hll *h, size_t need) {

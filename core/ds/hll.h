@@ -79,6 +79,11 @@ void hll_merge_into(uint8_t max[HLL_REGISTERS], const uint8_t *s, size_t len);
 /* The estimated cardinality of registers held one per byte (a union). */
 uint64_t hll_count_registers(const uint8_t regs[HLL_REGISTERS]);
 
+/* PFDEBUG DECODE of a valid sparse value: its opcodes as words ("z:N"
+ * ZERO, "Z:N" XZERO, "v:VALUE,N" VAL) separated by spaces; km_alloc'ed,
+ * NUL-terminated, *outlen bytes. */
+char *hll_sparse_describe(const uint8_t *s, size_t len, size_t *outlen);
+
 /* A value being modified, in a buffer of its own: len bytes used, cap + 1
  * allocated (room for a string object's NUL, see hll_release). */
 typedef struct hll {
