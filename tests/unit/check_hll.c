@@ -318,7 +318,7 @@ START_TEST(test_sparse_refused) {
     ck_assert(hll_registers_valid(v, sparse_of(v, (uint8_t[]){0x5f, 0xff, 0x5f, 0xff}, 4)));
     ck_assert(hll_registers_valid(v, sparse_of(v, (uint8_t[]){0x40, 0x00, 0x7f, 0xfe}, 4)));
     /* No opcode: no register. */
-    ck_assert(!hll_registers_valid(v, sparse_of(v, NULL, 0)));
+    ck_assert(!hll_registers_valid(v, sparse_of(v, (uint8_t[]){0}, 0)));
     /* Bytes after the last register. */
     ck_assert(!hll_registers_valid(v, sparse_of(v, (uint8_t[]){0x7f, 0xff, 0x80}, 3)));
     ck_assert(!hll_registers_valid(v, sparse_of(v, (uint8_t[]){0x7f, 0xff, 0x00}, 3)));
