@@ -45,6 +45,234 @@ static const command_arg bgsave_args_3[] = {
      .flags = ARG_OPTIONAL},
 };
 
+static const key_spec bitcount_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg bitcount_args_4[] = {
+    {.name = "byte", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYTE"},
+    {.name = "bit", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BIT"},
+};
+
+static const command_arg bitcount_args_5[] = {
+    {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = bitcount_args_4,
+     .num_args = 2},
+};
+
+static const command_arg bitcount_args_6[] = {
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "end-unit-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = bitcount_args_5,
+     .num_args = 2},
+};
+
+static const command_arg bitcount_args_7[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "range",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = bitcount_args_6,
+     .num_args = 2},
+};
+
+static const key_spec bitfield_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE | KEY_SPEC_ACCESS | KEY_SPEC_VARIABLE_FLAGS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg bitfield_args_8[] = {
+    {.name = "encoding", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg bitfield_args_9[] = {
+    {.name = "wrap", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "WRAP"},
+    {.name = "sat", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAT"},
+    {.name = "fail", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FAIL"},
+};
+
+static const command_arg bitfield_args_10[] = {
+    {.name = "encoding", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "value", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg bitfield_args_11[] = {
+    {.name = "encoding", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg bitfield_args_12[] = {
+    {.name = "set-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "SET",
+     .subargs = bitfield_args_10,
+     .num_args = 3},
+    {.name = "incrby-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "INCRBY",
+     .subargs = bitfield_args_11,
+     .num_args = 3},
+};
+
+static const command_arg bitfield_args_13[] = {
+    {.name = "overflow-block",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .token = "OVERFLOW",
+     .flags = ARG_OPTIONAL,
+     .subargs = bitfield_args_9,
+     .num_args = 3},
+    {.name = "write-operation",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = bitfield_args_12,
+     .num_args = 2},
+};
+
+static const command_arg bitfield_args_14[] = {
+    {.name = "get-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "GET",
+     .subargs = bitfield_args_8,
+     .num_args = 2},
+    {.name = "write",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = bitfield_args_13,
+     .num_args = 2},
+};
+
+static const command_arg bitfield_args_15[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "operation",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE,
+     .subargs = bitfield_args_14,
+     .num_args = 2},
+};
+
+static const key_spec bitfield_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg bitfield_ro_args_16[] = {
+    {.name = "encoding", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+};
+
+static const command_arg bitfield_ro_args_17[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "get-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "GET",
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
+     .subargs = bitfield_ro_args_16,
+     .num_args = 2},
+};
+
+static const key_spec bitop_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 3,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg bitop_args_18[] = {
+    {.name = "and", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AND"},
+    {.name = "or", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OR"},
+    {.name = "xor", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XOR"},
+    {.name = "not", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOT"},
+};
+
+static const command_arg bitop_args_19[] = {
+    {.name = "operation",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = bitop_args_18,
+     .num_args = 4},
+    {.name = "destkey", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec bitpos_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg bitpos_args_20[] = {
+    {.name = "byte", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYTE"},
+    {.name = "bit", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BIT"},
+};
+
+static const command_arg bitpos_args_21[] = {
+    {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = bitpos_args_20,
+     .num_args = 2},
+};
+
+static const command_arg bitpos_args_22[] = {
+    {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "end-unit-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = bitpos_args_21,
+     .num_args = 2},
+};
+
+static const command_arg bitpos_args_23[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "bit", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "range",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = bitpos_args_22,
+     .num_args = 2},
+};
+
 static const key_spec blmove_key_specs[] = {
     {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
      .begin = KEY_BEGIN_INDEX,
@@ -58,28 +286,28 @@ static const key_spec blmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg blmove_args_4[] = {
+static const command_arg blmove_args_24[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg blmove_args_5[] = {
+static const command_arg blmove_args_25[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg blmove_args_6[] = {
+static const command_arg blmove_args_26[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = blmove_args_4,
+     .subargs = blmove_args_24,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = blmove_args_5,
+     .subargs = blmove_args_25,
      .num_args = 2},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -92,19 +320,19 @@ static const key_spec blmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg blmpop_args_7[] = {
+static const command_arg blmpop_args_27[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg blmpop_args_8[] = {
+static const command_arg blmpop_args_28[] = {
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = blmpop_args_7,
+     .subargs = blmpop_args_27,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -121,7 +349,7 @@ static const key_spec blpop_key_specs[] = {
      .fk.range = {-2, 1, 0}},
 };
 
-static const command_arg blpop_args_9[] = {
+static const command_arg blpop_args_29[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -134,7 +362,7 @@ static const key_spec brpop_key_specs[] = {
      .fk.range = {-2, 1, 0}},
 };
 
-static const command_arg brpop_args_10[] = {
+static const command_arg brpop_args_30[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -152,7 +380,7 @@ static const key_spec brpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg brpoplpush_args_11[] = {
+static const command_arg brpoplpush_args_31[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -166,19 +394,19 @@ static const key_spec bzmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg bzmpop_args_12[] = {
+static const command_arg bzmpop_args_32[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg bzmpop_args_13[] = {
+static const command_arg bzmpop_args_33[] = {
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = bzmpop_args_12,
+     .subargs = bzmpop_args_32,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -195,7 +423,7 @@ static const key_spec bzpopmax_key_specs[] = {
      .fk.range = {-2, 1, 0}},
 };
 
-static const command_arg bzpopmax_args_14[] = {
+static const command_arg bzpopmax_args_34[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -208,27 +436,27 @@ static const key_spec bzpopmin_key_specs[] = {
      .fk.range = {-2, 1, 0}},
 };
 
-static const command_arg bzpopmin_args_15[] = {
+static const command_arg bzpopmin_args_35[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "timeout", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
 
-static const command_arg client_caching_args_16[] = {
+static const command_arg client_caching_args_36[] = {
     {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
     {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
 };
 
-static const command_arg client_caching_args_17[] = {
+static const command_arg client_caching_args_37[] = {
     {.name = "mode",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_caching_args_16,
+     .subargs = client_caching_args_36,
      .num_args = 2},
 };
 
 static const char *const client_info_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_kill_args_18[] = {
+static const command_arg client_kill_args_38[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master",
      .type = ARG_PURE_TOKEN,
@@ -249,12 +477,12 @@ static const command_arg client_kill_args_18[] = {
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_kill_args_19[] = {
+static const command_arg client_kill_args_39[] = {
     {.name = "yes", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "YES"},
     {.name = "no", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NO"},
 };
 
-static const command_arg client_kill_args_20[] = {
+static const command_arg client_kill_args_40[] = {
     {.name = "client-id",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -267,7 +495,7 @@ static const command_arg client_kill_args_20[] = {
      .token = "TYPE",
      .since = "2.8.12",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_18,
+     .subargs = client_kill_args_38,
      .num_args = 6},
     {.name = "username",
      .type = ARG_STRING,
@@ -292,7 +520,7 @@ static const command_arg client_kill_args_20[] = {
      .key_spec_index = -1,
      .token = "SKIPME",
      .flags = ARG_OPTIONAL,
-     .subargs = client_kill_args_19,
+     .subargs = client_kill_args_39,
      .num_args = 2},
     {.name = "maxage",
      .type = ARG_INTEGER,
@@ -302,7 +530,7 @@ static const command_arg client_kill_args_20[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg client_kill_args_21[] = {
+static const command_arg client_kill_args_41[] = {
     {.name = "old-format",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -312,35 +540,35 @@ static const command_arg client_kill_args_21[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = client_kill_args_20,
+     .subargs = client_kill_args_40,
      .num_args = 7},
 };
 
-static const command_arg client_kill_args_22[] = {
+static const command_arg client_kill_args_42[] = {
     {.name = "filter",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_kill_args_21,
+     .subargs = client_kill_args_41,
      .num_args = 2},
 };
 
 static const char *const client_list_tips[] = {"nondeterministic_output"};
 
-static const command_arg client_list_args_23[] = {
+static const command_arg client_list_args_43[] = {
     {.name = "normal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NORMAL"},
     {.name = "master", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MASTER"},
     {.name = "replica", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "REPLICA"},
     {.name = "pubsub", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PUBSUB"},
 };
 
-static const command_arg client_list_args_24[] = {
+static const command_arg client_list_args_44[] = {
     {.name = "client-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "TYPE",
      .since = "5.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_list_args_23,
+     .subargs = client_list_args_43,
      .num_args = 4},
     {.name = "client-id",
      .type = ARG_INTEGER,
@@ -350,95 +578,95 @@ static const command_arg client_list_args_24[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg client_no_evict_args_25[] = {
+static const command_arg client_no_evict_args_45[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_evict_args_26[] = {
+static const command_arg client_no_evict_args_46[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_evict_args_25,
+     .subargs = client_no_evict_args_45,
      .num_args = 2},
 };
 
-static const command_arg client_no_touch_args_27[] = {
+static const command_arg client_no_touch_args_47[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_no_touch_args_28[] = {
+static const command_arg client_no_touch_args_48[] = {
     {.name = "enabled",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_no_touch_args_27,
+     .subargs = client_no_touch_args_47,
      .num_args = 2},
 };
 
-static const command_arg client_pause_args_29[] = {
+static const command_arg client_pause_args_49[] = {
     {.name = "write", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "WRITE"},
     {.name = "all", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ALL"},
 };
 
-static const command_arg client_pause_args_30[] = {
+static const command_arg client_pause_args_50[] = {
     {.name = "timeout", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "mode",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = client_pause_args_29,
+     .subargs = client_pause_args_49,
      .num_args = 2},
 };
 
-static const command_arg client_reply_args_31[] = {
+static const command_arg client_reply_args_51[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
     {.name = "skip", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SKIP"},
 };
 
-static const command_arg client_reply_args_32[] = {
+static const command_arg client_reply_args_52[] = {
     {.name = "action",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_reply_args_31,
+     .subargs = client_reply_args_51,
      .num_args = 3},
 };
 
 static const char *const client_setinfo_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setinfo_args_33[] = {
+static const command_arg client_setinfo_args_53[] = {
     {.name = "libname", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-NAME"},
     {.name = "libver", .type = ARG_STRING, .key_spec_index = -1, .token = "LIB-VER"},
 };
 
-static const command_arg client_setinfo_args_34[] = {
+static const command_arg client_setinfo_args_54[] = {
     {.name = "attr",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_setinfo_args_33,
+     .subargs = client_setinfo_args_53,
      .num_args = 2},
 };
 
 static const char *const client_setname_tips[] = {"request_policy:all_nodes",
                                                   "response_policy:all_succeeded"};
 
-static const command_arg client_setname_args_35[] = {
+static const command_arg client_setname_args_55[] = {
     {.name = "connection-name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg client_tracking_args_36[] = {
+static const command_arg client_tracking_args_56[] = {
     {.name = "on", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ON"},
     {.name = "off", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "OFF"},
 };
 
-static const command_arg client_tracking_args_37[] = {
+static const command_arg client_tracking_args_57[] = {
     {.name = "status",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = client_tracking_args_36,
+     .subargs = client_tracking_args_56,
      .num_args = 2},
     {.name = "client-id",
      .type = ARG_INTEGER,
@@ -472,18 +700,18 @@ static const command_arg client_tracking_args_37[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg client_unblock_args_38[] = {
+static const command_arg client_unblock_args_58[] = {
     {.name = "timeout", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "TIMEOUT"},
     {.name = "error", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ERROR"},
 };
 
-static const command_arg client_unblock_args_39[] = {
+static const command_arg client_unblock_args_59[] = {
     {.name = "client-id", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "unblock-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = client_unblock_args_38,
+     .subargs = client_unblock_args_58,
      .num_args = 2},
 };
 
@@ -492,7 +720,7 @@ static const char *const command_tips[] = {"nondeterministic_output_order"};
 static const char *const commandlog_get_tips[] = {"request_policy:all_nodes",
                                                   "nondeterministic_output"};
 
-static const command_arg commandlog_get_args_40[] = {
+static const command_arg commandlog_get_args_60[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -501,19 +729,19 @@ static const command_arg commandlog_get_args_40[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_get_args_41[] = {
+static const command_arg commandlog_get_args_61[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_get_args_40,
+     .subargs = commandlog_get_args_60,
      .num_args = 3},
 };
 
 static const char *const commandlog_len_tips[] = {
     "request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"};
 
-static const command_arg commandlog_len_args_42[] = {
+static const command_arg commandlog_len_args_62[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -522,18 +750,18 @@ static const command_arg commandlog_len_args_42[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_len_args_43[] = {
+static const command_arg commandlog_len_args_63[] = {
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_len_args_42,
+     .subargs = commandlog_len_args_62,
      .num_args = 3},
 };
 
 static const char *const commandlog_reset_tips[] = {"request_policy:all_nodes",
                                                     "response_policy:all_succeeded"};
 
-static const command_arg commandlog_reset_args_44[] = {
+static const command_arg commandlog_reset_args_64[] = {
     {.name = "slow", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SLOW"},
     {.name = "large-request",
      .type = ARG_PURE_TOKEN,
@@ -542,36 +770,36 @@ static const command_arg commandlog_reset_args_44[] = {
     {.name = "large-reply", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LARGE-REPLY"},
 };
 
-static const command_arg commandlog_reset_args_45[] = {
+static const command_arg commandlog_reset_args_65[] = {
     {.name = "type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = commandlog_reset_args_44,
+     .subargs = commandlog_reset_args_64,
      .num_args = 3},
 };
 
 static const char *const command_docs_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_docs_args_46[] = {
+static const command_arg command_docs_args_66[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeys_args_47[] = {
+static const command_arg command_getkeys_args_67[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg command_getkeysandflags_args_48[] = {
+static const command_arg command_getkeysandflags_args_68[] = {
     {.name = "command", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
 static const char *const command_info_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_info_args_49[] = {
+static const command_arg command_info_args_69[] = {
     {.name = "command-name",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -580,23 +808,23 @@ static const command_arg command_info_args_49[] = {
 
 static const char *const command_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg command_list_args_50[] = {
+static const command_arg command_list_args_70[] = {
     {.name = "module-name", .type = ARG_STRING, .key_spec_index = -1, .token = "MODULE"},
     {.name = "category", .type = ARG_STRING, .key_spec_index = -1, .token = "ACLCAT"},
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .token = "PATTERN"},
 };
 
-static const command_arg command_list_args_51[] = {
+static const command_arg command_list_args_71[] = {
     {.name = "filterby",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .token = "FILTERBY",
      .flags = ARG_OPTIONAL,
-     .subargs = command_list_args_50,
+     .subargs = command_list_args_70,
      .num_args = 3},
 };
 
-static const command_arg config_get_args_52[] = {
+static const command_arg config_get_args_72[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -609,17 +837,17 @@ static const char *const config_rewrite_tips[] = {"request_policy:all_nodes",
 static const char *const config_set_tips[] = {"request_policy:all_nodes",
                                               "response_policy:all_succeeded"};
 
-static const command_arg config_set_args_53[] = {
+static const command_arg config_set_args_73[] = {
     {.name = "parameter", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg config_set_args_54[] = {
+static const command_arg config_set_args_74[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = config_set_args_53,
+     .subargs = config_set_args_73,
      .num_args = 2},
 };
 
@@ -636,7 +864,7 @@ static const key_spec copy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg copy_args_55[] = {
+static const command_arg copy_args_75[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "destination-db",
@@ -661,7 +889,7 @@ static const key_spec decr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decr_args_56[] = {
+static const command_arg decr_args_76[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -673,7 +901,7 @@ static const key_spec decrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg decrby_args_57[] = {
+static const command_arg decrby_args_77[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "decrement", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -688,11 +916,24 @@ static const key_spec del_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg del_args_58[] = {
+static const command_arg del_args_78[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg echo_args_59[] = {
+static const key_spec delifeq_key_specs[] = {
+    {.flags = KEY_SPEC_RM | KEY_SPEC_ACCESS | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg delifeq_args_79[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg echo_args_80[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -706,7 +947,7 @@ static const key_spec exists_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg exists_args_60[] = {
+static const command_arg exists_args_81[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -718,14 +959,14 @@ static const key_spec expire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expire_args_61[] = {
+static const command_arg expire_args_82[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expire_args_62[] = {
+static const command_arg expire_args_83[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -733,7 +974,7 @@ static const command_arg expire_args_62[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expire_args_61,
+     .subargs = expire_args_82,
      .num_args = 4},
 };
 
@@ -745,14 +986,14 @@ static const key_spec expireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expireat_args_63[] = {
+static const command_arg expireat_args_84[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg expireat_args_64[] = {
+static const command_arg expireat_args_85[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -760,7 +1001,7 @@ static const command_arg expireat_args_64[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = expireat_args_63,
+     .subargs = expireat_args_84,
      .num_args = 4},
 };
 
@@ -772,14 +1013,14 @@ static const key_spec expiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg expiretime_args_65[] = {
+static const command_arg expiretime_args_86[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
 static const char *const flushall_tips[] = {"request_policy:all_shards",
                                             "response_policy:all_succeeded"};
 
-static const command_arg flushall_args_66[] = {
+static const command_arg flushall_args_87[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -792,19 +1033,19 @@ static const command_arg flushall_args_66[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushall_args_67[] = {
+static const command_arg flushall_args_88[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushall_args_66,
+     .subargs = flushall_args_87,
      .num_args = 2},
 };
 
 static const char *const flushdb_tips[] = {"request_policy:all_shards",
                                            "response_policy:all_succeeded"};
 
-static const command_arg flushdb_args_68[] = {
+static const command_arg flushdb_args_89[] = {
     {.name = "async",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -817,12 +1058,12 @@ static const command_arg flushdb_args_68[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg flushdb_args_69[] = {
+static const command_arg flushdb_args_90[] = {
     {.name = "flush-type",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = flushdb_args_68,
+     .subargs = flushdb_args_89,
      .num_args = 2},
 };
 
@@ -834,8 +1075,21 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_70[] = {
+static const command_arg get_args_91[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec getbit_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg getbit_args_92[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
 static const key_spec getdel_key_specs[] = {
@@ -846,7 +1100,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_71[] = {
+static const command_arg getdel_args_93[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -858,7 +1112,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_72[] = {
+static const command_arg getex_args_94[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -869,13 +1123,13 @@ static const command_arg getex_args_72[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_73[] = {
+static const command_arg getex_args_95[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_72,
+     .subargs = getex_args_94,
      .num_args = 5},
 };
 
@@ -887,7 +1141,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_74[] = {
+static const command_arg getrange_args_96[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -901,7 +1155,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_75[] = {
+static const command_arg getset_args_97[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -914,24 +1168,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_76[] = {
+static const command_arg hdel_args_98[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_77[] = {
+static const command_arg hello_args_99[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_78[] = {
+static const command_arg hello_args_100[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_77,
+     .subargs = hello_args_99,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -940,12 +1194,12 @@ static const command_arg hello_args_78[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_79[] = {
+static const command_arg hello_args_101[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_78,
+     .subargs = hello_args_100,
      .num_args = 3},
 };
 
@@ -957,7 +1211,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_80[] = {
+static const command_arg hexists_args_102[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -970,32 +1224,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_81[] = {
+static const command_arg hexpire_args_103[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_82[] = {
+static const command_arg hexpire_args_104[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_83[] = {
+static const command_arg hexpire_args_105[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_81,
+     .subargs = hexpire_args_103,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_82,
+     .subargs = hexpire_args_104,
      .num_args = 2},
 };
 
@@ -1007,32 +1261,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_84[] = {
+static const command_arg hexpireat_args_106[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_85[] = {
+static const command_arg hexpireat_args_107[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_86[] = {
+static const command_arg hexpireat_args_108[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_84,
+     .subargs = hexpireat_args_106,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_85,
+     .subargs = hexpireat_args_107,
      .num_args = 2},
 };
 
@@ -1044,18 +1298,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_87[] = {
+static const command_arg hexpiretime_args_109[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_88[] = {
+static const command_arg hexpiretime_args_110[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_87,
+     .subargs = hexpiretime_args_109,
      .num_args = 2},
 };
 
@@ -1067,7 +1321,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_89[] = {
+static const command_arg hget_args_111[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1082,7 +1336,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_90[] = {
+static const command_arg hgetall_args_112[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1094,18 +1348,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_91[] = {
+static const command_arg hgetdel_args_113[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_92[] = {
+static const command_arg hgetdel_args_114[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_91,
+     .subargs = hgetdel_args_113,
      .num_args = 2},
 };
 
@@ -1117,7 +1371,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_93[] = {
+static const command_arg hgetex_args_115[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1128,24 +1382,24 @@ static const command_arg hgetex_args_93[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_94[] = {
+static const command_arg hgetex_args_116[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_95[] = {
+static const command_arg hgetex_args_117[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_93,
+     .subargs = hgetex_args_115,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_94,
+     .subargs = hgetex_args_116,
      .num_args = 2},
 };
 
@@ -1157,7 +1411,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_96[] = {
+static const command_arg hincrby_args_118[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1171,7 +1425,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_97[] = {
+static const command_arg hincrbyfloat_args_119[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1187,7 +1441,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_98[] = {
+static const command_arg hkeys_args_120[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1199,7 +1453,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_99[] = {
+static const command_arg hlen_args_121[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1211,7 +1465,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_100[] = {
+static const command_arg hmget_args_122[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1224,18 +1478,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_101[] = {
+static const command_arg hmset_args_123[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_102[] = {
+static const command_arg hmset_args_124[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_101,
+     .subargs = hmset_args_123,
      .num_args = 2},
 };
 
@@ -1247,18 +1501,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_103[] = {
+static const command_arg hpersist_args_125[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_104[] = {
+static const command_arg hpersist_args_126[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_103,
+     .subargs = hpersist_args_125,
      .num_args = 2},
 };
 
@@ -1270,32 +1524,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_105[] = {
+static const command_arg hpexpire_args_127[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_106[] = {
+static const command_arg hpexpire_args_128[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_107[] = {
+static const command_arg hpexpire_args_129[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_105,
+     .subargs = hpexpire_args_127,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_106,
+     .subargs = hpexpire_args_128,
      .num_args = 2},
 };
 
@@ -1307,32 +1561,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_108[] = {
+static const command_arg hpexpireat_args_130[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_109[] = {
+static const command_arg hpexpireat_args_131[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_110[] = {
+static const command_arg hpexpireat_args_132[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_108,
+     .subargs = hpexpireat_args_130,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_109,
+     .subargs = hpexpireat_args_131,
      .num_args = 2},
 };
 
@@ -1344,18 +1598,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_111[] = {
+static const command_arg hpexpiretime_args_133[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_112[] = {
+static const command_arg hpexpiretime_args_134[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_111,
+     .subargs = hpexpiretime_args_133,
      .num_args = 2},
 };
 
@@ -1367,18 +1621,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_113[] = {
+static const command_arg hpttl_args_135[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_114[] = {
+static const command_arg hpttl_args_136[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_113,
+     .subargs = hpttl_args_135,
      .num_args = 2},
 };
 
@@ -1392,7 +1646,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_115[] = {
+static const command_arg hrandfield_args_137[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1401,13 +1655,13 @@ static const command_arg hrandfield_args_115[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_116[] = {
+static const command_arg hrandfield_args_138[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_115,
+     .subargs = hrandfield_args_137,
      .num_args = 2},
 };
 
@@ -1421,7 +1675,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_117[] = {
+static const command_arg hscan_args_139[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1449,18 +1703,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_118[] = {
+static const command_arg hset_args_140[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_119[] = {
+static const command_arg hset_args_141[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_118,
+     .subargs = hset_args_140,
      .num_args = 2},
 };
 
@@ -1472,17 +1726,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_120[] = {
+static const command_arg hsetex_args_142[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_121[] = {
+static const command_arg hsetex_args_143[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_122[] = {
+static const command_arg hsetex_args_144[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1493,46 +1747,46 @@ static const command_arg hsetex_args_122[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_123[] = {
+static const command_arg hsetex_args_145[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_124[] = {
+static const command_arg hsetex_args_146[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_123,
+     .subargs = hsetex_args_145,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_125[] = {
+static const command_arg hsetex_args_147[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_120,
+     .subargs = hsetex_args_142,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_121,
+     .subargs = hsetex_args_143,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_122,
+     .subargs = hsetex_args_144,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_124,
+     .subargs = hsetex_args_146,
      .num_args = 2},
 };
 
@@ -1544,7 +1798,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_126[] = {
+static const command_arg hsetnx_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1558,7 +1812,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_127[] = {
+static const command_arg hstrlen_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1571,18 +1825,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_128[] = {
+static const command_arg httl_args_150[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_129[] = {
+static const command_arg httl_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_128,
+     .subargs = httl_args_150,
      .num_args = 2},
 };
 
@@ -1596,7 +1850,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_130[] = {
+static const command_arg hvals_args_152[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1608,7 +1862,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_131[] = {
+static const command_arg incr_args_153[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1620,7 +1874,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_132[] = {
+static const command_arg incrby_args_154[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1633,7 +1887,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_133[] = {
+static const command_arg incrbyfloat_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1641,7 +1895,7 @@ static const command_arg incrbyfloat_args_133[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_134[] = {
+static const command_arg info_args_156[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1651,7 +1905,7 @@ static const command_arg info_args_134[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_135[] = {
+static const command_arg keys_args_157[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1663,14 +1917,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_136[] = {
+static const command_arg latency_graph_args_158[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_137[] = {
+static const command_arg latency_histogram_args_159[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1680,7 +1934,7 @@ static const command_arg latency_histogram_args_137[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_138[] = {
+static const command_arg latency_history_args_160[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1690,11 +1944,44 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_139[] = {
+static const command_arg latency_reset_args_161[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec lcs_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {1, 1, 0}},
+};
+
+static const command_arg lcs_args_162[] = {
+    {.name = "key1", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "key2", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "len",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "LEN",
+     .flags = ARG_OPTIONAL},
+    {.name = "idx",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "IDX",
+     .flags = ARG_OPTIONAL},
+    {.name = "min-match-len",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "MINMATCHLEN",
+     .flags = ARG_OPTIONAL},
+    {.name = "withmatchlen",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHMATCHLEN",
+     .flags = ARG_OPTIONAL},
 };
 
 static const key_spec lindex_key_specs[] = {
@@ -1705,7 +1992,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_140[] = {
+static const command_arg lindex_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1718,17 +2005,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_141[] = {
+static const command_arg linsert_args_164[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_142[] = {
+static const command_arg linsert_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_141,
+     .subargs = linsert_args_164,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1742,7 +2029,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_143[] = {
+static const command_arg llen_args_166[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1759,28 +2046,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_144[] = {
+static const command_arg lmove_args_167[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_145[] = {
+static const command_arg lmove_args_168[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_146[] = {
+static const command_arg lmove_args_169[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_144,
+     .subargs = lmove_args_167,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_145,
+     .subargs = lmove_args_168,
      .num_args = 2},
 };
 
@@ -1792,18 +2079,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_147[] = {
+static const command_arg lmpop_args_170[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_148[] = {
+static const command_arg lmpop_args_171[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_147,
+     .subargs = lmpop_args_170,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1820,7 +2107,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_149[] = {
+static const command_arg lpop_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1837,7 +2124,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_150[] = {
+static const command_arg lpos_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -1865,7 +2152,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_151[] = {
+static const command_arg lpush_args_174[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1878,7 +2165,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_152[] = {
+static const command_arg lpushx_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1891,7 +2178,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_153[] = {
+static const command_arg lrange_args_176[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1905,7 +2192,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_154[] = {
+static const command_arg lrem_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1919,7 +2206,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_155[] = {
+static const command_arg lset_args_178[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -1933,7 +2220,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_156[] = {
+static const command_arg ltrim_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1959,7 +2246,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_157[] = {
+static const command_arg memory_usage_args_180[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -1978,30 +2265,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_158[] = {
+static const command_arg mget_args_181[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_159[] = {
+static const command_arg module_load_args_182[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_160[] = {
+static const command_arg module_loadex_args_183[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_161[] = {
+static const command_arg module_loadex_args_184[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_160,
+     .subargs = module_loadex_args_183,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -2010,7 +2297,7 @@ static const command_arg module_loadex_args_161[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_162[] = {
+static const command_arg module_unload_args_185[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -2022,7 +2309,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_163[] = {
+static const command_arg move_args_186[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2038,18 +2325,72 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_164[] = {
+static const command_arg mset_args_187[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_165[] = {
+static const command_arg mset_args_188[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_164,
+     .subargs = mset_args_187,
      .num_args = 2},
+};
+
+static const char *const msetex_tips[] = {"request_policy:multi_shard",
+                                          "response_policy:all_succeeded"};
+
+static const key_spec msetex_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_KEYNUM,
+     .fk.keynum = {0, 1, 2}},
+};
+
+static const command_arg msetex_args_189[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg msetex_args_190[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg msetex_args_191[] = {
+    {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
+    {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
+    {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "PXAT"},
+    {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
+};
+
+static const command_arg msetex_args_192[] = {
+    {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = msetex_args_189,
+     .num_args = 2},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = msetex_args_190,
+     .num_args = 2},
+    {.name = "expiration",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = msetex_args_191,
+     .num_args = 5},
 };
 
 static const key_spec msetnx_key_specs[] = {
@@ -2060,17 +2401,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_166[] = {
+static const command_arg msetnx_args_193[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_167[] = {
+static const command_arg msetnx_args_194[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_166,
+     .subargs = msetnx_args_193,
      .num_args = 2},
 };
 
@@ -2084,7 +2425,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_168[] = {
+static const command_arg object_encoding_args_195[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2098,7 +2439,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_169[] = {
+static const command_arg object_freq_args_196[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2112,7 +2453,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_170[] = {
+static const command_arg object_idletime_args_197[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2126,7 +2467,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_171[] = {
+static const command_arg object_refcount_args_198[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2138,7 +2479,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_172[] = {
+static const command_arg persist_args_199[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2150,14 +2491,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_173[] = {
+static const command_arg pexpire_args_200[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_174[] = {
+static const command_arg pexpire_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2165,7 +2506,7 @@ static const command_arg pexpire_args_174[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_173,
+     .subargs = pexpire_args_200,
      .num_args = 4},
 };
 
@@ -2177,14 +2518,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_175[] = {
+static const command_arg pexpireat_args_202[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_176[] = {
+static const command_arg pexpireat_args_203[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2192,7 +2533,7 @@ static const command_arg pexpireat_args_176[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_175,
+     .subargs = pexpireat_args_202,
      .num_args = 4},
 };
 
@@ -2204,7 +2545,7 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_177[] = {
+static const command_arg pexpiretime_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2216,7 +2557,7 @@ static const key_spec pfadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pfadd_args_178[] = {
+static const command_arg pfadd_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element",
      .type = ARG_STRING,
@@ -2232,7 +2573,7 @@ static const key_spec pfcount_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg pfcount_args_179[] = {
+static const command_arg pfcount_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2244,7 +2585,7 @@ static const key_spec pfdebug_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pfdebug_args_180[] = {
+static const command_arg pfdebug_args_207[] = {
     {.name = "subcommand", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
@@ -2262,7 +2603,7 @@ static const key_spec pfmerge_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg pfmerge_args_181[] = {
+static const command_arg pfmerge_args_208[] = {
     {.name = "destkey", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "sourcekey",
      .type = ARG_KEY,
@@ -2273,7 +2614,7 @@ static const command_arg pfmerge_args_181[] = {
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_182[] = {
+static const command_arg ping_args_209[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2285,13 +2626,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_183[] = {
+static const command_arg psetex_args_210[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_184[] = {
+static const command_arg psubscribe_args_211[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2305,38 +2646,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_185[] = {
+static const command_arg pttl_args_212[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_186[] = {
+static const command_arg publish_args_213[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_187[] = {
+static const command_arg pubsub_channels_args_214[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_188[] = {
+static const command_arg pubsub_numsub_args_215[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_189[] = {
+static const command_arg pubsub_shardchannels_args_216[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_190[] = {
+static const command_arg pubsub_shardnumsub_args_217[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_191[] = {
+static const command_arg punsubscribe_args_218[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2359,7 +2700,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_192[] = {
+static const command_arg rename_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2377,7 +2718,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_193[] = {
+static const command_arg renamenx_args_220[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2390,7 +2731,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_194[] = {
+static const command_arg rpop_args_221[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2412,7 +2753,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_195[] = {
+static const command_arg rpoplpush_args_222[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2425,7 +2766,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_196[] = {
+static const command_arg rpush_args_223[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2438,7 +2779,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_197[] = {
+static const command_arg rpushx_args_224[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2451,7 +2792,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_198[] = {
+static const command_arg sadd_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2459,7 +2800,7 @@ static const command_arg sadd_args_198[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_199[] = {
+static const command_arg scan_args_226[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2487,7 +2828,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_200[] = {
+static const command_arg scard_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2501,7 +2842,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_201[] = {
+static const command_arg sdiff_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2518,12 +2859,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_202[] = {
+static const command_arg sdiffstore_args_229[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_203[] = {
+static const command_arg select_args_230[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2535,12 +2876,17 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_204[] = {
+static const command_arg set_args_231[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+    {.name = "comparison-value",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "IFEQ",
+     .since = "8.1.0"},
 };
 
-static const command_arg set_args_205[] = {
+static const command_arg set_args_232[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2568,7 +2914,7 @@ static const command_arg set_args_205[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_206[] = {
+static const command_arg set_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2576,8 +2922,8 @@ static const command_arg set_args_206[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_204,
-     .num_args = 2},
+     .subargs = set_args_231,
+     .num_args = 3},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
      .key_spec_index = -1,
@@ -2588,8 +2934,22 @@ static const command_arg set_args_206[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_205,
+     .subargs = set_args_232,
      .num_args = 5},
+};
+
+static const key_spec setbit_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg setbit_args_234[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "value", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
 static const key_spec setex_key_specs[] = {
@@ -2600,7 +2960,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_207[] = {
+static const command_arg setex_args_235[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2614,7 +2974,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_208[] = {
+static const command_arg setnx_args_236[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2627,23 +2987,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_209[] = {
+static const command_arg setrange_args_237[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_210[] = {
+static const command_arg shutdown_args_238[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_211[] = {
+static const command_arg shutdown_args_239[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_210,
+     .subargs = shutdown_args_238,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -2659,11 +3019,11 @@ static const command_arg shutdown_args_211[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_212[] = {
+static const command_arg shutdown_args_240[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_211,
+     .subargs = shutdown_args_239,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -2672,12 +3032,12 @@ static const command_arg shutdown_args_212[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_213[] = {
+static const command_arg shutdown_args_241[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_212,
+     .subargs = shutdown_args_240,
      .num_args = 2},
 };
 
@@ -2691,7 +3051,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_214[] = {
+static const command_arg sinter_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2703,7 +3063,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_215[] = {
+static const command_arg sintercard_args_243[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -2726,7 +3086,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_216[] = {
+static const command_arg sinterstore_args_244[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -2739,7 +3099,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_217[] = {
+static const command_arg sismember_args_245[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2747,7 +3107,7 @@ static const command_arg sismember_args_217[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_218[] = {
+static const command_arg slowlog_get_args_246[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2767,7 +3127,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_219[] = {
+static const command_arg smembers_args_247[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2779,7 +3139,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_220[] = {
+static const command_arg smismember_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2797,7 +3157,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_221[] = {
+static const command_arg smove_args_249[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -2813,17 +3173,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_222[] = {
+static const command_arg sort_args_250[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_223[] = {
+static const command_arg sort_args_251[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_224[] = {
+static const command_arg sort_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2836,7 +3196,7 @@ static const command_arg sort_args_224[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_222,
+     .subargs = sort_args_250,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2848,7 +3208,7 @@ static const command_arg sort_args_224[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_223,
+     .subargs = sort_args_251,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2871,17 +3231,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_225[] = {
+static const command_arg sort_ro_args_253[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_226[] = {
+static const command_arg sort_ro_args_254[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_227[] = {
+static const command_arg sort_ro_args_255[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -2894,7 +3254,7 @@ static const command_arg sort_ro_args_227[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_225,
+     .subargs = sort_ro_args_253,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -2906,7 +3266,7 @@ static const command_arg sort_ro_args_227[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_226,
+     .subargs = sort_ro_args_254,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -2925,7 +3285,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_228[] = {
+static const command_arg spop_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2942,7 +3302,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_229[] = {
+static const command_arg spublish_args_257[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2957,7 +3317,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_230[] = {
+static const command_arg srandmember_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2974,7 +3334,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_231[] = {
+static const command_arg srem_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2989,7 +3349,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_232[] = {
+static const command_arg sscan_args_260[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3012,7 +3372,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_233[] = {
+static const command_arg ssubscribe_args_261[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3024,11 +3384,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_234[] = {
+static const command_arg strlen_args_262[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_235[] = {
+static const command_arg subscribe_args_263[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3040,7 +3400,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_236[] = {
+static const command_arg substr_args_264[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3056,7 +3416,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_237[] = {
+static const command_arg sunion_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3073,7 +3433,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_238[] = {
+static const command_arg sunionstore_args_266[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3086,14 +3446,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_239[] = {
+static const command_arg sunsubscribe_args_267[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_240[] = {
+static const command_arg swapdb_args_268[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -3110,7 +3470,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_241[] = {
+static const command_arg touch_args_269[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3124,7 +3484,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_242[] = {
+static const command_arg ttl_args_270[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3136,7 +3496,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_243[] = {
+static const command_arg type_args_271[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3150,11 +3510,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_244[] = {
+static const command_arg unlink_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_245[] = {
+static const command_arg unsubscribe_args_273[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3169,7 +3529,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_246[] = {
+static const command_arg watch_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3181,36 +3541,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_247[] = {
+static const command_arg zadd_args_275[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_248[] = {
+static const command_arg zadd_args_276[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_249[] = {
+static const command_arg zadd_args_277[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_250[] = {
+static const command_arg zadd_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_247,
+     .subargs = zadd_args_275,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_248,
+     .subargs = zadd_args_276,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3228,7 +3588,7 @@ static const command_arg zadd_args_250[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_249,
+     .subargs = zadd_args_277,
      .num_args = 2},
 };
 
@@ -3240,7 +3600,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_251[] = {
+static const command_arg zcard_args_279[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3252,7 +3612,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_252[] = {
+static const command_arg zcount_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3266,7 +3626,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_253[] = {
+static const command_arg zdiff_args_281[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3289,7 +3649,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_254[] = {
+static const command_arg zdiffstore_args_282[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3303,7 +3663,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_255[] = {
+static const command_arg zincrby_args_283[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3317,13 +3677,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_256[] = {
+static const command_arg zinter_args_284[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_257[] = {
+static const command_arg zinter_args_285[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3336,7 +3696,7 @@ static const command_arg zinter_args_257[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_256,
+     .subargs = zinter_args_284,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3353,7 +3713,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_258[] = {
+static const command_arg zintercard_args_286[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3376,13 +3736,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_259[] = {
+static const command_arg zinterstore_args_287[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_260[] = {
+static const command_arg zinterstore_args_288[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3396,7 +3756,7 @@ static const command_arg zinterstore_args_260[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_259,
+     .subargs = zinterstore_args_287,
      .num_args = 3},
 };
 
@@ -3408,7 +3768,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_261[] = {
+static const command_arg zlexcount_args_289[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3422,18 +3782,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_262[] = {
+static const command_arg zmpop_args_290[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_263[] = {
+static const command_arg zmpop_args_291[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_262,
+     .subargs = zmpop_args_290,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3450,7 +3810,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_264[] = {
+static const command_arg zmscore_args_292[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3463,7 +3823,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_265[] = {
+static const command_arg zpopmax_args_293[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3476,7 +3836,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_266[] = {
+static const command_arg zpopmin_args_294[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3491,7 +3851,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_267[] = {
+static const command_arg zrandmember_args_295[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3500,13 +3860,13 @@ static const command_arg zrandmember_args_267[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_268[] = {
+static const command_arg zrandmember_args_296[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_267,
+     .subargs = zrandmember_args_295,
      .num_args = 2},
 };
 
@@ -3518,17 +3878,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_269[] = {
+static const command_arg zrange_args_297[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_270[] = {
+static const command_arg zrange_args_298[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_271[] = {
+static const command_arg zrange_args_299[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3537,7 +3897,7 @@ static const command_arg zrange_args_271[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_269,
+     .subargs = zrange_args_297,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3551,7 +3911,7 @@ static const command_arg zrange_args_271[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_270,
+     .subargs = zrange_args_298,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3568,12 +3928,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_272[] = {
+static const command_arg zrangebylex_args_300[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_273[] = {
+static const command_arg zrangebylex_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3582,7 +3942,7 @@ static const command_arg zrangebylex_args_273[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_272,
+     .subargs = zrangebylex_args_300,
      .num_args = 2},
 };
 
@@ -3594,12 +3954,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_274[] = {
+static const command_arg zrangebyscore_args_302[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_275[] = {
+static const command_arg zrangebyscore_args_303[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3614,7 +3974,7 @@ static const command_arg zrangebyscore_args_275[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_274,
+     .subargs = zrangebyscore_args_302,
      .num_args = 2},
 };
 
@@ -3631,17 +3991,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_276[] = {
+static const command_arg zrangestore_args_304[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_277[] = {
+static const command_arg zrangestore_args_305[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_278[] = {
+static const command_arg zrangestore_args_306[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3650,7 +4010,7 @@ static const command_arg zrangestore_args_278[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_276,
+     .subargs = zrangestore_args_304,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3662,7 +4022,7 @@ static const command_arg zrangestore_args_278[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_277,
+     .subargs = zrangestore_args_305,
      .num_args = 2},
 };
 
@@ -3674,7 +4034,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_279[] = {
+static const command_arg zrank_args_307[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3692,7 +4052,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_280[] = {
+static const command_arg zrem_args_308[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3705,7 +4065,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_281[] = {
+static const command_arg zremrangebylex_args_309[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3719,7 +4079,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_282[] = {
+static const command_arg zremrangebyrank_args_310[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3733,7 +4093,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_283[] = {
+static const command_arg zremrangebyscore_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3747,7 +4107,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_284[] = {
+static const command_arg zrevrange_args_312[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3766,12 +4126,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_285[] = {
+static const command_arg zrevrangebylex_args_313[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_286[] = {
+static const command_arg zrevrangebylex_args_314[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -3780,7 +4140,7 @@ static const command_arg zrevrangebylex_args_286[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_285,
+     .subargs = zrevrangebylex_args_313,
      .num_args = 2},
 };
 
@@ -3792,12 +4152,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_287[] = {
+static const command_arg zrevrangebyscore_args_315[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_288[] = {
+static const command_arg zrevrangebyscore_args_316[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3811,7 +4171,7 @@ static const command_arg zrevrangebyscore_args_288[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_287,
+     .subargs = zrevrangebyscore_args_315,
      .num_args = 2},
 };
 
@@ -3823,7 +4183,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_289[] = {
+static const command_arg zrevrank_args_317[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -3843,7 +4203,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_290[] = {
+static const command_arg zscan_args_318[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3871,7 +4231,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_291[] = {
+static const command_arg zscore_args_319[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3884,13 +4244,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_292[] = {
+static const command_arg zunion_args_320[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_293[] = {
+static const command_arg zunion_args_321[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3903,7 +4263,7 @@ static const command_arg zunion_args_293[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_292,
+     .subargs = zunion_args_320,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3925,13 +4285,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_294[] = {
+static const command_arg zunionstore_args_322[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_295[] = {
+static const command_arg zunionstore_args_323[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3945,7 +4305,7 @@ static const command_arg zunionstore_args_295[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_294,
+     .subargs = zunionstore_args_322,
      .num_args = 3},
 };
 
@@ -3977,6 +4337,51 @@ static const command_docs docs_table[] = {
      .extra_flags = CMD_NO_ASYNC_LOADING,
      .args = bgsave_args_3,
      .num_args = 1},
+    {.fullname = "bitcount",
+     .group = "bitmap",
+     .since = "2.6.0",
+     .complexity = "O(N)",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = bitcount_key_specs,
+     .num_key_specs = 1,
+     .args = bitcount_args_7,
+     .num_args = 2},
+    {.fullname = "bitfield",
+     .group = "bitmap",
+     .since = "3.2.0",
+     .complexity = "O(1) for each subcommand specified",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = bitfield_key_specs,
+     .num_key_specs = 1,
+     .args = bitfield_args_15,
+     .num_args = 2},
+    {.fullname = "bitfield_ro",
+     .group = "bitmap",
+     .since = "6.0.0",
+     .complexity = "O(1) for each subcommand specified",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = bitfield_ro_key_specs,
+     .num_key_specs = 1,
+     .args = bitfield_ro_args_17,
+     .num_args = 2},
+    {.fullname = "bitop",
+     .group = "bitmap",
+     .since = "2.6.0",
+     .complexity = "O(N)",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = bitop_key_specs,
+     .num_key_specs = 2,
+     .args = bitop_args_19,
+     .num_args = 3},
+    {.fullname = "bitpos",
+     .group = "bitmap",
+     .since = "2.8.7",
+     .complexity = "O(N)",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = bitpos_key_specs,
+     .num_key_specs = 1,
+     .args = bitpos_args_23,
+     .num_args = 3},
     {.fullname = "blmove",
      .group = "list",
      .since = "6.2.0",
@@ -3984,7 +4389,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = blmove_key_specs,
      .num_key_specs = 2,
-     .args = blmove_args_6,
+     .args = blmove_args_26,
      .num_args = 5},
     {.fullname = "blmpop",
      .group = "list",
@@ -3994,7 +4399,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = blmpop_key_specs,
      .num_key_specs = 1,
-     .args = blmpop_args_8,
+     .args = blmpop_args_28,
      .num_args = 5},
     {.fullname = "blpop",
      .group = "list",
@@ -4003,7 +4408,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = blpop_key_specs,
      .num_key_specs = 1,
-     .args = blpop_args_9,
+     .args = blpop_args_29,
      .num_args = 2},
     {.fullname = "brpop",
      .group = "list",
@@ -4012,7 +4417,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = brpop_key_specs,
      .num_key_specs = 1,
-     .args = brpop_args_10,
+     .args = brpop_args_30,
      .num_args = 2},
     {.fullname = "brpoplpush",
      .group = "list",
@@ -4024,7 +4429,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`BLMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = brpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = brpoplpush_args_11,
+     .args = brpoplpush_args_31,
      .num_args = 3},
     {.fullname = "bzmpop",
      .group = "sorted_set",
@@ -4034,7 +4439,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = bzmpop_key_specs,
      .num_key_specs = 1,
-     .args = bzmpop_args_13,
+     .args = bzmpop_args_33,
      .num_args = 5},
     {.fullname = "bzpopmax",
      .group = "sorted_set",
@@ -4043,7 +4448,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = bzpopmax_key_specs,
      .num_key_specs = 1,
-     .args = bzpopmax_args_14,
+     .args = bzpopmax_args_34,
      .num_args = 2},
     {.fullname = "bzpopmin",
      .group = "sorted_set",
@@ -4052,7 +4457,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = bzpopmin_key_specs,
      .num_key_specs = 1,
-     .args = bzpopmin_args_15,
+     .args = bzpopmin_args_35,
      .num_args = 2},
     {.fullname = "client",
      .group = "connection",
@@ -4063,7 +4468,7 @@ static const command_docs docs_table[] = {
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_caching_args_17,
+     .args = client_caching_args_37,
      .num_args = 1},
     {.fullname = "client|getname",
      .group = "connection",
@@ -4097,7 +4502,7 @@ static const command_docs docs_table[] = {
      .since = "2.4.0",
      .complexity = "O(N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_kill_args_22,
+     .args = client_kill_args_42,
      .num_args = 1},
     {.fullname = "client|list",
      .group = "connection",
@@ -4106,35 +4511,35 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_list_tips,
      .num_tips = 1,
-     .args = client_list_args_24,
+     .args = client_list_args_44,
      .num_args = 2},
     {.fullname = "client|no-evict",
      .group = "connection",
      .since = "7.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_evict_args_26,
+     .args = client_no_evict_args_46,
      .num_args = 1},
     {.fullname = "client|no-touch",
      .group = "connection",
      .since = "7.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_no_touch_args_28,
+     .args = client_no_touch_args_48,
      .num_args = 1},
     {.fullname = "client|pause",
      .group = "connection",
      .since = "3.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_pause_args_30,
+     .args = client_pause_args_50,
      .num_args = 2},
     {.fullname = "client|reply",
      .group = "connection",
      .since = "3.2.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_reply_args_32,
+     .args = client_reply_args_52,
      .num_args = 1},
     {.fullname = "client|setinfo",
      .group = "connection",
@@ -4143,7 +4548,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setinfo_tips,
      .num_tips = 2,
-     .args = client_setinfo_args_34,
+     .args = client_setinfo_args_54,
      .num_args = 1},
     {.fullname = "client|setname",
      .group = "connection",
@@ -4152,14 +4557,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = client_setname_tips,
      .num_tips = 2,
-     .args = client_setname_args_35,
+     .args = client_setname_args_55,
      .num_args = 1},
     {.fullname = "client|tracking",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1). Some options may introduce additional complexity.",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_tracking_args_37,
+     .args = client_tracking_args_57,
      .num_args = 7},
     {.fullname = "client|trackinginfo",
      .group = "connection",
@@ -4171,7 +4576,7 @@ static const command_docs docs_table[] = {
      .since = "5.0.0",
      .complexity = "O(log N) where N is the number of client connections",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = client_unblock_args_39,
+     .args = client_unblock_args_59,
      .num_args = 2},
     {.fullname = "client|unpause",
      .group = "connection",
@@ -4195,7 +4600,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = commandlog_get_tips,
      .num_tips = 2,
-     .args = commandlog_get_args_41,
+     .args = commandlog_get_args_61,
      .num_args = 2},
     {.fullname = "commandlog|help", .group = "server", .since = "8.1.0", .complexity = "O(1)"},
     {.fullname = "commandlog|len",
@@ -4204,7 +4609,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = commandlog_len_tips,
      .num_tips = 3,
-     .args = commandlog_len_args_43,
+     .args = commandlog_len_args_63,
      .num_args = 1},
     {.fullname = "commandlog|reset",
      .group = "server",
@@ -4212,7 +4617,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries in the commandlog",
      .tips = commandlog_reset_tips,
      .num_tips = 2,
-     .args = commandlog_reset_args_45,
+     .args = commandlog_reset_args_65,
      .num_args = 1},
     {.fullname = "command|count",
      .group = "server",
@@ -4226,21 +4631,21 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_docs_tips,
      .num_tips = 1,
-     .args = command_docs_args_46,
+     .args = command_docs_args_66,
      .num_args = 1},
     {.fullname = "command|getkeys",
      .group = "server",
      .since = "2.8.13",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeys_args_47,
+     .args = command_getkeys_args_67,
      .num_args = 2},
     {.fullname = "command|getkeysandflags",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of arguments to the command",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = command_getkeysandflags_args_48,
+     .args = command_getkeysandflags_args_68,
      .num_args = 2},
     {.fullname = "command|help",
      .group = "server",
@@ -4254,7 +4659,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_info_tips,
      .num_tips = 1,
-     .args = command_info_args_49,
+     .args = command_info_args_69,
      .num_args = 1},
     {.fullname = "command|list",
      .group = "server",
@@ -4263,7 +4668,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = command_list_tips,
      .num_tips = 1,
-     .args = command_list_args_51,
+     .args = command_list_args_71,
      .num_args = 1},
     {.fullname = "config",
      .group = "server",
@@ -4273,7 +4678,7 @@ static const command_docs docs_table[] = {
      .group = "server",
      .since = "2.0.0",
      .complexity = "O(N) when N is the number of configuration parameters provided",
-     .args = config_get_args_52,
+     .args = config_get_args_72,
      .num_args = 1},
     {.fullname = "config|help", .group = "server", .since = "5.0.0", .complexity = "O(1)"},
     {.fullname = "config|resetstat",
@@ -4294,7 +4699,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) when N is the number of configuration parameters provided",
      .tips = config_set_tips,
      .num_tips = 2,
-     .args = config_set_args_54,
+     .args = config_set_args_74,
      .num_args = 1},
     {.fullname = "copy",
      .group = "generic",
@@ -4304,7 +4709,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = copy_key_specs,
      .num_key_specs = 2,
-     .args = copy_args_55,
+     .args = copy_args_75,
      .num_args = 4},
     {.fullname = "dbsize",
      .group = "server",
@@ -4325,7 +4730,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decr_key_specs,
      .num_key_specs = 1,
-     .args = decr_args_56,
+     .args = decr_args_76,
      .num_args = 1},
     {.fullname = "decrby",
      .group = "string",
@@ -4334,7 +4739,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = decrby_key_specs,
      .num_key_specs = 1,
-     .args = decrby_args_57,
+     .args = decrby_args_77,
      .num_args = 2},
     {.fullname = "del",
      .group = "generic",
@@ -4348,8 +4753,17 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = del_key_specs,
      .num_key_specs = 1,
-     .args = del_args_58,
+     .args = del_args_78,
      .num_args = 1},
+    {.fullname = "delifeq",
+     .group = "string",
+     .since = "9.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STRING,
+     .key_specs = delifeq_key_specs,
+     .num_key_specs = 1,
+     .args = delifeq_args_79,
+     .num_args = 2},
     {.fullname = "discard",
      .group = "transactions",
      .since = "2.0.0",
@@ -4360,7 +4774,7 @@ static const command_docs docs_table[] = {
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = echo_args_59,
+     .args = echo_args_80,
      .num_args = 1},
     {.fullname = "exec",
      .group = "transactions",
@@ -4376,7 +4790,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = exists_key_specs,
      .num_key_specs = 1,
-     .args = exists_args_60,
+     .args = exists_args_81,
      .num_args = 1},
     {.fullname = "expire",
      .group = "generic",
@@ -4385,7 +4799,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expire_key_specs,
      .num_key_specs = 1,
-     .args = expire_args_62,
+     .args = expire_args_83,
      .num_args = 3},
     {.fullname = "expireat",
      .group = "generic",
@@ -4394,7 +4808,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expireat_key_specs,
      .num_key_specs = 1,
-     .args = expireat_args_64,
+     .args = expireat_args_85,
      .num_args = 3},
     {.fullname = "expiretime",
      .group = "generic",
@@ -4403,7 +4817,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = expiretime_key_specs,
      .num_key_specs = 1,
-     .args = expiretime_args_65,
+     .args = expiretime_args_86,
      .num_args = 1},
     {.fullname = "flushall",
      .group = "server",
@@ -4412,7 +4826,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushall_tips,
      .num_tips = 2,
-     .args = flushall_args_67,
+     .args = flushall_args_88,
      .num_args = 1},
     {.fullname = "flushdb",
      .group = "server",
@@ -4421,7 +4835,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = flushdb_tips,
      .num_tips = 2,
-     .args = flushdb_args_69,
+     .args = flushdb_args_90,
      .num_args = 1},
     {.fullname = "get",
      .group = "string",
@@ -4430,8 +4844,17 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_70,
+     .args = get_args_91,
      .num_args = 1},
+    {.fullname = "getbit",
+     .group = "bitmap",
+     .since = "2.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = getbit_key_specs,
+     .num_key_specs = 1,
+     .args = getbit_args_92,
+     .num_args = 2},
     {.fullname = "getdel",
      .group = "string",
      .since = "6.2.0",
@@ -4439,7 +4862,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_71,
+     .args = getdel_args_93,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4448,7 +4871,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_73,
+     .args = getex_args_95,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4460,7 +4883,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_74,
+     .args = getrange_args_96,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4472,7 +4895,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_75,
+     .args = getset_args_97,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4481,14 +4904,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_76,
+     .args = hdel_args_98,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_79,
+     .args = hello_args_101,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4497,7 +4920,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_80,
+     .args = hexists_args_102,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4506,7 +4929,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_83,
+     .args = hexpire_args_105,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4515,7 +4938,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_86,
+     .args = hexpireat_args_108,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4524,7 +4947,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_88,
+     .args = hexpiretime_args_110,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4533,7 +4956,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_89,
+     .args = hget_args_111,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4544,7 +4967,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_90,
+     .args = hgetall_args_112,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4553,7 +4976,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_92,
+     .args = hgetdel_args_114,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4562,7 +4985,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_95,
+     .args = hgetex_args_117,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4571,7 +4994,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_96,
+     .args = hincrby_args_118,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -4580,7 +5003,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_97,
+     .args = hincrbyfloat_args_119,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -4591,7 +5014,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_98,
+     .args = hkeys_args_120,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -4600,7 +5023,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_99,
+     .args = hlen_args_121,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -4609,7 +5032,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_100,
+     .args = hmget_args_122,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -4621,7 +5044,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_102,
+     .args = hmset_args_124,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -4630,7 +5053,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_104,
+     .args = hpersist_args_126,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -4639,7 +5062,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_107,
+     .args = hpexpire_args_129,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -4648,7 +5071,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_110,
+     .args = hpexpireat_args_132,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -4657,7 +5080,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_112,
+     .args = hpexpiretime_args_134,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -4666,7 +5089,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_114,
+     .args = hpttl_args_136,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -4677,7 +5100,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_116,
+     .args = hrandfield_args_138,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -4690,7 +5113,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_117,
+     .args = hscan_args_139,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -4700,7 +5123,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_119,
+     .args = hset_args_141,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -4709,7 +5132,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_125,
+     .args = hsetex_args_147,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -4718,7 +5141,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_126,
+     .args = hsetnx_args_148,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -4727,7 +5150,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_127,
+     .args = hstrlen_args_149,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -4736,7 +5159,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_129,
+     .args = httl_args_151,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -4747,7 +5170,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_130,
+     .args = hvals_args_152,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -4756,7 +5179,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_131,
+     .args = incr_args_153,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -4765,7 +5188,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_132,
+     .args = incrby_args_154,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -4774,7 +5197,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_133,
+     .args = incrbyfloat_args_155,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -4783,7 +5206,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_134,
+     .args = info_args_156,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -4793,7 +5216,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_135,
+     .args = keys_args_157,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -4818,7 +5241,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_136,
+     .args = latency_graph_args_158,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -4828,7 +5251,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_137,
+     .args = latency_histogram_args_159,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -4836,7 +5259,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_138,
+     .args = latency_history_args_160,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -4850,8 +5273,17 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_139,
+     .args = latency_reset_args_161,
      .num_args = 1},
+    {.fullname = "lcs",
+     .group = "string",
+     .since = "7.0.0",
+     .complexity = "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+     .acl_categories = ACL_CAT_STRING,
+     .key_specs = lcs_key_specs,
+     .num_key_specs = 1,
+     .args = lcs_args_162,
+     .num_args = 6},
     {.fullname = "lindex",
      .group = "list",
      .since = "1.0.0",
@@ -4860,7 +5292,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_140,
+     .args = lindex_args_163,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -4872,7 +5304,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_142,
+     .args = linsert_args_165,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -4881,7 +5313,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_143,
+     .args = llen_args_166,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -4890,7 +5322,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_146,
+     .args = lmove_args_169,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -4900,7 +5332,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_148,
+     .args = lmpop_args_171,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -4909,7 +5341,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_149,
+     .args = lpop_args_172,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -4920,7 +5352,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_150,
+     .args = lpos_args_173,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -4930,7 +5362,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_151,
+     .args = lpush_args_174,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -4940,7 +5372,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_152,
+     .args = lpushx_args_175,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -4951,7 +5383,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_153,
+     .args = lrange_args_176,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -4961,7 +5393,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_154,
+     .args = lrem_args_177,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -4971,7 +5403,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_155,
+     .args = lset_args_178,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -4980,7 +5412,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_156,
+     .args = ltrim_args_179,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -5017,7 +5449,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_157,
+     .args = memory_usage_args_180,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -5028,7 +5460,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_158,
+     .args = mget_args_181,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -5046,21 +5478,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_159,
+     .args = module_load_args_182,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_161,
+     .args = module_loadex_args_184,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_162,
+     .args = module_unload_args_185,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -5070,7 +5502,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_163,
+     .args = move_args_186,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -5081,8 +5513,19 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_165,
+     .args = mset_args_188,
      .num_args = 1},
+    {.fullname = "msetex",
+     .group = "string",
+     .since = "9.1.0",
+     .complexity = "O(N) where N is the number of keys to set.",
+     .acl_categories = ACL_CAT_STRING | ACL_CAT_WRITE | ACL_CAT_SLOW,
+     .tips = msetex_tips,
+     .num_tips = 2,
+     .key_specs = msetex_key_specs,
+     .num_key_specs = 1,
+     .args = msetex_args_192,
+     .num_args = 4},
     {.fullname = "msetnx",
      .group = "string",
      .since = "1.0.1",
@@ -5090,7 +5533,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_167,
+     .args = msetnx_args_194,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -5110,7 +5553,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_168,
+     .args = object_encoding_args_195,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -5121,7 +5564,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_169,
+     .args = object_freq_args_196,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -5137,7 +5580,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_170,
+     .args = object_idletime_args_197,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -5148,7 +5591,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_171,
+     .args = object_refcount_args_198,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -5157,7 +5600,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_172,
+     .args = persist_args_199,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -5166,7 +5609,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_174,
+     .args = pexpire_args_201,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -5175,7 +5618,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_176,
+     .args = pexpireat_args_203,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -5184,7 +5627,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_177,
+     .args = pexpiretime_args_204,
      .num_args = 1},
     {.fullname = "pfadd",
      .group = "hyperloglog",
@@ -5193,7 +5636,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfadd_key_specs,
      .num_key_specs = 1,
-     .args = pfadd_args_178,
+     .args = pfadd_args_205,
      .num_args = 2},
     {.fullname = "pfcount",
      .group = "hyperloglog",
@@ -5204,7 +5647,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfcount_key_specs,
      .num_key_specs = 1,
-     .args = pfcount_args_179,
+     .args = pfcount_args_206,
      .num_args = 1},
     {.fullname = "pfdebug",
      .group = "hyperloglog",
@@ -5214,7 +5657,7 @@ static const command_docs docs_table[] = {
      .doc_flags = CMD_DOC_SYSCMD,
      .key_specs = pfdebug_key_specs,
      .num_key_specs = 1,
-     .args = pfdebug_args_180,
+     .args = pfdebug_args_207,
      .num_args = 2},
     {.fullname = "pfmerge",
      .group = "hyperloglog",
@@ -5223,7 +5666,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfmerge_key_specs,
      .num_key_specs = 2,
-     .args = pfmerge_args_181,
+     .args = pfmerge_args_208,
      .num_args = 2},
     {.fullname = "pfselftest",
      .group = "hyperloglog",
@@ -5238,7 +5681,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_182,
+     .args = ping_args_209,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -5250,13 +5693,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_183,
+     .args = psetex_args_210,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_184,
+     .args = psubscribe_args_211,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -5267,14 +5710,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_185,
+     .args = pttl_args_212,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_186,
+     .args = publish_args_213,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -5285,7 +5728,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_187,
+     .args = pubsub_channels_args_214,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -5293,27 +5736,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_188,
+     .args = pubsub_numsub_args_215,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_189,
+     .args = pubsub_shardchannels_args_216,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_190,
+     .args = pubsub_shardnumsub_args_217,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_191,
+     .args = punsubscribe_args_218,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -5347,7 +5790,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_192,
+     .args = rename_args_219,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -5356,7 +5799,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_193,
+     .args = renamenx_args_220,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -5370,7 +5813,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_194,
+     .args = rpop_args_221,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -5382,7 +5825,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_195,
+     .args = rpoplpush_args_222,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -5392,7 +5835,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_196,
+     .args = rpush_args_223,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5402,7 +5845,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_197,
+     .args = rpushx_args_224,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5412,7 +5855,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_198,
+     .args = sadd_args_225,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5428,7 +5871,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_199,
+     .args = scan_args_226,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5437,7 +5880,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_200,
+     .args = scard_args_227,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5448,7 +5891,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_201,
+     .args = sdiff_args_228,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5457,14 +5900,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_202,
+     .args = sdiffstore_args_229,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_203,
+     .args = select_args_230,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5473,9 +5916,18 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_206,
+     .args = set_args_233,
      .num_args = 5,
      .get_keys = command_set_get_keys},
+    {.fullname = "setbit",
+     .group = "bitmap",
+     .since = "2.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_BITMAP,
+     .key_specs = setbit_key_specs,
+     .num_key_specs = 1,
+     .args = setbit_args_234,
+     .num_args = 3},
     {.fullname = "setex",
      .group = "string",
      .since = "2.0.0",
@@ -5486,7 +5938,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_207,
+     .args = setex_args_235,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5498,7 +5950,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_208,
+     .args = setnx_args_236,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5509,14 +5961,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_209,
+     .args = setrange_args_237,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_213,
+     .args = shutdown_args_241,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5528,7 +5980,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_214,
+     .args = sinter_args_242,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5538,7 +5990,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_215,
+     .args = sintercard_args_243,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -5548,7 +6000,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_216,
+     .args = sinterstore_args_244,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -5557,7 +6009,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_217,
+     .args = sismember_args_245,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -5569,7 +6021,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_218,
+     .args = slowlog_get_args_246,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -5593,7 +6045,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_219,
+     .args = smembers_args_247,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -5602,7 +6054,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_220,
+     .args = smismember_args_248,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -5611,7 +6063,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_221,
+     .args = smove_args_249,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -5622,7 +6074,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_224,
+     .args = sort_args_252,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -5634,7 +6086,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_227,
+     .args = sort_ro_args_255,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -5647,7 +6099,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_228,
+     .args = spop_args_256,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -5656,7 +6108,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_229,
+     .args = spublish_args_257,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -5668,7 +6120,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_230,
+     .args = srandmember_args_258,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -5677,7 +6129,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_231,
+     .args = srem_args_259,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -5690,7 +6142,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_232,
+     .args = sscan_args_260,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -5698,7 +6150,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_233,
+     .args = ssubscribe_args_261,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -5707,13 +6159,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_234,
+     .args = strlen_args_262,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_235,
+     .args = subscribe_args_263,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -5728,7 +6180,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_236,
+     .args = substr_args_264,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -5739,7 +6191,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_237,
+     .args = sunion_args_265,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -5748,7 +6200,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_238,
+     .args = sunionstore_args_266,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -5756,7 +6208,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_239,
+     .args = sunsubscribe_args_267,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -5764,7 +6216,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_240,
+     .args = swapdb_args_268,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -5781,7 +6233,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_241,
+     .args = touch_args_269,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -5792,7 +6244,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_242,
+     .args = ttl_args_270,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -5801,7 +6253,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_243,
+     .args = type_args_271,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -5814,13 +6266,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_244,
+     .args = unlink_args_272,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_245,
+     .args = unsubscribe_args_273,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -5834,7 +6286,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_246,
+     .args = watch_args_274,
      .num_args = 1},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -5844,7 +6296,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_250,
+     .args = zadd_args_278,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -5853,7 +6305,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_251,
+     .args = zcard_args_279,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -5862,7 +6314,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_252,
+     .args = zcount_args_280,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -5872,7 +6324,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_253,
+     .args = zdiff_args_281,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -5882,7 +6334,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_254,
+     .args = zdiffstore_args_282,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -5891,7 +6343,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_255,
+     .args = zincrby_args_283,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -5902,7 +6354,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_257,
+     .args = zinter_args_285,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -5912,7 +6364,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_258,
+     .args = zintercard_args_286,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -5923,7 +6375,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_260,
+     .args = zinterstore_args_288,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -5932,7 +6384,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_261,
+     .args = zlexcount_args_289,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -5942,7 +6394,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_263,
+     .args = zmpop_args_291,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -5951,7 +6403,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_264,
+     .args = zmscore_args_292,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -5961,7 +6413,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_265,
+     .args = zpopmax_args_293,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -5971,7 +6423,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_266,
+     .args = zpopmin_args_294,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -5982,7 +6434,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_268,
+     .args = zrandmember_args_296,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -5992,7 +6444,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_271,
+     .args = zrange_args_299,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -6006,7 +6458,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_273,
+     .args = zrangebylex_args_301,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -6020,7 +6472,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_275,
+     .args = zrangebyscore_args_303,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -6030,7 +6482,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_278,
+     .args = zrangestore_args_306,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -6039,7 +6491,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_279,
+     .args = zrank_args_307,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -6049,7 +6501,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_280,
+     .args = zrem_args_308,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -6059,7 +6511,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_281,
+     .args = zremrangebylex_args_309,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -6069,7 +6521,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_282,
+     .args = zremrangebyrank_args_310,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -6079,7 +6531,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_283,
+     .args = zremrangebyscore_args_311,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -6092,7 +6544,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_284,
+     .args = zrevrange_args_312,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -6106,7 +6558,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_286,
+     .args = zrevrangebylex_args_314,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6120,7 +6572,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_288,
+     .args = zrevrangebyscore_args_316,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6129,7 +6581,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_289,
+     .args = zrevrank_args_317,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6142,7 +6594,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_290,
+     .args = zscan_args_318,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6151,7 +6603,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_291,
+     .args = zscore_args_319,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6161,7 +6613,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_293,
+     .args = zunion_args_321,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6171,7 +6623,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_295,
+     .args = zunionstore_args_323,
      .num_args = 5},
 };
 

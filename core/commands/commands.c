@@ -10,10 +10,10 @@
 #include <string.h>
 
 static const command_family *const builtin_families[] = {
-    &commands_string, &commands_keys,    &commands_server, &commands_multi,
-    &commands_config, &commands_command, &commands_debug,  &commands_memory,
-    &commands_hash,   &commands_list,    &commands_set,    &commands_zset,
-    &commands_sort,   &commands_pubsub,  &commands_ops,    &commands_hll,
+    &commands_string,  &commands_keys,  &commands_server, &commands_multi,  &commands_config,
+    &commands_command, &commands_debug, &commands_memory, &commands_hash,   &commands_list,
+    &commands_set,     &commands_zset,  &commands_sort,   &commands_pubsub, &commands_ops,
+    &commands_bitops,  &commands_hll,
 };
 
 int commands_register(command *cmd) {
@@ -34,7 +34,8 @@ void commands_setup(const commands_env *e) {
     env = e;
     for (size_t f = 0; f < K_ARRAY_LEN(builtin_families); f++) {
         const command_family *fam = builtin_families[f];
-        for (size_t i = 0; i < fam->count; i++) commands_register(&fam->table[i]);
+        for (size_t i = 0; i < fam->count; i++)
+            commands_register(&fam->table[i]);
     }
     multi_setup();
 }
@@ -47,9 +48,13 @@ void commands_teardown(void) {
 int protected_command_allowed(client *c, int setting, const char *name) {
     if (setting == 1) return 1;
     if (setting == 2 && c->conn && conn_is_loopback(c->conn)) return 1;
-    reply_errorf(c, "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", you can run "
-                    "it from a local connection, otherwise you need to set this option in the configuration file, "
-                    "and then restart the server.", name, !strcmp(name, "DEBUG") ? "debug" : "module");
+    reply_errorf(c,
+                 "ERR %s command not allowed. If the enable-%s-command option is set to \"local\", "
+                 "you can run "
+                 "it from a local connection, otherwise you need to set this option in the "
+                 "configuration file, "
+                 "and then restart the server.",
+                 name, !strcmp(name, "DEBUG") ? "debug" : "module");
     return 0;
 }
 

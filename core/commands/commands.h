@@ -35,6 +35,7 @@ extern const command_family commands_zset;
 extern const command_family commands_sort;
 extern const command_family commands_pubsub;
 extern const command_family commands_ops;
+extern const command_family commands_bitops;
 extern const command_family commands_hll;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */

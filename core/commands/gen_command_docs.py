@@ -61,6 +61,7 @@ sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
 pubsub|shardnumsub pubsub|help
+setbit getbit bitcount bitpos bitop bitfield bitfield_ro lcs delifeq msetex
 pfadd pfcount pfmerge pfdebug pfselftest
 """.split()
 
@@ -145,7 +146,42 @@ def later_docs():
         tokens("expiration", ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"], SET_TIMES),
         fields_block(with_values=True)])
     docs.update(commandlog_docs())
+    docs.update(string_docs())
     return docs
+
+
+def string_docs():
+    """DELIFEQ (Valkey 9.0) and MSETEX (Valkey 9.1)."""
+    def string_command(since, complexity, flags, key_specs, args):
+        return {"group": "string", "since": since, "complexity": complexity,
+                "command_flags": flags, "acl_categories": ["STRING"],
+                "key_specs": key_specs, "arguments": args}
+    pairs = {"name": "data", "type": "block", "multiple": True, "arguments": [
+        key_arg(), {"name": "value", "type": "string"}]}
+    msetex_keys = [{"flags": ["OW", "UPDATE"], "begin_search": {"index": {"pos": 1}},
+                    "find_keys": {"keynum": {"keynumidx": 0, "firstkey": 1, "step": 2}}}]
+    return {
+        "delifeq": string_command("9.0.0", "O(1)", ["WRITE"], one_key(["RM", "ACCESS", "DELETE"]),
+                                  [key_arg(), {"name": "value", "type": "string"}]),
+        "msetex": dict(string_command(
+            "9.1.0", "O(N) where N is the number of keys to set.", ["WRITE", "DENYOOM"],
+            msetex_keys, [{"name": "numkeys", "type": "integer"}, pairs,
+                          tokens("condition", ["NX", "XX"]),
+                          tokens("expiration", ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"], SET_TIMES)]),
+            acl_categories=["STRING", "WRITE", "SLOW"],
+            command_tips=["REQUEST_POLICY:MULTI_SHARD", "RESPONSE_POLICY:ALL_SUCCEEDED"]),
+    }
+
+
+def patch_later(fullname, desc):
+    """Arguments later releases added to a TAG command: SET's IFEQ
+    (Valkey 8.1), a third choice of its condition."""
+    if fullname == "set":
+        for arg in desc["arguments"]:
+            if arg["name"] == "condition":
+                arg["arguments"].append({"name": "comparison-value", "type": "string",
+                                         "token": "IFEQ", "since": "8.1.0"})
+    return desc
 
 
 def commandlog_docs():
@@ -183,7 +219,7 @@ def load(git_dir, fullname):
     path = "%s:src/commands/%s.json" % (TAG, fullname.replace("|", "-"))
     text = subprocess.check_output(["git", "--git-dir", git_dir, "show", path])
     (_, desc), = json.loads(text).items()
-    return desc
+    return patch_later(fullname, desc)
 
 
 def c_str(s):

@@ -311,7 +311,8 @@ static int command_keys_from_specs(const command *cmd, const karg *argv, int arg
                 numkeys > argc)
                 return -1;
             first += ks->fk.keynum.firstkey;
-            last = first + (int)numkeys - 1;
+            /* numkeys keys, step apart (MSETEX: key value pairs). */
+            last = first + ((int)numkeys - 1) * step;
         }
         if (last >= argc || last < first || first >= argc) return -1;
         /* Commands of variable arity check their arguments when they run:
