@@ -287,6 +287,25 @@ START_TEST(test_corruption_fuzz) {
 }
 END_TEST
 
+/* Every write keeps the key's TTL, as Valkey's changes in place do. */
+START_TEST(test_writes_keep_ttl) {
+    expect_int(C, 1, "PFADD h a");
+    expect_int(C, 1, "EXPIRE h 1000");
+    expect_int(C, 1, "PFADD h b");
+    expect_int_range(C, 990, 1000, "TTL h");
+    expect_int(C, 2, "PFCOUNT h");
+    expect_int_range(C, 990, 1000, "TTL h");
+    expect_int(C, 1, "PFADD x c");
+    expect_ok(C, "PFMERGE h x");
+    expect_int_range(C, 990, 1000, "TTL h");
+    expect_int(C, 1, "PFDEBUG TODENSE h");
+    expect_int_range(C, 990, 1000, "TTL h");
+    expect_int(C, 3, "PFCOUNT h");
+    expect_ok(C, "PFMERGE new h");
+    expect_int(C, -1, "TTL new");
+}
+END_TEST
+
 /* A value read off the server and written back is the same HLL. */
 START_TEST(test_value_portable) {
     expect_int(C, 1, "PFADD h a b c d e f g");
@@ -347,6 +366,7 @@ static Suite *hll_suite(void) {
     tcase_add_test(tc, test_corrupted_sparse);
     tcase_add_test(tc, test_corrupted_header);
     tcase_add_test(tc, test_corruption_fuzz);
+    tcase_add_test(tc, test_writes_keep_ttl);
     tcase_add_test(tc, test_value_portable);
     tcase_add_test(tc, test_notifications);
     tcase_add_test(tc, test_pfcount_watch);
