@@ -271,7 +271,6 @@ static void cmd_keys(client *c) {
 }
 
 #define SCAN_TYPE_ANY (-1)
-#define SCAN_TYPE_NONE (-2) /* a Valkey type Keel never stores */
 #define SCAN_TYPE_UNKNOWN (-3)
 
 typedef struct scan_state {
@@ -325,14 +324,13 @@ int arg_to_scan_cursor(client *c, const karg *a, unsigned long long *out) {
     return 0;
 }
 
-/* The TYPE filter: Valkey's type names are accepted even where Keel has no
- * such values yet (they simply match nothing). */
+/* The TYPE filter: Valkey's type names. */
 static int scan_type_by_name(const karg *a) {
     static const struct {
         const char *name;
         int type;
     } names[] = {{"string", OBJ_STRING}, {"list", OBJ_LIST}, {"set", OBJ_SET},
-                 {"zset", OBJ_ZSET},     {"hash", OBJ_HASH}, {"stream", SCAN_TYPE_NONE}};
+                 {"zset", OBJ_ZSET},     {"hash", OBJ_HASH}, {"stream", OBJ_STREAM}};
     for (size_t i = 0; i < K_ARRAY_LEN(names); i++)
         if (karg_eq(a, names[i].name)) return names[i].type;
     return SCAN_TYPE_UNKNOWN;

@@ -1067,6 +1067,747 @@ static const command_arg flushdb_args_90[] = {
      .num_args = 2},
 };
 
+static const key_spec geoadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geoadd_args_91[] = {
+    {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
+    {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
+};
+
+static const command_arg geoadd_args_92[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg geoadd_args_93[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "condition",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL,
+     .subargs = geoadd_args_91,
+     .num_args = 2},
+    {.name = "change",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "CH",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geoadd_args_92,
+     .num_args = 3},
+};
+
+static const key_spec geodist_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geodist_args_94[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geodist_args_95[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member1", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "member2", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geodist_args_94,
+     .num_args = 4},
+};
+
+static const key_spec geohash_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geohash_args_96[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec geopos_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geopos_args_97[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec georadius_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 6},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_args_98[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_args_99[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_args_100[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_args_101[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadius_args_102[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_args_98,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_99,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_100,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_args_101,
+     .num_args = 2},
+};
+
+static const key_spec georadius_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadius_ro_args_103[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadius_ro_args_104[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadius_ro_args_105[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadius_ro_args_106[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadius_ro_args_103,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_104,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadius_ro_args_105,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STORE", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STOREDIST", 5},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_args_107[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_args_108[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_args_109[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_args_110[] = {
+    {.name = "storekey", .type = ARG_KEY, .key_spec_index = 1, .display = "key", .token = "STORE"},
+    {.name = "storedistkey",
+     .type = ARG_KEY,
+     .key_spec_index = 2,
+     .display = "key",
+     .token = "STOREDIST"},
+};
+
+static const command_arg georadiusbymember_args_111[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_args_107,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_108,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_109,
+     .num_args = 2},
+    {.name = "store",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_args_110,
+     .num_args = 2},
+};
+
+static const key_spec georadiusbymember_ro_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg georadiusbymember_ro_args_112[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg georadiusbymember_ro_args_113[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg georadiusbymember_ro_args_114[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg georadiusbymember_ro_args_115[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = georadiusbymember_ro_args_112,
+     .num_args = 4},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_113,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = georadiusbymember_ro_args_114,
+     .num_args = 2},
+};
+
+static const key_spec geosearch_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearch_args_116[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_117[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearch_args_116,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_118[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_119[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_118,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_120[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearch_args_121[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_120,
+     .num_args = 4},
+};
+
+static const command_arg geosearch_args_122[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_119,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_121,
+     .num_args = 3},
+};
+
+static const command_arg geosearch_args_123[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_117,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_122,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_124[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearch_args_125[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearch_args_124,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_126[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_123,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearch_args_125,
+     .num_args = 2},
+};
+
+static const command_arg geosearch_args_127[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearch_args_128[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearch_args_129[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearch_args_126,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_127,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearch_args_128,
+     .num_args = 2},
+    {.name = "withcoord",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHCOORD",
+     .flags = ARG_OPTIONAL},
+    {.name = "withdist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHDIST",
+     .flags = ARG_OPTIONAL},
+    {.name = "withhash",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "WITHHASH",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec geosearchstore_key_specs[] = {
+    {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg geosearchstore_args_130[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_131[] = {
+    {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .token = "FROMMEMBER"},
+    {.name = "fromlonlat",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "FROMLONLAT",
+     .subargs = geosearchstore_args_130,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_132[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_133[] = {
+    {.name = "radius", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYRADIUS"},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_132,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_134[] = {
+    {.name = "m", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "M"},
+    {.name = "km", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KM"},
+    {.name = "ft", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FT"},
+    {.name = "mi", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MI"},
+};
+
+static const command_arg geosearchstore_args_135[] = {
+    {.name = "width", .type = ARG_DOUBLE, .key_spec_index = -1, .token = "BYBOX"},
+    {.name = "height", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "unit",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_134,
+     .num_args = 4},
+};
+
+static const command_arg geosearchstore_args_136[] = {
+    {.name = "circle",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_133,
+     .num_args = 2},
+    {.name = "box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_135,
+     .num_args = 3},
+};
+
+static const command_arg geosearchstore_args_137[] = {
+    {.name = "from",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_131,
+     .num_args = 2},
+    {.name = "by",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_136,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_138[] = {
+    {.name = "longitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+    {.name = "latitude", .type = ARG_DOUBLE, .key_spec_index = -1},
+};
+
+static const command_arg geosearchstore_args_139[] = {
+    {.name = "num-vertices", .type = ARG_INTEGER, .key_spec_index = -1, .token = "BYPOLYGON"},
+    {.name = "vertices",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = geosearchstore_args_138,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_140[] = {
+    {.name = "radius-or-box",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_137,
+     .num_args = 2},
+    {.name = "polygon",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .since = "9.0.0",
+     .subargs = geosearchstore_args_139,
+     .num_args = 2},
+};
+
+static const command_arg geosearchstore_args_141[] = {
+    {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
+    {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
+};
+
+static const command_arg geosearchstore_args_142[] = {
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .token = "COUNT"},
+    {.name = "any",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "ANY",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg geosearchstore_args_143[] = {
+    {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "source", .type = ARG_KEY, .key_spec_index = 1},
+    {.name = "search-type",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = geosearchstore_args_140,
+     .num_args = 2},
+    {.name = "order",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_141,
+     .num_args = 2},
+    {.name = "count-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = geosearchstore_args_142,
+     .num_args = 2},
+    {.name = "storedist",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "STOREDIST",
+     .flags = ARG_OPTIONAL},
+};
+
 static const key_spec get_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
      .begin = KEY_BEGIN_INDEX,
@@ -1075,7 +1816,7 @@ static const key_spec get_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg get_args_91[] = {
+static const command_arg get_args_144[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1087,7 +1828,7 @@ static const key_spec getbit_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getbit_args_92[] = {
+static const command_arg getbit_args_145[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1100,7 +1841,7 @@ static const key_spec getdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getdel_args_93[] = {
+static const command_arg getdel_args_146[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1112,7 +1853,7 @@ static const key_spec getex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getex_args_94[] = {
+static const command_arg getex_args_147[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1123,13 +1864,13 @@ static const command_arg getex_args_94[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg getex_args_95[] = {
+static const command_arg getex_args_148[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = getex_args_94,
+     .subargs = getex_args_147,
      .num_args = 5},
 };
 
@@ -1141,7 +1882,7 @@ static const key_spec getrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getrange_args_96[] = {
+static const command_arg getrange_args_149[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1155,7 +1896,7 @@ static const key_spec getset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg getset_args_97[] = {
+static const command_arg getset_args_150[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1168,24 +1909,24 @@ static const key_spec hdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hdel_args_98[] = {
+static const command_arg hdel_args_151[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hello_args_99[] = {
+static const command_arg hello_args_152[] = {
     {.name = "username", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "password", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hello_args_100[] = {
+static const command_arg hello_args_153[] = {
     {.name = "protover", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "auth",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "AUTH",
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_99,
+     .subargs = hello_args_152,
      .num_args = 2},
     {.name = "clientname",
      .type = ARG_STRING,
@@ -1194,12 +1935,12 @@ static const command_arg hello_args_100[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hello_args_101[] = {
+static const command_arg hello_args_154[] = {
     {.name = "arguments",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hello_args_100,
+     .subargs = hello_args_153,
      .num_args = 3},
 };
 
@@ -1211,7 +1952,7 @@ static const key_spec hexists_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexists_args_102[] = {
+static const command_arg hexists_args_155[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1224,32 +1965,32 @@ static const key_spec hexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpire_args_103[] = {
+static const command_arg hexpire_args_156[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpire_args_104[] = {
+static const command_arg hexpire_args_157[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpire_args_105[] = {
+static const command_arg hexpire_args_158[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpire_args_103,
+     .subargs = hexpire_args_156,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpire_args_104,
+     .subargs = hexpire_args_157,
      .num_args = 2},
 };
 
@@ -1261,32 +2002,32 @@ static const key_spec hexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpireat_args_106[] = {
+static const command_arg hexpireat_args_159[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hexpireat_args_107[] = {
+static const command_arg hexpireat_args_160[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpireat_args_108[] = {
+static const command_arg hexpireat_args_161[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hexpireat_args_106,
+     .subargs = hexpireat_args_159,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpireat_args_107,
+     .subargs = hexpireat_args_160,
      .num_args = 2},
 };
 
@@ -1298,18 +2039,18 @@ static const key_spec hexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hexpiretime_args_109[] = {
+static const command_arg hexpiretime_args_162[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hexpiretime_args_110[] = {
+static const command_arg hexpiretime_args_163[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hexpiretime_args_109,
+     .subargs = hexpiretime_args_162,
      .num_args = 2},
 };
 
@@ -1321,7 +2062,7 @@ static const key_spec hget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hget_args_111[] = {
+static const command_arg hget_args_164[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1336,7 +2077,7 @@ static const key_spec hgetall_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetall_args_112[] = {
+static const command_arg hgetall_args_165[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1348,18 +2089,18 @@ static const key_spec hgetdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetdel_args_113[] = {
+static const command_arg hgetdel_args_166[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetdel_args_114[] = {
+static const command_arg hgetdel_args_167[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetdel_args_113,
+     .subargs = hgetdel_args_166,
      .num_args = 2},
 };
 
@@ -1371,7 +2112,7 @@ static const key_spec hgetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hgetex_args_115[] = {
+static const command_arg hgetex_args_168[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1382,24 +2123,24 @@ static const command_arg hgetex_args_115[] = {
     {.name = "persist", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "PERSIST"},
 };
 
-static const command_arg hgetex_args_116[] = {
+static const command_arg hgetex_args_169[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hgetex_args_117[] = {
+static const command_arg hgetex_args_170[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hgetex_args_115,
+     .subargs = hgetex_args_168,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hgetex_args_116,
+     .subargs = hgetex_args_169,
      .num_args = 2},
 };
 
@@ -1411,7 +2152,7 @@ static const key_spec hincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrby_args_118[] = {
+static const command_arg hincrby_args_171[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -1425,7 +2166,7 @@ static const key_spec hincrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hincrbyfloat_args_119[] = {
+static const command_arg hincrbyfloat_args_172[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -1441,7 +2182,7 @@ static const key_spec hkeys_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hkeys_args_120[] = {
+static const command_arg hkeys_args_173[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1453,7 +2194,7 @@ static const key_spec hlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hlen_args_121[] = {
+static const command_arg hlen_args_174[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1465,7 +2206,7 @@ static const key_spec hmget_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmget_args_122[] = {
+static const command_arg hmget_args_175[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -1478,18 +2219,18 @@ static const key_spec hmset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hmset_args_123[] = {
+static const command_arg hmset_args_176[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hmset_args_124[] = {
+static const command_arg hmset_args_177[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hmset_args_123,
+     .subargs = hmset_args_176,
      .num_args = 2},
 };
 
@@ -1501,18 +2242,18 @@ static const key_spec hpersist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpersist_args_125[] = {
+static const command_arg hpersist_args_178[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpersist_args_126[] = {
+static const command_arg hpersist_args_179[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpersist_args_125,
+     .subargs = hpersist_args_178,
      .num_args = 2},
 };
 
@@ -1524,32 +2265,32 @@ static const key_spec hpexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpire_args_127[] = {
+static const command_arg hpexpire_args_180[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpire_args_128[] = {
+static const command_arg hpexpire_args_181[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpire_args_129[] = {
+static const command_arg hpexpire_args_182[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpire_args_127,
+     .subargs = hpexpire_args_180,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpire_args_128,
+     .subargs = hpexpire_args_181,
      .num_args = 2},
 };
 
@@ -1561,32 +2302,32 @@ static const key_spec hpexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpireat_args_130[] = {
+static const command_arg hpexpireat_args_183[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg hpexpireat_args_131[] = {
+static const command_arg hpexpireat_args_184[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpireat_args_132[] = {
+static const command_arg hpexpireat_args_185[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hpexpireat_args_130,
+     .subargs = hpexpireat_args_183,
      .num_args = 4},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpireat_args_131,
+     .subargs = hpexpireat_args_184,
      .num_args = 2},
 };
 
@@ -1598,18 +2339,18 @@ static const key_spec hpexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpexpiretime_args_133[] = {
+static const command_arg hpexpiretime_args_186[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpexpiretime_args_134[] = {
+static const command_arg hpexpiretime_args_187[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpexpiretime_args_133,
+     .subargs = hpexpiretime_args_186,
      .num_args = 2},
 };
 
@@ -1621,18 +2362,18 @@ static const key_spec hpttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hpttl_args_135[] = {
+static const command_arg hpttl_args_188[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg hpttl_args_136[] = {
+static const command_arg hpttl_args_189[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hpttl_args_135,
+     .subargs = hpttl_args_188,
      .num_args = 2},
 };
 
@@ -1646,7 +2387,7 @@ static const key_spec hrandfield_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hrandfield_args_137[] = {
+static const command_arg hrandfield_args_190[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withvalues",
      .type = ARG_PURE_TOKEN,
@@ -1655,13 +2396,13 @@ static const command_arg hrandfield_args_137[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg hrandfield_args_138[] = {
+static const command_arg hrandfield_args_191[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hrandfield_args_137,
+     .subargs = hrandfield_args_190,
      .num_args = 2},
 };
 
@@ -1675,7 +2416,7 @@ static const key_spec hscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hscan_args_139[] = {
+static const command_arg hscan_args_192[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -1703,18 +2444,18 @@ static const key_spec hset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hset_args_140[] = {
+static const command_arg hset_args_193[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hset_args_141[] = {
+static const command_arg hset_args_194[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hset_args_140,
+     .subargs = hset_args_193,
      .num_args = 2},
 };
 
@@ -1726,17 +2467,17 @@ static const key_spec hsetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetex_args_142[] = {
+static const command_arg hsetex_args_195[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg hsetex_args_143[] = {
+static const command_arg hsetex_args_196[] = {
     {.name = "fnx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FNX"},
     {.name = "fxx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FXX"},
 };
 
-static const command_arg hsetex_args_144[] = {
+static const command_arg hsetex_args_197[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -1747,46 +2488,46 @@ static const command_arg hsetex_args_144[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg hsetex_args_145[] = {
+static const command_arg hsetex_args_198[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg hsetex_args_146[] = {
+static const command_arg hsetex_args_199[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = hsetex_args_145,
+     .subargs = hsetex_args_198,
      .num_args = 2},
 };
 
-static const command_arg hsetex_args_147[] = {
+static const command_arg hsetex_args_200[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_142,
+     .subargs = hsetex_args_195,
      .num_args = 2},
     {.name = "field-condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_143,
+     .subargs = hsetex_args_196,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = hsetex_args_144,
+     .subargs = hsetex_args_197,
      .num_args = 5},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = hsetex_args_146,
+     .subargs = hsetex_args_199,
      .num_args = 2},
 };
 
@@ -1798,7 +2539,7 @@ static const key_spec hsetnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hsetnx_args_148[] = {
+static const command_arg hsetnx_args_201[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -1812,7 +2553,7 @@ static const key_spec hstrlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hstrlen_args_149[] = {
+static const command_arg hstrlen_args_202[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -1825,18 +2566,18 @@ static const key_spec httl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg httl_args_150[] = {
+static const command_arg httl_args_203[] = {
     {.name = "numfields", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg httl_args_151[] = {
+static const command_arg httl_args_204[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "fields",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "FIELDS",
-     .subargs = httl_args_150,
+     .subargs = httl_args_203,
      .num_args = 2},
 };
 
@@ -1850,7 +2591,7 @@ static const key_spec hvals_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg hvals_args_152[] = {
+static const command_arg hvals_args_205[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1862,7 +2603,7 @@ static const key_spec incr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incr_args_153[] = {
+static const command_arg incr_args_206[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -1874,7 +2615,7 @@ static const key_spec incrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrby_args_154[] = {
+static const command_arg incrby_args_207[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -1887,7 +2628,7 @@ static const key_spec incrbyfloat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg incrbyfloat_args_155[] = {
+static const command_arg incrbyfloat_args_208[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_DOUBLE, .key_spec_index = -1},
 };
@@ -1895,7 +2636,7 @@ static const command_arg incrbyfloat_args_155[] = {
 static const char *const info_tips[] = {"nondeterministic_output", "request_policy:all_shards",
                                         "response_policy:special"};
 
-static const command_arg info_args_156[] = {
+static const command_arg info_args_209[] = {
     {.name = "section",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1905,7 +2646,7 @@ static const command_arg info_args_156[] = {
 static const char *const keys_tips[] = {"request_policy:all_shards",
                                         "nondeterministic_output_order"};
 
-static const command_arg keys_args_157[] = {
+static const command_arg keys_args_210[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1},
 };
 
@@ -1917,14 +2658,14 @@ static const char *const latency_doctor_tips[] = {
 static const char *const latency_graph_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_graph_args_158[] = {
+static const command_arg latency_graph_args_211[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
 static const char *const latency_histogram_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_histogram_args_159[] = {
+static const command_arg latency_histogram_args_212[] = {
     {.name = "COMMAND",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1934,7 +2675,7 @@ static const command_arg latency_histogram_args_159[] = {
 static const char *const latency_history_tips[] = {
     "nondeterministic_output", "request_policy:all_nodes", "response_policy:special"};
 
-static const command_arg latency_history_args_160[] = {
+static const command_arg latency_history_args_213[] = {
     {.name = "event", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -1944,7 +2685,7 @@ static const char *const latency_latest_tips[] = {
 static const char *const latency_reset_tips[] = {"request_policy:all_nodes",
                                                  "response_policy:agg_sum"};
 
-static const command_arg latency_reset_args_161[] = {
+static const command_arg latency_reset_args_214[] = {
     {.name = "event",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -1959,7 +2700,7 @@ static const key_spec lcs_key_specs[] = {
      .fk.range = {1, 1, 0}},
 };
 
-static const command_arg lcs_args_162[] = {
+static const command_arg lcs_args_215[] = {
     {.name = "key1", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key2", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "len",
@@ -1992,7 +2733,7 @@ static const key_spec lindex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lindex_args_163[] = {
+static const command_arg lindex_args_216[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2005,17 +2746,17 @@ static const key_spec linsert_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg linsert_args_164[] = {
+static const command_arg linsert_args_217[] = {
     {.name = "before", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BEFORE"},
     {.name = "after", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "AFTER"},
 };
 
-static const command_arg linsert_args_165[] = {
+static const command_arg linsert_args_218[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = linsert_args_164,
+     .subargs = linsert_args_217,
      .num_args = 2},
     {.name = "pivot", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2029,7 +2770,7 @@ static const key_spec llen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg llen_args_166[] = {
+static const command_arg llen_args_219[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2046,28 +2787,28 @@ static const key_spec lmove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lmove_args_167[] = {
+static const command_arg lmove_args_220[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_168[] = {
+static const command_arg lmove_args_221[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmove_args_169[] = {
+static const command_arg lmove_args_222[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "wherefrom",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_167,
+     .subargs = lmove_args_220,
      .num_args = 2},
     {.name = "whereto",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmove_args_168,
+     .subargs = lmove_args_221,
      .num_args = 2},
 };
 
@@ -2079,18 +2820,18 @@ static const key_spec lmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg lmpop_args_170[] = {
+static const command_arg lmpop_args_223[] = {
     {.name = "left", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LEFT"},
     {.name = "right", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "RIGHT"},
 };
 
-static const command_arg lmpop_args_171[] = {
+static const command_arg lmpop_args_224[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = lmpop_args_170,
+     .subargs = lmpop_args_223,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2107,7 +2848,7 @@ static const key_spec lpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpop_args_172[] = {
+static const command_arg lpop_args_225[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2124,7 +2865,7 @@ static const key_spec lpos_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpos_args_173[] = {
+static const command_arg lpos_args_226[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "rank",
@@ -2152,7 +2893,7 @@ static const key_spec lpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpush_args_174[] = {
+static const command_arg lpush_args_227[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2165,7 +2906,7 @@ static const key_spec lpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lpushx_args_175[] = {
+static const command_arg lpushx_args_228[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2178,7 +2919,7 @@ static const key_spec lrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrange_args_176[] = {
+static const command_arg lrange_args_229[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2192,7 +2933,7 @@ static const key_spec lrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lrem_args_177[] = {
+static const command_arg lrem_args_230[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2206,7 +2947,7 @@ static const key_spec lset_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg lset_args_178[] = {
+static const command_arg lset_args_231[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1},
@@ -2220,7 +2961,7 @@ static const key_spec ltrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ltrim_args_179[] = {
+static const command_arg ltrim_args_232[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2246,7 +2987,7 @@ static const key_spec memory_usage_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg memory_usage_args_180[] = {
+static const command_arg memory_usage_args_233[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2265,30 +3006,30 @@ static const key_spec mget_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg mget_args_181[] = {
+static const command_arg mget_args_234[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
 static const char *const module_list_tips[] = {"nondeterministic_output_order"};
 
-static const command_arg module_load_args_182[] = {
+static const command_arg module_load_args_235[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "arg", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_loadex_args_183[] = {
+static const command_arg module_loadex_args_236[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg module_loadex_args_184[] = {
+static const command_arg module_loadex_args_237[] = {
     {.name = "path", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "configs",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "CONFIG",
      .flags = ARG_OPTIONAL | ARG_MULTIPLE | ARG_MULTIPLE_TOKEN,
-     .subargs = module_loadex_args_183,
+     .subargs = module_loadex_args_236,
      .num_args = 2},
     {.name = "args",
      .type = ARG_STRING,
@@ -2297,7 +3038,7 @@ static const command_arg module_loadex_args_184[] = {
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg module_unload_args_185[] = {
+static const command_arg module_unload_args_238[] = {
     {.name = "name", .type = ARG_STRING, .key_spec_index = -1},
 };
 
@@ -2309,7 +3050,7 @@ static const key_spec move_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg move_args_186[] = {
+static const command_arg move_args_239[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "db", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -2325,17 +3066,17 @@ static const key_spec mset_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg mset_args_187[] = {
+static const command_arg mset_args_240[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg mset_args_188[] = {
+static const command_arg mset_args_241[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = mset_args_187,
+     .subargs = mset_args_240,
      .num_args = 2},
 };
 
@@ -2350,17 +3091,17 @@ static const key_spec msetex_key_specs[] = {
      .fk.keynum = {0, 1, 2}},
 };
 
-static const command_arg msetex_args_189[] = {
+static const command_arg msetex_args_242[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetex_args_190[] = {
+static const command_arg msetex_args_243[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg msetex_args_191[] = {
+static const command_arg msetex_args_244[] = {
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "EX"},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1, .token = "PX"},
     {.name = "unix-time-seconds", .type = ARG_UNIX_TIME, .key_spec_index = -1, .token = "EXAT"},
@@ -2371,25 +3112,25 @@ static const command_arg msetex_args_191[] = {
     {.name = "keepttl", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "KEEPTTL"},
 };
 
-static const command_arg msetex_args_192[] = {
+static const command_arg msetex_args_245[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetex_args_189,
+     .subargs = msetex_args_242,
      .num_args = 2},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = msetex_args_190,
+     .subargs = msetex_args_243,
      .num_args = 2},
     {.name = "expiration",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = msetex_args_191,
+     .subargs = msetex_args_244,
      .num_args = 5},
 };
 
@@ -2401,17 +3142,17 @@ static const key_spec msetnx_key_specs[] = {
      .fk.range = {-1, 2, 0}},
 };
 
-static const command_arg msetnx_args_193[] = {
+static const command_arg msetnx_args_246[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg msetnx_args_194[] = {
+static const command_arg msetnx_args_247[] = {
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = msetnx_args_193,
+     .subargs = msetnx_args_246,
      .num_args = 2},
 };
 
@@ -2425,7 +3166,7 @@ static const key_spec object_encoding_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_encoding_args_195[] = {
+static const command_arg object_encoding_args_248[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2439,7 +3180,7 @@ static const key_spec object_freq_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_freq_args_196[] = {
+static const command_arg object_freq_args_249[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2453,7 +3194,7 @@ static const key_spec object_idletime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_idletime_args_197[] = {
+static const command_arg object_idletime_args_250[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2467,7 +3208,7 @@ static const key_spec object_refcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg object_refcount_args_198[] = {
+static const command_arg object_refcount_args_251[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2479,7 +3220,7 @@ static const key_spec persist_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg persist_args_199[] = {
+static const command_arg persist_args_252[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2491,14 +3232,14 @@ static const key_spec pexpire_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpire_args_200[] = {
+static const command_arg pexpire_args_253[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpire_args_201[] = {
+static const command_arg pexpire_args_254[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "condition",
@@ -2506,7 +3247,7 @@ static const command_arg pexpire_args_201[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpire_args_200,
+     .subargs = pexpire_args_253,
      .num_args = 4},
 };
 
@@ -2518,14 +3259,14 @@ static const key_spec pexpireat_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpireat_args_202[] = {
+static const command_arg pexpireat_args_255[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg pexpireat_args_203[] = {
+static const command_arg pexpireat_args_256[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "unix-time-milliseconds", .type = ARG_UNIX_TIME, .key_spec_index = -1},
     {.name = "condition",
@@ -2533,7 +3274,7 @@ static const command_arg pexpireat_args_203[] = {
      .key_spec_index = -1,
      .since = "7.0.0",
      .flags = ARG_OPTIONAL,
-     .subargs = pexpireat_args_202,
+     .subargs = pexpireat_args_255,
      .num_args = 4},
 };
 
@@ -2545,7 +3286,7 @@ static const key_spec pexpiretime_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pexpiretime_args_204[] = {
+static const command_arg pexpiretime_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2557,7 +3298,7 @@ static const key_spec pfadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pfadd_args_205[] = {
+static const command_arg pfadd_args_258[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element",
      .type = ARG_STRING,
@@ -2573,7 +3314,7 @@ static const key_spec pfcount_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg pfcount_args_206[] = {
+static const command_arg pfcount_args_259[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2585,7 +3326,7 @@ static const key_spec pfdebug_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pfdebug_args_207[] = {
+static const command_arg pfdebug_args_260[] = {
     {.name = "subcommand", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
@@ -2603,7 +3344,7 @@ static const key_spec pfmerge_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg pfmerge_args_208[] = {
+static const command_arg pfmerge_args_261[] = {
     {.name = "destkey", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "sourcekey",
      .type = ARG_KEY,
@@ -2614,7 +3355,7 @@ static const command_arg pfmerge_args_208[] = {
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_209[] = {
+static const command_arg ping_args_262[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -2626,13 +3367,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_210[] = {
+static const command_arg psetex_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_211[] = {
+static const command_arg psubscribe_args_264[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -2646,38 +3387,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_212[] = {
+static const command_arg pttl_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_213[] = {
+static const command_arg publish_args_266[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_214[] = {
+static const command_arg pubsub_channels_args_267[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_215[] = {
+static const command_arg pubsub_numsub_args_268[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_216[] = {
+static const command_arg pubsub_shardchannels_args_269[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_217[] = {
+static const command_arg pubsub_shardnumsub_args_270[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_218[] = {
+static const command_arg punsubscribe_args_271[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -2700,7 +3441,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_219[] = {
+static const command_arg rename_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2718,7 +3459,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_220[] = {
+static const command_arg renamenx_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2731,7 +3472,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_221[] = {
+static const command_arg rpop_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -2753,7 +3494,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_222[] = {
+static const command_arg rpoplpush_args_275[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -2766,7 +3507,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_223[] = {
+static const command_arg rpush_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2779,7 +3520,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_224[] = {
+static const command_arg rpushx_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2792,7 +3533,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_225[] = {
+static const command_arg sadd_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -2800,7 +3541,7 @@ static const command_arg sadd_args_225[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_226[] = {
+static const command_arg scan_args_279[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -2828,7 +3569,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_227[] = {
+static const command_arg scard_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -2842,7 +3583,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_228[] = {
+static const command_arg sdiff_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -2859,12 +3600,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_229[] = {
+static const command_arg sdiffstore_args_282[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_230[] = {
+static const command_arg select_args_283[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -2876,7 +3617,7 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_231[] = {
+static const command_arg set_args_284[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "comparison-value",
@@ -2886,7 +3627,7 @@ static const command_arg set_args_231[] = {
      .since = "8.1.0"},
 };
 
-static const command_arg set_args_232[] = {
+static const command_arg set_args_285[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -2914,7 +3655,7 @@ static const command_arg set_args_232[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_233[] = {
+static const command_arg set_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -2922,7 +3663,7 @@ static const command_arg set_args_233[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_231,
+     .subargs = set_args_284,
      .num_args = 3},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -2934,7 +3675,7 @@ static const command_arg set_args_233[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_232,
+     .subargs = set_args_285,
      .num_args = 5},
 };
 
@@ -2946,7 +3687,7 @@ static const key_spec setbit_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setbit_args_234[] = {
+static const command_arg setbit_args_287[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -2960,7 +3701,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_235[] = {
+static const command_arg setex_args_288[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -2974,7 +3715,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_236[] = {
+static const command_arg setnx_args_289[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -2987,23 +3728,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_237[] = {
+static const command_arg setrange_args_290[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_238[] = {
+static const command_arg shutdown_args_291[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_239[] = {
+static const command_arg shutdown_args_292[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_238,
+     .subargs = shutdown_args_291,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -3019,11 +3760,11 @@ static const command_arg shutdown_args_239[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_240[] = {
+static const command_arg shutdown_args_293[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_239,
+     .subargs = shutdown_args_292,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -3032,12 +3773,12 @@ static const command_arg shutdown_args_240[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_241[] = {
+static const command_arg shutdown_args_294[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_240,
+     .subargs = shutdown_args_293,
      .num_args = 2},
 };
 
@@ -3051,7 +3792,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_242[] = {
+static const command_arg sinter_args_295[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3063,7 +3804,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_243[] = {
+static const command_arg sintercard_args_296[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3086,7 +3827,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_244[] = {
+static const command_arg sinterstore_args_297[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3099,7 +3840,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_245[] = {
+static const command_arg sismember_args_298[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3107,7 +3848,7 @@ static const command_arg sismember_args_245[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_246[] = {
+static const command_arg slowlog_get_args_299[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -3127,7 +3868,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_247[] = {
+static const command_arg smembers_args_300[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3139,7 +3880,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_248[] = {
+static const command_arg smismember_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3157,7 +3898,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_249[] = {
+static const command_arg smove_args_302[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3173,17 +3914,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_250[] = {
+static const command_arg sort_args_303[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_251[] = {
+static const command_arg sort_args_304[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_252[] = {
+static const command_arg sort_args_305[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3196,7 +3937,7 @@ static const command_arg sort_args_252[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_250,
+     .subargs = sort_args_303,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3208,7 +3949,7 @@ static const command_arg sort_args_252[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_251,
+     .subargs = sort_args_304,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3231,17 +3972,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_253[] = {
+static const command_arg sort_ro_args_306[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_254[] = {
+static const command_arg sort_ro_args_307[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_255[] = {
+static const command_arg sort_ro_args_308[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3254,7 +3995,7 @@ static const command_arg sort_ro_args_255[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_253,
+     .subargs = sort_ro_args_306,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3266,7 +4007,7 @@ static const command_arg sort_ro_args_255[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_254,
+     .subargs = sort_ro_args_307,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3285,7 +4026,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_256[] = {
+static const command_arg spop_args_309[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3302,7 +4043,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_257[] = {
+static const command_arg spublish_args_310[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3317,7 +4058,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_258[] = {
+static const command_arg srandmember_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3334,7 +4075,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_259[] = {
+static const command_arg srem_args_312[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3349,7 +4090,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_260[] = {
+static const command_arg sscan_args_313[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -3372,7 +4113,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_261[] = {
+static const command_arg ssubscribe_args_314[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3384,11 +4125,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_262[] = {
+static const command_arg strlen_args_315[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_263[] = {
+static const command_arg subscribe_args_316[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3400,7 +4141,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_264[] = {
+static const command_arg substr_args_317[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3416,7 +4157,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_265[] = {
+static const command_arg sunion_args_318[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3433,7 +4174,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_266[] = {
+static const command_arg sunionstore_args_319[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3446,14 +4187,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_267[] = {
+static const command_arg sunsubscribe_args_320[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_268[] = {
+static const command_arg swapdb_args_321[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -3470,7 +4211,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_269[] = {
+static const command_arg touch_args_322[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3484,7 +4225,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_270[] = {
+static const command_arg ttl_args_323[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3496,7 +4237,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_271[] = {
+static const command_arg type_args_324[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3510,11 +4251,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_272[] = {
+static const command_arg unlink_args_325[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_273[] = {
+static const command_arg unsubscribe_args_326[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -3529,8 +4270,594 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_274[] = {
+static const command_arg watch_args_327[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec xack_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xack_args_328[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const char *const xadd_tips[] = {"nondeterministic_output"};
+
+static const key_spec xadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xadd_args_329[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xadd_args_330[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xadd_args_331[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_329,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_330,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xadd_args_332[] = {
+    {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_333[] = {
+    {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xadd_args_334[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "nomkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOMKSTREAM",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xadd_args_331,
+     .num_args = 4},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xadd_args_332,
+     .num_args = 2},
+    {.name = "data",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_MULTIPLE,
+     .subargs = xadd_args_333,
+     .num_args = 2},
+};
+
+static const char *const xautoclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xautoclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xautoclaim_args_335[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xclaim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xclaim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xclaim_args_336[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "min-idle-time", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+    {.name = "ms",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .flags = ARG_OPTIONAL},
+    {.name = "unix-time-milliseconds",
+     .type = ARG_UNIX_TIME,
+     .key_spec_index = -1,
+     .token = "TIME",
+     .flags = ARG_OPTIONAL},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "RETRYCOUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "force",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "FORCE",
+     .flags = ARG_OPTIONAL},
+    {.name = "justid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "JUSTID",
+     .flags = ARG_OPTIONAL},
+    {.name = "lastid",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "LASTID",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xdel_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xdel_args_337[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec xgroup_create_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_create_args_338[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_create_args_339[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_create_args_338,
+     .num_args = 2},
+    {.name = "mkstream",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MKSTREAM",
+     .flags = ARG_OPTIONAL},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xgroup_createconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_createconsumer_args_340[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_delconsumer_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_delconsumer_args_341[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_destroy_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_destroy_args_342[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xgroup_setid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xgroup_setid_args_343[] = {
+    {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
+};
+
+static const command_arg xgroup_setid_args_344[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "id-selector",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xgroup_setid_args_343,
+     .num_args = 2},
+    {.name = "entriesread",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .display = "entries-read",
+     .token = "ENTRIESREAD",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xinfo_consumers_tips[] = {"nondeterministic_output"};
+
+static const key_spec xinfo_consumers_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_consumers_args_345[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const key_spec xinfo_groups_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_groups_args_346[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec xinfo_stream_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xinfo_stream_args_347[] = {
+    {.name = "full", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FULL"},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xinfo_stream_args_348[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "full-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xinfo_stream_args_347,
+     .num_args = 2},
+};
+
+static const key_spec xlen_key_specs[] = {
+    {.flags = KEY_SPEC_RO,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xlen_args_349[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const char *const xpending_tips[] = {"nondeterministic_output"};
+
+static const key_spec xpending_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xpending_args_350[] = {
+    {.name = "min-idle-time",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "IDLE",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xpending_args_351[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "filters",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xpending_args_350,
+     .num_args = 5},
+};
+
+static const key_spec xrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrange_args_352[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xread_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 1},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xread_args_353[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xread_args_354[] = {
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xread_args_353,
+     .num_args = 2},
+};
+
+static const key_spec xreadgroup_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_KEYWORD,
+     .bs.keyword = {"STREAMS", 4},
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 2}},
+};
+
+static const command_arg xreadgroup_args_355[] = {
+    {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
+};
+
+static const command_arg xreadgroup_args_356[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+    {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
+};
+
+static const command_arg xreadgroup_args_357[] = {
+    {.name = "group-block",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "GROUP",
+     .subargs = xreadgroup_args_355,
+     .num_args = 2},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+    {.name = "milliseconds",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "BLOCK",
+     .flags = ARG_OPTIONAL},
+    {.name = "noack",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "NOACK",
+     .flags = ARG_OPTIONAL},
+    {.name = "streams",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .token = "STREAMS",
+     .subargs = xreadgroup_args_356,
+     .num_args = 2},
+};
+
+static const key_spec xrevrange_key_specs[] = {
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xrevrange_args_358[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "COUNT",
+     .flags = ARG_OPTIONAL},
+};
+
+static const key_spec xsetid_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_UPDATE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xsetid_args_359[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "entries-added",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "ENTRIESADDED",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+    {.name = "max-deleted-id",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .token = "MAXDELETEDID",
+     .since = "7.0.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const char *const xtrim_tips[] = {"nondeterministic_output"};
+
+static const key_spec xtrim_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_DELETE,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg xtrim_args_360[] = {
+    {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
+    {.name = "minid",
+     .type = ARG_PURE_TOKEN,
+     .key_spec_index = -1,
+     .token = "MINID",
+     .since = "6.2.0"},
+};
+
+static const command_arg xtrim_args_361[] = {
+    {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
+    {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
+};
+
+static const command_arg xtrim_args_362[] = {
+    {.name = "strategy",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_360,
+     .num_args = 2},
+    {.name = "operator",
+     .type = ARG_ONEOF,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL,
+     .subargs = xtrim_args_361,
+     .num_args = 2},
+    {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "count",
+     .type = ARG_INTEGER,
+     .key_spec_index = -1,
+     .token = "LIMIT",
+     .since = "6.2.0",
+     .flags = ARG_OPTIONAL},
+};
+
+static const command_arg xtrim_args_363[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "trim",
+     .type = ARG_BLOCK,
+     .key_spec_index = -1,
+     .subargs = xtrim_args_362,
+     .num_args = 4},
 };
 
 static const key_spec zadd_key_specs[] = {
@@ -3541,36 +4868,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_275[] = {
+static const command_arg zadd_args_364[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_276[] = {
+static const command_arg zadd_args_365[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_277[] = {
+static const command_arg zadd_args_366[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_278[] = {
+static const command_arg zadd_args_367[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_275,
+     .subargs = zadd_args_364,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_276,
+     .subargs = zadd_args_365,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -3588,7 +4915,7 @@ static const command_arg zadd_args_278[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_277,
+     .subargs = zadd_args_366,
      .num_args = 2},
 };
 
@@ -3600,7 +4927,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_279[] = {
+static const command_arg zcard_args_368[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3612,7 +4939,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_280[] = {
+static const command_arg zcount_args_369[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3626,7 +4953,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_281[] = {
+static const command_arg zdiff_args_370[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -3649,7 +4976,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_282[] = {
+static const command_arg zdiffstore_args_371[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3663,7 +4990,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_283[] = {
+static const command_arg zincrby_args_372[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3677,13 +5004,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_284[] = {
+static const command_arg zinter_args_373[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_285[] = {
+static const command_arg zinter_args_374[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -3696,7 +5023,7 @@ static const command_arg zinter_args_285[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_284,
+     .subargs = zinter_args_373,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3713,7 +5040,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_286[] = {
+static const command_arg zintercard_args_375[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3736,13 +5063,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_287[] = {
+static const command_arg zinterstore_args_376[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_288[] = {
+static const command_arg zinterstore_args_377[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -3756,7 +5083,7 @@ static const command_arg zinterstore_args_288[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_287,
+     .subargs = zinterstore_args_376,
      .num_args = 3},
 };
 
@@ -3768,7 +5095,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_289[] = {
+static const command_arg zlexcount_args_378[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3782,18 +5109,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_290[] = {
+static const command_arg zmpop_args_379[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_291[] = {
+static const command_arg zmpop_args_380[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_290,
+     .subargs = zmpop_args_379,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3810,7 +5137,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_292[] = {
+static const command_arg zmscore_args_381[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3823,7 +5150,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_293[] = {
+static const command_arg zpopmax_args_382[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3836,7 +5163,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_294[] = {
+static const command_arg zpopmin_args_383[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -3851,7 +5178,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_295[] = {
+static const command_arg zrandmember_args_384[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3860,13 +5187,13 @@ static const command_arg zrandmember_args_295[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_296[] = {
+static const command_arg zrandmember_args_385[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_295,
+     .subargs = zrandmember_args_384,
      .num_args = 2},
 };
 
@@ -3878,17 +5205,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_297[] = {
+static const command_arg zrange_args_386[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_298[] = {
+static const command_arg zrange_args_387[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_299[] = {
+static const command_arg zrange_args_388[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -3897,7 +5224,7 @@ static const command_arg zrange_args_299[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_297,
+     .subargs = zrange_args_386,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -3911,7 +5238,7 @@ static const command_arg zrange_args_299[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_298,
+     .subargs = zrange_args_387,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -3928,12 +5255,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_300[] = {
+static const command_arg zrangebylex_args_389[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_301[] = {
+static const command_arg zrangebylex_args_390[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -3942,7 +5269,7 @@ static const command_arg zrangebylex_args_301[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_300,
+     .subargs = zrangebylex_args_389,
      .num_args = 2},
 };
 
@@ -3954,12 +5281,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_302[] = {
+static const command_arg zrangebyscore_args_391[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_303[] = {
+static const command_arg zrangebyscore_args_392[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -3974,7 +5301,7 @@ static const command_arg zrangebyscore_args_303[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_302,
+     .subargs = zrangebyscore_args_391,
      .num_args = 2},
 };
 
@@ -3991,17 +5318,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_304[] = {
+static const command_arg zrangestore_args_393[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_305[] = {
+static const command_arg zrangestore_args_394[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_306[] = {
+static const command_arg zrangestore_args_395[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -4010,7 +5337,7 @@ static const command_arg zrangestore_args_306[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_304,
+     .subargs = zrangestore_args_393,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -4022,7 +5349,7 @@ static const command_arg zrangestore_args_306[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_305,
+     .subargs = zrangestore_args_394,
      .num_args = 2},
 };
 
@@ -4034,7 +5361,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_307[] = {
+static const command_arg zrank_args_396[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4052,7 +5379,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_308[] = {
+static const command_arg zrem_args_397[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4065,7 +5392,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_309[] = {
+static const command_arg zremrangebylex_args_398[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -4079,7 +5406,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_310[] = {
+static const command_arg zremrangebyrank_args_399[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4093,7 +5420,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_311[] = {
+static const command_arg zremrangebyscore_args_400[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4107,7 +5434,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_312[] = {
+static const command_arg zrevrange_args_401[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4126,12 +5453,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_313[] = {
+static const command_arg zrevrangebylex_args_402[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_314[] = {
+static const command_arg zrevrangebylex_args_403[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -4140,7 +5467,7 @@ static const command_arg zrevrangebylex_args_314[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_313,
+     .subargs = zrevrangebylex_args_402,
      .num_args = 2},
 };
 
@@ -4152,12 +5479,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_315[] = {
+static const command_arg zrevrangebyscore_args_404[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_316[] = {
+static const command_arg zrevrangebyscore_args_405[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4171,7 +5498,7 @@ static const command_arg zrevrangebyscore_args_316[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_315,
+     .subargs = zrevrangebyscore_args_404,
      .num_args = 2},
 };
 
@@ -4183,7 +5510,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_317[] = {
+static const command_arg zrevrank_args_406[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -4203,7 +5530,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_318[] = {
+static const command_arg zscan_args_407[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -4231,7 +5558,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_319[] = {
+static const command_arg zscore_args_408[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4244,13 +5571,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_320[] = {
+static const command_arg zunion_args_409[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_321[] = {
+static const command_arg zunion_args_410[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4263,7 +5590,7 @@ static const command_arg zunion_args_321[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_320,
+     .subargs = zunion_args_409,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4285,13 +5612,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_322[] = {
+static const command_arg zunionstore_args_411[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_323[] = {
+static const command_arg zunionstore_args_412[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4305,7 +5632,7 @@ static const command_arg zunionstore_args_323[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_322,
+     .subargs = zunionstore_args_411,
      .num_args = 3},
 };
 
@@ -4837,6 +6164,122 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .args = flushdb_args_90,
      .num_args = 1},
+    {.fullname = "geoadd",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geoadd_key_specs,
+     .num_key_specs = 1,
+     .args = geoadd_args_93,
+     .num_args = 4},
+    {.fullname = "geodist",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geodist_key_specs,
+     .num_key_specs = 1,
+     .args = geodist_args_95,
+     .num_args = 4},
+    {.fullname = "geohash",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geohash_key_specs,
+     .num_key_specs = 1,
+     .args = geohash_args_96,
+     .num_args = 2},
+    {.fullname = "geopos",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity = "O(1) for each member requested.",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geopos_key_specs,
+     .num_key_specs = 1,
+     .args = geopos_args_97,
+     .num_args = 2},
+    {.fullname = "georadius",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument",
+     .key_specs = georadius_key_specs,
+     .num_key_specs = 3,
+     .args = georadius_args_102,
+     .num_args = 11},
+    {.fullname = "georadius_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` argument",
+     .key_specs = georadius_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadius_ro_args_106,
+     .num_args = 10},
+    {.fullname = "georadiusbymember",
+     .group = "geo",
+     .since = "3.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by =
+         "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_key_specs,
+     .num_key_specs = 3,
+     .args = georadiusbymember_args_111,
+     .num_args = 10},
+    {.fullname = "georadiusbymember_ro",
+     .group = "geo",
+     .since = "3.2.10",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements inside the bounding box of the circular "
+         "area delimited by center and radius and M is the number of items inside the index.",
+     .acl_categories = ACL_CAT_GEO,
+     .doc_flags = CMD_DOC_DEPRECATED,
+     .deprecated_since = "6.2.0",
+     .replaced_by = "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments",
+     .key_specs = georadiusbymember_ro_key_specs,
+     .num_key_specs = 1,
+     .args = georadiusbymember_ro_args_115,
+     .num_args = 9},
+    {.fullname = "geosearch",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearch_key_specs,
+     .num_key_specs = 1,
+     .args = geosearch_args_129,
+     .num_args = 7},
+    {.fullname = "geosearchstore",
+     .group = "geo",
+     .since = "6.2.0",
+     .complexity =
+         "O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area "
+         "around the shape provided as the filter and M is the number of items inside the shape",
+     .acl_categories = ACL_CAT_GEO,
+     .key_specs = geosearchstore_key_specs,
+     .num_key_specs = 2,
+     .args = geosearchstore_args_143,
+     .num_args = 6},
     {.fullname = "get",
      .group = "string",
      .since = "1.0.0",
@@ -4844,7 +6287,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = get_key_specs,
      .num_key_specs = 1,
-     .args = get_args_91,
+     .args = get_args_144,
      .num_args = 1},
     {.fullname = "getbit",
      .group = "bitmap",
@@ -4853,7 +6296,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_BITMAP,
      .key_specs = getbit_key_specs,
      .num_key_specs = 1,
-     .args = getbit_args_92,
+     .args = getbit_args_145,
      .num_args = 2},
     {.fullname = "getdel",
      .group = "string",
@@ -4862,7 +6305,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getdel_key_specs,
      .num_key_specs = 1,
-     .args = getdel_args_93,
+     .args = getdel_args_146,
      .num_args = 1},
     {.fullname = "getex",
      .group = "string",
@@ -4871,7 +6314,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getex_key_specs,
      .num_key_specs = 1,
-     .args = getex_args_95,
+     .args = getex_args_148,
      .num_args = 2},
     {.fullname = "getrange",
      .group = "string",
@@ -4883,7 +6326,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = getrange_key_specs,
      .num_key_specs = 1,
-     .args = getrange_args_96,
+     .args = getrange_args_149,
      .num_args = 3},
     {.fullname = "getset",
      .group = "string",
@@ -4895,7 +6338,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `!GET` argument",
      .key_specs = getset_key_specs,
      .num_key_specs = 1,
-     .args = getset_args_97,
+     .args = getset_args_150,
      .num_args = 2},
     {.fullname = "hdel",
      .group = "hash",
@@ -4904,14 +6347,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hdel_key_specs,
      .num_key_specs = 1,
-     .args = hdel_args_98,
+     .args = hdel_args_151,
      .num_args = 2},
     {.fullname = "hello",
      .group = "connection",
      .since = "6.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = hello_args_101,
+     .args = hello_args_154,
      .num_args = 1},
     {.fullname = "hexists",
      .group = "hash",
@@ -4920,7 +6363,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexists_key_specs,
      .num_key_specs = 1,
-     .args = hexists_args_102,
+     .args = hexists_args_155,
      .num_args = 2},
     {.fullname = "hexpire",
      .group = "hash",
@@ -4929,7 +6372,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpire_key_specs,
      .num_key_specs = 1,
-     .args = hexpire_args_105,
+     .args = hexpire_args_158,
      .num_args = 4},
     {.fullname = "hexpireat",
      .group = "hash",
@@ -4938,7 +6381,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hexpireat_args_108,
+     .args = hexpireat_args_161,
      .num_args = 4},
     {.fullname = "hexpiretime",
      .group = "hash",
@@ -4947,7 +6390,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hexpiretime_args_110,
+     .args = hexpiretime_args_163,
      .num_args = 2},
     {.fullname = "hget",
      .group = "hash",
@@ -4956,7 +6399,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hget_key_specs,
      .num_key_specs = 1,
-     .args = hget_args_111,
+     .args = hget_args_164,
      .num_args = 2},
     {.fullname = "hgetall",
      .group = "hash",
@@ -4967,7 +6410,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hgetall_key_specs,
      .num_key_specs = 1,
-     .args = hgetall_args_112,
+     .args = hgetall_args_165,
      .num_args = 1},
     {.fullname = "hgetdel",
      .group = "hash",
@@ -4976,7 +6419,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetdel_key_specs,
      .num_key_specs = 1,
-     .args = hgetdel_args_114,
+     .args = hgetdel_args_167,
      .num_args = 2},
     {.fullname = "hgetex",
      .group = "hash",
@@ -4985,7 +6428,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hgetex_key_specs,
      .num_key_specs = 1,
-     .args = hgetex_args_117,
+     .args = hgetex_args_170,
      .num_args = 3},
     {.fullname = "hincrby",
      .group = "hash",
@@ -4994,7 +6437,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrby_key_specs,
      .num_key_specs = 1,
-     .args = hincrby_args_118,
+     .args = hincrby_args_171,
      .num_args = 3},
     {.fullname = "hincrbyfloat",
      .group = "hash",
@@ -5003,7 +6446,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hincrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = hincrbyfloat_args_119,
+     .args = hincrbyfloat_args_172,
      .num_args = 3},
     {.fullname = "hkeys",
      .group = "hash",
@@ -5014,7 +6457,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hkeys_key_specs,
      .num_key_specs = 1,
-     .args = hkeys_args_120,
+     .args = hkeys_args_173,
      .num_args = 1},
     {.fullname = "hlen",
      .group = "hash",
@@ -5023,7 +6466,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hlen_key_specs,
      .num_key_specs = 1,
-     .args = hlen_args_121,
+     .args = hlen_args_174,
      .num_args = 1},
     {.fullname = "hmget",
      .group = "hash",
@@ -5032,7 +6475,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hmget_key_specs,
      .num_key_specs = 1,
-     .args = hmget_args_122,
+     .args = hmget_args_175,
      .num_args = 2},
     {.fullname = "hmset",
      .group = "hash",
@@ -5044,7 +6487,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`HSET` with multiple field-value pairs",
      .key_specs = hmset_key_specs,
      .num_key_specs = 1,
-     .args = hmset_args_124,
+     .args = hmset_args_177,
      .num_args = 2},
     {.fullname = "hpersist",
      .group = "hash",
@@ -5053,7 +6496,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpersist_key_specs,
      .num_key_specs = 1,
-     .args = hpersist_args_126,
+     .args = hpersist_args_179,
      .num_args = 2},
     {.fullname = "hpexpire",
      .group = "hash",
@@ -5062,7 +6505,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpire_key_specs,
      .num_key_specs = 1,
-     .args = hpexpire_args_129,
+     .args = hpexpire_args_182,
      .num_args = 4},
     {.fullname = "hpexpireat",
      .group = "hash",
@@ -5071,7 +6514,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpireat_key_specs,
      .num_key_specs = 1,
-     .args = hpexpireat_args_132,
+     .args = hpexpireat_args_185,
      .num_args = 4},
     {.fullname = "hpexpiretime",
      .group = "hash",
@@ -5080,7 +6523,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = hpexpiretime_args_134,
+     .args = hpexpiretime_args_187,
      .num_args = 2},
     {.fullname = "hpttl",
      .group = "hash",
@@ -5089,7 +6532,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hpttl_key_specs,
      .num_key_specs = 1,
-     .args = hpttl_args_136,
+     .args = hpttl_args_189,
      .num_args = 2},
     {.fullname = "hrandfield",
      .group = "hash",
@@ -5100,7 +6543,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hrandfield_key_specs,
      .num_key_specs = 1,
-     .args = hrandfield_args_138,
+     .args = hrandfield_args_191,
      .num_args = 2},
     {.fullname = "hscan",
      .group = "hash",
@@ -5113,7 +6556,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hscan_key_specs,
      .num_key_specs = 1,
-     .args = hscan_args_139,
+     .args = hscan_args_192,
      .num_args = 5},
     {.fullname = "hset",
      .group = "hash",
@@ -5123,7 +6566,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hset_key_specs,
      .num_key_specs = 1,
-     .args = hset_args_141,
+     .args = hset_args_194,
      .num_args = 2},
     {.fullname = "hsetex",
      .group = "hash",
@@ -5132,7 +6575,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetex_key_specs,
      .num_key_specs = 1,
-     .args = hsetex_args_147,
+     .args = hsetex_args_200,
      .num_args = 5},
     {.fullname = "hsetnx",
      .group = "hash",
@@ -5141,7 +6584,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hsetnx_key_specs,
      .num_key_specs = 1,
-     .args = hsetnx_args_148,
+     .args = hsetnx_args_201,
      .num_args = 3},
     {.fullname = "hstrlen",
      .group = "hash",
@@ -5150,7 +6593,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = hstrlen_key_specs,
      .num_key_specs = 1,
-     .args = hstrlen_args_149,
+     .args = hstrlen_args_202,
      .num_args = 2},
     {.fullname = "httl",
      .group = "hash",
@@ -5159,7 +6602,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HASH,
      .key_specs = httl_key_specs,
      .num_key_specs = 1,
-     .args = httl_args_151,
+     .args = httl_args_204,
      .num_args = 2},
     {.fullname = "hvals",
      .group = "hash",
@@ -5170,7 +6613,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = hvals_key_specs,
      .num_key_specs = 1,
-     .args = hvals_args_152,
+     .args = hvals_args_205,
      .num_args = 1},
     {.fullname = "incr",
      .group = "string",
@@ -5179,7 +6622,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incr_key_specs,
      .num_key_specs = 1,
-     .args = incr_args_153,
+     .args = incr_args_206,
      .num_args = 1},
     {.fullname = "incrby",
      .group = "string",
@@ -5188,7 +6631,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrby_key_specs,
      .num_key_specs = 1,
-     .args = incrby_args_154,
+     .args = incrby_args_207,
      .num_args = 2},
     {.fullname = "incrbyfloat",
      .group = "string",
@@ -5197,7 +6640,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = incrbyfloat_key_specs,
      .num_key_specs = 1,
-     .args = incrbyfloat_args_155,
+     .args = incrbyfloat_args_208,
      .num_args = 2},
     {.fullname = "info",
      .group = "server",
@@ -5206,7 +6649,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_DANGEROUS,
      .tips = info_tips,
      .num_tips = 3,
-     .args = info_args_156,
+     .args = info_args_209,
      .num_args = 1},
     {.fullname = "keys",
      .group = "generic",
@@ -5216,7 +6659,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
      .tips = keys_tips,
      .num_tips = 2,
-     .args = keys_args_157,
+     .args = keys_args_210,
      .num_args = 1},
     {.fullname = "lastsave",
      .group = "server",
@@ -5241,7 +6684,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_graph_tips,
      .num_tips = 3,
-     .args = latency_graph_args_158,
+     .args = latency_graph_args_211,
      .num_args = 1},
     {.fullname = "latency|help", .group = "server", .since = "2.8.13", .complexity = "O(1)"},
     {.fullname = "latency|histogram",
@@ -5251,7 +6694,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of commands with latency information being retrieved.",
      .tips = latency_histogram_tips,
      .num_tips = 3,
-     .args = latency_histogram_args_159,
+     .args = latency_histogram_args_212,
      .num_args = 1},
     {.fullname = "latency|history",
      .group = "server",
@@ -5259,7 +6702,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_history_tips,
      .num_tips = 3,
-     .args = latency_history_args_160,
+     .args = latency_history_args_213,
      .num_args = 1},
     {.fullname = "latency|latest",
      .group = "server",
@@ -5273,7 +6716,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(1)",
      .tips = latency_reset_tips,
      .num_tips = 2,
-     .args = latency_reset_args_161,
+     .args = latency_reset_args_214,
      .num_args = 1},
     {.fullname = "lcs",
      .group = "string",
@@ -5282,7 +6725,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = lcs_key_specs,
      .num_key_specs = 1,
-     .args = lcs_args_162,
+     .args = lcs_args_215,
      .num_args = 6},
     {.fullname = "lindex",
      .group = "list",
@@ -5292,7 +6735,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lindex_key_specs,
      .num_key_specs = 1,
-     .args = lindex_args_163,
+     .args = lindex_args_216,
      .num_args = 2},
     {.fullname = "linsert",
      .group = "list",
@@ -5304,7 +6747,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = linsert_key_specs,
      .num_key_specs = 1,
-     .args = linsert_args_165,
+     .args = linsert_args_218,
      .num_args = 4},
     {.fullname = "llen",
      .group = "list",
@@ -5313,7 +6756,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = llen_key_specs,
      .num_key_specs = 1,
-     .args = llen_args_166,
+     .args = llen_args_219,
      .num_args = 1},
     {.fullname = "lmove",
      .group = "list",
@@ -5322,7 +6765,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmove_key_specs,
      .num_key_specs = 2,
-     .args = lmove_args_169,
+     .args = lmove_args_222,
      .num_args = 4},
     {.fullname = "lmpop",
      .group = "list",
@@ -5332,7 +6775,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lmpop_key_specs,
      .num_key_specs = 1,
-     .args = lmpop_args_171,
+     .args = lmpop_args_224,
      .num_args = 4},
     {.fullname = "lpop",
      .group = "list",
@@ -5341,7 +6784,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpop_key_specs,
      .num_key_specs = 1,
-     .args = lpop_args_172,
+     .args = lpop_args_225,
      .num_args = 2},
     {.fullname = "lpos",
      .group = "list",
@@ -5352,7 +6795,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpos_key_specs,
      .num_key_specs = 1,
-     .args = lpos_args_173,
+     .args = lpos_args_226,
      .num_args = 5},
     {.fullname = "lpush",
      .group = "list",
@@ -5362,7 +6805,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpush_key_specs,
      .num_key_specs = 1,
-     .args = lpush_args_174,
+     .args = lpush_args_227,
      .num_args = 2},
     {.fullname = "lpushx",
      .group = "list",
@@ -5372,7 +6815,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lpushx_key_specs,
      .num_key_specs = 1,
-     .args = lpushx_args_175,
+     .args = lpushx_args_228,
      .num_args = 2},
     {.fullname = "lrange",
      .group = "list",
@@ -5383,7 +6826,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrange_key_specs,
      .num_key_specs = 1,
-     .args = lrange_args_176,
+     .args = lrange_args_229,
      .num_args = 3},
     {.fullname = "lrem",
      .group = "list",
@@ -5393,7 +6836,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lrem_key_specs,
      .num_key_specs = 1,
-     .args = lrem_args_177,
+     .args = lrem_args_230,
      .num_args = 3},
     {.fullname = "lset",
      .group = "list",
@@ -5403,7 +6846,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = lset_key_specs,
      .num_key_specs = 1,
-     .args = lset_args_178,
+     .args = lset_args_231,
      .num_args = 3},
     {.fullname = "ltrim",
      .group = "list",
@@ -5412,7 +6855,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = ltrim_key_specs,
      .num_key_specs = 1,
-     .args = ltrim_args_179,
+     .args = ltrim_args_232,
      .num_args = 3},
     {.fullname = "memory",
      .group = "server",
@@ -5449,7 +6892,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of samples.",
      .key_specs = memory_usage_key_specs,
      .num_key_specs = 1,
-     .args = memory_usage_args_180,
+     .args = memory_usage_args_233,
      .num_args = 2},
     {.fullname = "mget",
      .group = "string",
@@ -5460,7 +6903,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = mget_key_specs,
      .num_key_specs = 1,
-     .args = mget_args_181,
+     .args = mget_args_234,
      .num_args = 1},
     {.fullname = "module",
      .group = "server",
@@ -5478,21 +6921,21 @@ static const command_docs docs_table[] = {
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_load_args_182,
+     .args = module_load_args_235,
      .num_args = 2},
     {.fullname = "module|loadex",
      .group = "server",
      .since = "7.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_loadex_args_184,
+     .args = module_loadex_args_237,
      .num_args = 3},
     {.fullname = "module|unload",
      .group = "server",
      .since = "4.0.0",
      .complexity = "O(1)",
      .extra_flags = CMD_NO_ASYNC_LOADING,
-     .args = module_unload_args_185,
+     .args = module_unload_args_238,
      .num_args = 1},
     {.fullname = "monitor", .group = "server", .since = "1.0.0", .complexity = NULL},
     {.fullname = "move",
@@ -5502,7 +6945,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = move_key_specs,
      .num_key_specs = 1,
-     .args = move_args_186,
+     .args = move_args_239,
      .num_args = 2},
     {.fullname = "mset",
      .group = "string",
@@ -5513,7 +6956,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = mset_key_specs,
      .num_key_specs = 1,
-     .args = mset_args_188,
+     .args = mset_args_241,
      .num_args = 1},
     {.fullname = "msetex",
      .group = "string",
@@ -5524,7 +6967,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = msetex_key_specs,
      .num_key_specs = 1,
-     .args = msetex_args_192,
+     .args = msetex_args_245,
      .num_args = 4},
     {.fullname = "msetnx",
      .group = "string",
@@ -5533,7 +6976,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = msetnx_key_specs,
      .num_key_specs = 1,
-     .args = msetnx_args_194,
+     .args = msetnx_args_247,
      .num_args = 1},
     {.fullname = "multi",
      .group = "transactions",
@@ -5553,7 +6996,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_encoding_key_specs,
      .num_key_specs = 1,
-     .args = object_encoding_args_195,
+     .args = object_encoding_args_248,
      .num_args = 1},
     {.fullname = "object|freq",
      .group = "generic",
@@ -5564,7 +7007,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_freq_key_specs,
      .num_key_specs = 1,
-     .args = object_freq_args_196,
+     .args = object_freq_args_249,
      .num_args = 1},
     {.fullname = "object|help",
      .group = "generic",
@@ -5580,7 +7023,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_idletime_key_specs,
      .num_key_specs = 1,
-     .args = object_idletime_args_197,
+     .args = object_idletime_args_250,
      .num_args = 1},
     {.fullname = "object|refcount",
      .group = "generic",
@@ -5591,7 +7034,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = object_refcount_key_specs,
      .num_key_specs = 1,
-     .args = object_refcount_args_198,
+     .args = object_refcount_args_251,
      .num_args = 1},
     {.fullname = "persist",
      .group = "generic",
@@ -5600,7 +7043,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = persist_key_specs,
      .num_key_specs = 1,
-     .args = persist_args_199,
+     .args = persist_args_252,
      .num_args = 1},
     {.fullname = "pexpire",
      .group = "generic",
@@ -5609,7 +7052,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpire_key_specs,
      .num_key_specs = 1,
-     .args = pexpire_args_201,
+     .args = pexpire_args_254,
      .num_args = 3},
     {.fullname = "pexpireat",
      .group = "generic",
@@ -5618,7 +7061,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpireat_key_specs,
      .num_key_specs = 1,
-     .args = pexpireat_args_203,
+     .args = pexpireat_args_256,
      .num_args = 3},
     {.fullname = "pexpiretime",
      .group = "generic",
@@ -5627,7 +7070,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = pexpiretime_key_specs,
      .num_key_specs = 1,
-     .args = pexpiretime_args_204,
+     .args = pexpiretime_args_257,
      .num_args = 1},
     {.fullname = "pfadd",
      .group = "hyperloglog",
@@ -5636,7 +7079,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfadd_key_specs,
      .num_key_specs = 1,
-     .args = pfadd_args_205,
+     .args = pfadd_args_258,
      .num_args = 2},
     {.fullname = "pfcount",
      .group = "hyperloglog",
@@ -5647,7 +7090,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfcount_key_specs,
      .num_key_specs = 1,
-     .args = pfcount_args_206,
+     .args = pfcount_args_259,
      .num_args = 1},
     {.fullname = "pfdebug",
      .group = "hyperloglog",
@@ -5657,7 +7100,7 @@ static const command_docs docs_table[] = {
      .doc_flags = CMD_DOC_SYSCMD,
      .key_specs = pfdebug_key_specs,
      .num_key_specs = 1,
-     .args = pfdebug_args_207,
+     .args = pfdebug_args_260,
      .num_args = 2},
     {.fullname = "pfmerge",
      .group = "hyperloglog",
@@ -5666,7 +7109,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_HYPERLOGLOG,
      .key_specs = pfmerge_key_specs,
      .num_key_specs = 2,
-     .args = pfmerge_args_208,
+     .args = pfmerge_args_261,
      .num_args = 2},
     {.fullname = "pfselftest",
      .group = "hyperloglog",
@@ -5681,7 +7124,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_209,
+     .args = ping_args_262,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -5693,13 +7136,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_210,
+     .args = psetex_args_263,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_211,
+     .args = psubscribe_args_264,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -5710,14 +7153,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_212,
+     .args = pttl_args_265,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_213,
+     .args = publish_args_266,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -5728,7 +7171,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_214,
+     .args = pubsub_channels_args_267,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -5736,27 +7179,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_215,
+     .args = pubsub_numsub_args_268,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_216,
+     .args = pubsub_shardchannels_args_269,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_217,
+     .args = pubsub_shardnumsub_args_270,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_218,
+     .args = punsubscribe_args_271,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -5790,7 +7233,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_219,
+     .args = rename_args_272,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -5799,7 +7242,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_220,
+     .args = renamenx_args_273,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -5813,7 +7256,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_221,
+     .args = rpop_args_274,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -5825,7 +7268,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_222,
+     .args = rpoplpush_args_275,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -5835,7 +7278,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_223,
+     .args = rpush_args_276,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -5845,7 +7288,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_224,
+     .args = rpushx_args_277,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -5855,7 +7298,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_225,
+     .args = sadd_args_278,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -5871,7 +7314,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_226,
+     .args = scan_args_279,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -5880,7 +7323,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_227,
+     .args = scard_args_280,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -5891,7 +7334,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_228,
+     .args = sdiff_args_281,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -5900,14 +7343,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_229,
+     .args = sdiffstore_args_282,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_230,
+     .args = select_args_283,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -5916,7 +7359,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_233,
+     .args = set_args_286,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setbit",
@@ -5926,7 +7369,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_BITMAP,
      .key_specs = setbit_key_specs,
      .num_key_specs = 1,
-     .args = setbit_args_234,
+     .args = setbit_args_287,
      .num_args = 3},
     {.fullname = "setex",
      .group = "string",
@@ -5938,7 +7381,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_235,
+     .args = setex_args_288,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -5950,7 +7393,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_236,
+     .args = setnx_args_289,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -5961,14 +7404,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_237,
+     .args = setrange_args_290,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_241,
+     .args = shutdown_args_294,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -5980,7 +7423,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_242,
+     .args = sinter_args_295,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -5990,7 +7433,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_243,
+     .args = sintercard_args_296,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -6000,7 +7443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_244,
+     .args = sinterstore_args_297,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -6009,7 +7452,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_245,
+     .args = sismember_args_298,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -6021,7 +7464,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_246,
+     .args = slowlog_get_args_299,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -6045,7 +7488,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_247,
+     .args = smembers_args_300,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -6054,7 +7497,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_248,
+     .args = smismember_args_301,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -6063,7 +7506,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_249,
+     .args = smove_args_302,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -6074,7 +7517,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_252,
+     .args = sort_args_305,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -6086,7 +7529,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_255,
+     .args = sort_ro_args_308,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -6099,7 +7542,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_256,
+     .args = spop_args_309,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -6108,7 +7551,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_257,
+     .args = spublish_args_310,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -6120,7 +7563,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_258,
+     .args = srandmember_args_311,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -6129,7 +7572,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_259,
+     .args = srem_args_312,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -6142,7 +7585,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_260,
+     .args = sscan_args_313,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -6150,7 +7593,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_261,
+     .args = ssubscribe_args_314,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -6159,13 +7602,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_262,
+     .args = strlen_args_315,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_263,
+     .args = subscribe_args_316,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -6180,7 +7623,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_264,
+     .args = substr_args_317,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -6191,7 +7634,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_265,
+     .args = sunion_args_318,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -6200,7 +7643,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_266,
+     .args = sunionstore_args_319,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -6208,7 +7651,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_267,
+     .args = sunsubscribe_args_320,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -6216,7 +7659,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_268,
+     .args = swapdb_args_321,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -6233,7 +7676,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_269,
+     .args = touch_args_322,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -6244,7 +7687,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_270,
+     .args = ttl_args_323,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -6253,7 +7696,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_271,
+     .args = type_args_324,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -6266,13 +7709,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_272,
+     .args = unlink_args_325,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_273,
+     .args = unsubscribe_args_326,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -6286,8 +7729,243 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_274,
+     .args = watch_args_327,
      .num_args = 1},
+    {.fullname = "xack",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) for each message ID processed.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xack_key_specs,
+     .num_key_specs = 1,
+     .args = xack_args_328,
+     .num_args = 3},
+    {.fullname = "xadd",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1) when adding a new entry, O(N) when trimming where N being the number of "
+                   "entries evicted.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xadd_tips,
+     .num_tips = 1,
+     .key_specs = xadd_key_specs,
+     .num_key_specs = 1,
+     .args = xadd_args_334,
+     .num_args = 5},
+    {.fullname = "xautoclaim",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1) if COUNT is small.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xautoclaim_tips,
+     .num_tips = 1,
+     .key_specs = xautoclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xautoclaim_args_335,
+     .num_args = 7},
+    {.fullname = "xclaim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(log N) with N being the number of messages in the PEL of the consumer group.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xclaim_tips,
+     .num_tips = 1,
+     .key_specs = xclaim_key_specs,
+     .num_key_specs = 1,
+     .args = xclaim_args_336,
+     .num_args = 11},
+    {.fullname = "xdel",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(1) for each single item to delete in the stream, regardless of the stream size.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xdel_key_specs,
+     .num_key_specs = 1,
+     .args = xdel_args_337,
+     .num_args = 2},
+    {.fullname = "xgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xgroup|create",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_create_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_create_args_339,
+     .num_args = 5},
+    {.fullname = "xgroup|createconsumer",
+     .group = "stream",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_createconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_createconsumer_args_340,
+     .num_args = 3},
+    {.fullname = "xgroup|delconsumer",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_delconsumer_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_delconsumer_args_341,
+     .num_args = 3},
+    {.fullname = "xgroup|destroy",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_destroy_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_destroy_args_342,
+     .num_args = 2},
+    {.fullname = "xgroup|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xgroup|setid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xgroup_setid_key_specs,
+     .num_key_specs = 1,
+     .args = xgroup_setid_args_344,
+     .num_args = 4},
+    {.fullname = "xinfo",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "Depends on subcommand."},
+    {.fullname = "xinfo|consumers",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xinfo_consumers_tips,
+     .num_tips = 1,
+     .key_specs = xinfo_consumers_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_consumers_args_345,
+     .num_args = 2},
+    {.fullname = "xinfo|groups",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_groups_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_groups_args_346,
+     .num_args = 1},
+    {.fullname = "xinfo|help",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM},
+    {.fullname = "xinfo|stream",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xinfo_stream_key_specs,
+     .num_key_specs = 1,
+     .args = xinfo_stream_args_348,
+     .num_args = 2},
+    {.fullname = "xlen",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xlen_key_specs,
+     .num_key_specs = 1,
+     .args = xlen_args_349,
+     .num_args = 1},
+    {.fullname = "xpending",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned, so asking for a small fixed "
+                   "number of entries per call is O(1). O(M), where M is the total number of "
+                   "entries scanned when used with the IDLE filter. When the command returns just "
+                   "the summary and the list of consumers is small, it runs in O(1) time; "
+                   "otherwise, an additional O(N) time for iterating every consumer.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xpending_tips,
+     .num_tips = 1,
+     .key_specs = xpending_key_specs,
+     .num_key_specs = 1,
+     .args = xpending_args_351,
+     .num_args = 3},
+    {.fullname = "xrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "O(N) with N being the number of elements being returned. If N is constant (e.g. always "
+         "asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrange_args_352,
+     .num_args = 4},
+    {.fullname = "xread",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = NULL,
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xread_key_specs,
+     .num_key_specs = 1,
+     .args = xread_args_354,
+     .num_args = 3},
+    {.fullname = "xreadgroup",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity =
+         "For each stream mentioned: O(M) with M being the number of elements returned. If M is "
+         "constant (e.g. always asking for the first 10 elements with COUNT), you can consider it "
+         "O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to "
+         "serve the N clients blocked on the stream getting new data.",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xreadgroup_key_specs,
+     .num_key_specs = 1,
+     .args = xreadgroup_args_357,
+     .num_args = 5},
+    {.fullname = "xrevrange",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N) with N being the number of elements returned. If N is constant (e.g. "
+                   "always asking for the first 10 elements with COUNT), you can consider it O(1).",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xrevrange_key_specs,
+     .num_key_specs = 1,
+     .args = xrevrange_args_358,
+     .num_args = 4},
+    {.fullname = "xsetid",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(1)",
+     .acl_categories = ACL_CAT_STREAM,
+     .key_specs = xsetid_key_specs,
+     .num_key_specs = 1,
+     .args = xsetid_args_359,
+     .num_args = 4},
+    {.fullname = "xtrim",
+     .group = "stream",
+     .since = "5.0.0",
+     .complexity = "O(N), with N being the number of evicted entries. Constant times are very "
+                   "small however, since entries are organized in macro nodes containing multiple "
+                   "entries that can be released with a single deallocation.",
+     .acl_categories = ACL_CAT_STREAM,
+     .tips = xtrim_tips,
+     .num_tips = 1,
+     .key_specs = xtrim_key_specs,
+     .num_key_specs = 1,
+     .args = xtrim_args_363,
+     .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
      .since = "1.2.0",
@@ -6296,7 +7974,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_278,
+     .args = zadd_args_367,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -6305,7 +7983,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_279,
+     .args = zcard_args_368,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -6314,7 +7992,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_280,
+     .args = zcount_args_369,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -6324,7 +8002,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_281,
+     .args = zdiff_args_370,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -6334,7 +8012,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_282,
+     .args = zdiffstore_args_371,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -6343,7 +8021,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_283,
+     .args = zincrby_args_372,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -6354,7 +8032,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_285,
+     .args = zinter_args_374,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -6364,7 +8042,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_286,
+     .args = zintercard_args_375,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -6375,7 +8053,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_288,
+     .args = zinterstore_args_377,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -6384,7 +8062,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_289,
+     .args = zlexcount_args_378,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -6394,7 +8072,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_291,
+     .args = zmpop_args_380,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -6403,7 +8081,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_292,
+     .args = zmscore_args_381,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -6413,7 +8091,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_293,
+     .args = zpopmax_args_382,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -6423,7 +8101,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_294,
+     .args = zpopmin_args_383,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -6434,7 +8112,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_296,
+     .args = zrandmember_args_385,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -6444,7 +8122,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_299,
+     .args = zrange_args_388,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -6458,7 +8136,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_301,
+     .args = zrangebylex_args_390,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -6472,7 +8150,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_303,
+     .args = zrangebyscore_args_392,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -6482,7 +8160,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_306,
+     .args = zrangestore_args_395,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -6491,7 +8169,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_307,
+     .args = zrank_args_396,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -6501,7 +8179,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_308,
+     .args = zrem_args_397,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -6511,7 +8189,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_309,
+     .args = zremrangebylex_args_398,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -6521,7 +8199,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_310,
+     .args = zremrangebyrank_args_399,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -6531,7 +8209,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_311,
+     .args = zremrangebyscore_args_400,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -6544,7 +8222,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_312,
+     .args = zrevrange_args_401,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -6558,7 +8236,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_314,
+     .args = zrevrangebylex_args_403,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -6572,7 +8250,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_316,
+     .args = zrevrangebyscore_args_405,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -6581,7 +8259,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_317,
+     .args = zrevrank_args_406,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -6594,7 +8272,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_318,
+     .args = zscan_args_407,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -6603,7 +8281,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_319,
+     .args = zscore_args_408,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -6613,7 +8291,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_321,
+     .args = zunion_args_410,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -6623,7 +8301,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_323,
+     .args = zunionstore_args_412,
      .num_args = 5},
 };
 

@@ -32,10 +32,13 @@ extern const command_family commands_hash;
 extern const command_family commands_list;
 extern const command_family commands_set;
 extern const command_family commands_zset;
+extern const command_family commands_geo;
 extern const command_family commands_sort;
 extern const command_family commands_pubsub;
 extern const command_family commands_ops;
 extern const command_family commands_bitops;
+extern const command_family commands_stream;
+extern const command_family commands_stream_group;
 extern const command_family commands_hll;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */

@@ -57,6 +57,12 @@ zdiff zunionstore zinterstore zdiffstore zintercard zrange zrangestore
 zrangebyscore zrevrangebyscore zrangebylex zrevrangebylex zrevrange zcount
 zlexcount zcard zscore zmscore zrank zrevrank zpopmin zpopmax zmpop zrandmember
 zscan bzpopmin bzpopmax bzmpop
+xadd xrange xrevrange xlen xdel xtrim xsetid xread
+xgroup xgroup|create xgroup|setid xgroup|destroy xgroup|createconsumer
+xgroup|delconsumer xgroup|help xreadgroup xack xpending xclaim xautoclaim
+xinfo xinfo|stream xinfo|groups xinfo|consumers xinfo|help
+geoadd geopos geodist geohash georadius georadius_ro georadiusbymember
+georadiusbymember_ro geosearch geosearchstore
 sort sort_ro
 subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
@@ -173,14 +179,12 @@ def string_docs():
     }
 
 
-def patch_later(fullname, desc):
-    """Arguments later releases added to a TAG command: SET's IFEQ
-    (Valkey 8.1), a third choice of its condition."""
-    if fullname == "set":
-        for arg in desc["arguments"]:
-            if arg["name"] == "condition":
-                arg["arguments"].append({"name": "comparison-value", "type": "string",
-                                         "token": "IFEQ", "since": "8.1.0"})
+def set_ifeq(desc):
+    """SET's IFEQ (Valkey 8.1), a third choice of its condition."""
+    for arg in desc["arguments"]:
+        if arg["name"] == "condition":
+            arg["arguments"].append({"name": "comparison-value", "type": "string",
+                                     "token": "IFEQ", "since": "8.1.0"})
     return desc
 
 
@@ -210,7 +214,26 @@ def commandlog_docs():
     }
 
 
+def geo_polygon_search(desc):
+    """GEOSEARCH and GEOSEARCHSTORE as Valkey 9.0 describes them: the
+    FROM... BY... pair of TAG becomes one choice of a oneof whose other
+    choice is BYPOLYGON <num-vertices> <longitude latitude>..."""
+    args = desc["arguments"]
+    at = next(i for i, a in enumerate(args) if a["name"] == "from")
+    vertex = [{"name": "longitude", "type": "double"}, {"name": "latitude", "type": "double"}]
+    polygon = {"name": "polygon", "type": "block", "since": "9.0.0", "arguments": [
+        {"token": "BYPOLYGON", "name": "num-vertices", "type": "integer"},
+        {"name": "vertices", "type": "block", "multiple": True, "arguments": vertex}]}
+    shape = {"name": "search-type", "type": "oneof", "arguments": [
+        {"name": "radius-or-box", "type": "block", "arguments": args[at:at + 2]}, polygon]}
+    return dict(desc, arguments=args[:at] + [shape] + args[at + 2:])
+
+
 LATER = later_docs()
+# Commands of TAG that later releases extended: their TAG description, then
+# the extension.
+LATER_ARGS = {"set": set_ifeq, "geosearch": geo_polygon_search,
+              "geosearchstore": geo_polygon_search}
 
 
 def load(git_dir, fullname):
@@ -219,7 +242,7 @@ def load(git_dir, fullname):
     path = "%s:src/commands/%s.json" % (TAG, fullname.replace("|", "-"))
     text = subprocess.check_output(["git", "--git-dir", git_dir, "show", path])
     (_, desc), = json.loads(text).items()
-    return patch_later(fullname, desc)
+    return LATER_ARGS[fullname](desc) if fullname in LATER_ARGS else desc
 
 
 def c_str(s):

@@ -242,6 +242,8 @@ static void multi_on_change(const db_change *ch, void *priv) {
         if (hashtable_size(watch_table(d))) multi_touch_db(d, ch->other);
         if (hashtable_size(watch_table(ch->other))) multi_touch_db(ch->other, d);
         break;
+    case DB_EV_COUNTED:
+        break;
     default:
         if (hashtable_size(watch_table(d)))
             multi_touch_key(d, ch->key, ch->len, ch->event == DB_EV_EXPIRED);

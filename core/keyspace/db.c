@@ -293,6 +293,10 @@ void db_signal_modified(db *d, const char *key, size_t len, long long changes) {
     db_announce(d, key, len, DB_EV_MODIFIED, changes);
 }
 
+void db_count_changes(db *d, const char *key, size_t len, long long changes) {
+    db_announce(d, key, len, DB_EV_COUNTED, changes);
+}
+
 /* ---- blocks ---- */
 
 /* A value about to be stored: an object the block will point at, or bytes

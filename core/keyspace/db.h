@@ -268,6 +268,11 @@ typedef enum db_event {
     DB_EV_EVICTED,
     DB_EV_FLUSHED,
     DB_EV_SWAPPED,
+    /* Changes counted for server.dirty that no reader of the key sees (a
+     * stream's consumer-group bookkeeping): WATCH, client tracking and
+     * blocked clients ignore it, as Valkey, which counts these without
+     * signalModifiedKey. */
+    DB_EV_COUNTED,
 } db_event;
 
 typedef struct db_change {
@@ -412,6 +417,9 @@ void db_swap(int a, int b);
  * by a command is deleted: db_delete counts one, so the command announces
  * the rest of its count here first. */
 void db_signal_modified(db *d, const char *key, size_t len, long long changes);
+/* Counts `changes` made to key's value that readers of the key do not see
+ * (DB_EV_COUNTED): a consumer group's cursor or pending entries. */
+void db_count_changes(db *d, const char *key, size_t len, long long changes);
 
 /* Active expiry: runs for at most budget_us. Returns keys expired. */
 size_t db_active_expire_cycle(uint64_t budget_us);

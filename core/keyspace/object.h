@@ -45,6 +45,7 @@
 #define OBJ_ZSET 3
 #define OBJ_HASH 4
 #define OBJ_MODULE 5 /* a module's custom data type (see the SDK) */
+#define OBJ_STREAM 6 /* types/stream.h */
 
 /* Encoding ids, Valkey's numbers; OBJECT ENCODING prints Valkey's names
  * ("listpack" for Keel's compact encoding, ds/pack.h). */
@@ -55,6 +56,7 @@
 #define OBJ_ENC_SKIPLIST 7
 #define OBJ_ENC_EMBSTR 8
 #define OBJ_ENC_QUICKLIST 9
+#define OBJ_ENC_STREAM 10
 #define OBJ_ENC_LISTPACK 11
 
 /* Integers 0..OBJ_SHARED_INTEGERS-1 are shared objects (Valkey's value). */

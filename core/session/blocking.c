@@ -42,7 +42,8 @@ struct blocked_key {
     size_t len;
     waiter *head, *tail;
     size_t count;
-    int ready; /* queued in the ready list */
+    size_t nokey; /* waiters woken by the key's deletion (BLOCKING_WAKE_ON_DELETE) */
+    int ready;    /* queued in the ready list */
 };
 
 struct blocking_state {
@@ -57,6 +58,7 @@ struct blocking_state {
     size_t heap_idx;
     blocking_null on_timeout;
     int obj_type;  /* the type a key needs to be offered; -1: any */
+    int flags;     /* BLOCKING_WAKE_* */
     uint64_t us;   /* time the attempts took so far */
     int rerunning; /* its command runs again now */
     int in_callback; /* a module's callback for it runs now */
@@ -154,6 +156,28 @@ int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms) {
     long long ms = (long long)v;
     if (ms > 0) {
         int64_t now = event_cached_ms(); /* the command's start, as Valkey's snapshot */
+        if (ms > LLONG_MAX - now) {
+            reply_error(c, "ERR timeout is out of range");
+            return K_ERR;
+        }
+        ms += now;
+    }
+    *deadline_ms = ms;
+    return K_OK;
+}
+
+int blocking_parse_timeout_ms(client *c, const karg *arg, int64_t *deadline_ms) {
+    long long ms;
+    if (!str_to_ll(arg->ptr, arg->len, &ms)) {
+        reply_error(c, "ERR timeout is not an integer or out of range");
+        return K_ERR;
+    }
+    if (ms < 0) {
+        reply_error(c, "ERR timeout is negative");
+        return K_ERR;
+    }
+    if (ms > 0) {
+        int64_t now = event_cached_ms();
         if (ms > LLONG_MAX - now) {
             reply_error(c, "ERR timeout is out of range");
             return K_ERR;
@@ -282,6 +306,8 @@ static void waiter_add(struct blocking_state *bs, waiter *w, const karg *key) {
         hashtable_add(t, bk, NULL);
         stats->total_blocking_keys++;
     }
+    if ((bs->flags & BLOCKING_WAKE_ON_DELETE) && bk->nokey++ == 0)
+        stats->total_blocking_keys_on_nokey++;
     w->bs = bs;
     w->bk = bk;
     w->next = NULL;
@@ -304,6 +330,8 @@ static void waiter_remove(struct blocking_state *bs, waiter *w) {
         w->next->prev = w->prev;
     else
         bk->tail = w->prev;
+    if ((bs->flags & BLOCKING_WAKE_ON_DELETE) && --bk->nokey == 0)
+        stats->total_blocking_keys_on_nokey--;
     if (--bk->count == 0) {
         hashtable_delete(blocking_table(bs->db), bk->key, bk->len, NULL);
         stats->total_blocking_keys--;
@@ -325,6 +353,7 @@ static int blocking_type_of(const command *cmd) {
     uint32_t cats = command_acl_categories(cmd);
     if (cats & ACL_CAT_LIST) return OBJ_LIST;
     if (cats & ACL_CAT_SORTEDSET) return OBJ_ZSET;
+    if (cats & ACL_CAT_STREAM) return OBJ_STREAM;
     return -1;
 }
 
@@ -359,6 +388,11 @@ static void blocking_state_start(client *c, struct blocking_state *bs) {
 
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout) {
+    blocking_wait_flags(c, keypos, nkeys, deadline_ms, on_timeout, 0);
+}
+
+void blocking_wait_flags(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
+                         blocking_null on_timeout, int flags) {
     if (c->bstate) { /* a rerun that found nothing: place and deadline stay */
         c->bstate->blocked_again = 1;
         return;
@@ -370,6 +404,7 @@ void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
     struct blocking_state *bs = blocking_state_new(c, nkeys, deadline_ms);
     bs->on_timeout = on_timeout;
     bs->obj_type = blocking_type_of(c->cmd);
+    bs->flags = flags;
     for (int i = 0; i < nkeys; i++) {
         const karg *key = &bs->argv[keypos[i]];
         if (!blocking_key_seen(bs, key)) waiter_add(bs, &bs->waiters[bs->nkeys++], key);
@@ -390,6 +425,19 @@ int blocking_wait_module(client *c, const char *const *keys, const size_t *lens,
     }
     blocking_state_start(c, bs);
     return K_OK;
+}
+
+void blocking_rewrite_arg(client *c, int pos, const char *s, size_t len) {
+    struct blocking_state *bs = c->bstate;
+    if (!bs || bs->mops || pos < 0 || pos >= bs->argc) return;
+    karg *a = &bs->argv[pos];
+    if (a->obj)
+        obj_decref(a->obj);
+    else
+        km_free((char *)a->ptr);
+    a->ptr = km_strndup(s, len);
+    a->len = len;
+    a->obj = NULL;
 }
 
 int blocking_is_rerun(const client *c) {
@@ -559,6 +607,13 @@ static void blocking_on_change(const db_change *ch, void *priv) {
     if (ch->event == DB_EV_MODIFIED) {
         blocked_key *bk = hashtable_find(blocking_table(ch->d), ch->key, ch->len);
         if (bk) blocking_mark_ready(ch->d, bk);
+    } else if (ch->event == DB_EV_DELETED || ch->event == DB_EV_EXPIRED ||
+               ch->event == DB_EV_EVICTED) {
+        if (!stats->total_blocking_keys_on_nokey) return;
+        blocked_key *bk = hashtable_find(blocking_table(ch->d), ch->key, ch->len);
+        if (bk && bk->nokey) blocking_mark_ready(ch->d, bk);
+    } else if (ch->event == DB_EV_FLUSHED) {
+        if (stats->total_blocking_keys_on_nokey) blocking_mark_db(ch->d);
     } else if (ch->event == DB_EV_SWAPPED && ch->d != ch->other) {
         blocking_mark_db(ch->d);
         blocking_mark_db(ch->other);
@@ -630,7 +685,9 @@ static void blocking_serve_key(db *d, blocked_key *bk) {
     for (i = 0; i < n; i++) {
         client *c = waiting[i];
         if (!c->bstate || (c->flags & CLIENT_CLOSE_ASAP)) continue;
-        if (!blocking_key_offers(d, key, len, c->bstate->obj_type)) continue;
+        if (!(c->bstate->flags & BLOCKING_WAKE_ON_DELETE) &&
+            !blocking_key_offers(d, key, len, c->bstate->obj_type))
+            continue;
         if (c->bstate->mops)
             blocking_offer_module(c, key, len);
         else

@@ -1,5 +1,5 @@
-/* blocking.h -- clients blocked on keys: BLPOP, BLMOVE, BZPOPMIN and the
- * other blocking commands.
+/* blocking.h -- clients blocked on keys: BLPOP, BLMOVE, BZPOPMIN, XREAD and
+ * the other blocking commands.
  *
  * The model is Valkey 7's: a blocking command that finds nothing to serve
  * calls blocking_wait() and returns without replying. The client then runs
@@ -24,8 +24,14 @@
  *
  * A rerun is offered a key only while the key exists with the type the
  * command waits for (list for the list commands, zset for the sorted-set
- * ones, read from the command's ACL categories; any type for others): a
- * key deleted, or set to a string, leaves its clients blocked, as Valkey.
+ * ones, stream for the stream ones, read from the command's ACL
+ * categories; any type for others): a key deleted, or set to a string,
+ * leaves its clients blocked, as Valkey. A wait with
+ * BLOCKING_WAKE_ON_DELETE (XREADGROUP) is rerun on every change of its
+ * keys instead, deletion (DEL, expiry, eviction, a flush) and a change of
+ * type included, so that the command can answer that its key is gone
+ * (Valkey's unblock_on_nokey; INFO's total_blocking_keys_on_nokey counts
+ * the keys such a wait is on).
  *
  * The command is counted once (calls, total_commands_processed, the slow
  * log): by the rerun that serves it, or when it stops waiting. A blocked
@@ -82,6 +88,10 @@ int blocking_allowed(const client *c);
  * ("ERR timeout is not a float or out of range", "ERR timeout is
  * negative", "ERR timeout is out of range") and returns K_ERR. */
 int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms);
+/* The same for a timeout in integer milliseconds (XREAD's and
+ * XREADGROUP's BLOCK): "ERR timeout is not an integer or out of range",
+ * "ERR timeout is negative", "ERR timeout is out of range". */
+int blocking_parse_timeout_ms(client *c, const karg *arg, int64_t *deadline_ms);
 
 /* Blocks the running command's client on the keys at argument positions
  * keypos[0..nkeys) of c->argv, in c->db, until deadline_ms (0: forever).
@@ -91,6 +101,20 @@ int blocking_parse_timeout(client *c, const karg *arg, int64_t *deadline_ms);
  * once. */
 void blocking_wait(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
                    blocking_null on_timeout);
+
+/* blocking_wait with flags: BLOCKING_WAKE_ON_DELETE reruns the command
+ * whenever one of its keys changes, is deleted or changes type (see
+ * above), not only while the key holds the type waited for. */
+#define BLOCKING_WAKE_ON_DELETE (1 << 0)
+void blocking_wait_flags(client *c, const int *keypos, int nkeys, int64_t deadline_ms,
+                         blocking_null on_timeout, int flags);
+
+/* Replaces argument pos of the copy of the arguments that c's reruns use
+ * with s[0..len) (copied): XREAD pins `$` to the ID that was last when it
+ * blocked, as Valkey rewrites its argv. Call it after blocking_wait left
+ * c blocked; a no-op when c is not waiting (where blocking is not
+ * allowed, or a module's wait). */
+void blocking_rewrite_arg(client *c, int pos, const char *s, size_t len);
 
 /* A module's wait (module_block.c): callbacks on the main thread, with
  * priv. */

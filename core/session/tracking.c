@@ -254,6 +254,7 @@ static void tracking_on_flush(void) {
 }
 
 static void tracking_on_change(const db_change *ch, void *priv) {
+    if (ch->event == DB_EV_COUNTED) return;
     if (ch->event == DB_EV_FLUSHED || ch->event == DB_EV_SWAPPED) {
         if (ch->d != ch->other)
             tracking_on_flush(); /* SWAPDB of a database with itself: no change */

@@ -30,10 +30,6 @@
 #include "ds/pack.h"
 #include "keyspace/object.h"
 
-/* Valkey's type and encoding numbers (persistence will write them). */
-#define OBJ_STREAM 6
-#define OBJ_ENC_STREAM 10
-
 typedef struct stream_id {
     uint64_t ms;
     uint64_t seq;
@@ -133,8 +129,69 @@ void stream_set_cgroup_ops(const stream_cgroup_ops *ops);
 void *stream_groups(const kobj *o);
 void stream_set_groups(kobj *o, void *groups);
 
-/* ---- changing the stream (stream.c's side; the commands' entry points
- * for XADD, XDEL, XTRIM and XSETID are declared below by stream.c's
- * author) ---- */
+/* ---- changing the stream (stream.c's side: the commands' entry points
+ * for XADD, XDEL, XTRIM and XSETID) ---- */
+
+/* The last live entry's ID (XSETID's and XREAD's "top item", which may be
+ * before last_id when the last entries were deleted); 0-0 when empty. */
+stream_id stream_last_live_id(const kobj *o);
+
+/* A byte string of a new entry (the commands' arguments). */
+typedef struct stream_str {
+    const char *ptr;
+    size_t len;
+} stream_str;
+
+/* The most bytes an entry's fields and values may take together (Valkey's
+ * STREAM_LISTPACK_MAX_SIZE): XADD answers "Elements are too large". */
+#define STREAM_ELEMENTS_MAX ((size_t)1 << 30)
+
+/* What XADD appends: elems[0..2*npairs) are field, value, ...; the ID is
+ * the explicit one (id_given; its seq when seq_given, else the next free
+ * one at id.ms, as "ms-*") or the next after now_ms (the command's time). */
+typedef struct stream_add {
+    const stream_str *elems;
+    size_t npairs;
+    stream_id id;
+    int id_given;
+    int seq_given;
+    uint64_t now_ms;
+} stream_add;
+
+/* Appends the entry and sets *added to its ID (last_id, entries_added and
+ * the length follow). K_ERR, nothing changed, when the ID would not be
+ * greater than last_id ("equal or smaller than the target stream top
+ * item"), or with *too_large when the elements exceed
+ * STREAM_ELEMENTS_MAX. */
+int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large);
+
+typedef enum { STREAM_TRIM_NONE, STREAM_TRIM_MAXLEN, STREAM_TRIM_MINID } stream_trim_strategy;
+
+/* XADD's and XTRIM's trimming: MAXLEN keeps the newest maxlen entries,
+ * MINID removes the entries before minid. approx (~) removes whole nodes
+ * only and stops at the first node it cannot remove; limit (0: none)
+ * caps the entries removed, whole nodes only, as Valkey. */
+typedef struct stream_trim_args {
+    stream_trim_strategy strategy;
+    int approx;
+    uint64_t maxlen;
+    stream_id minid;
+    uint64_t limit;
+} stream_trim_args;
+
+/* Trims as t says; returns the entries removed. As Valkey's, trimming
+ * leaves max_deleted_id alone and an emptied stream exists on. */
+uint64_t stream_trim(kobj *o, const stream_trim_args *t);
+/* The LIMIT `~` trimming has by default: 100 * stream-node-max-entries,
+ * within 1..1000000 (10000 when that directive is 0), as Valkey. */
+uint64_t stream_approx_limit(void);
+
+/* XDEL of one ID: 1 if the entry existed (max_deleted_id follows), else 0. */
+int stream_delete(kobj *o, stream_id id);
+
+/* XSETID's effect, checked by the command: last_id, and entries_added and
+ * max_deleted_id when not NULL. */
+void stream_set_meta(kobj *o, stream_id last_id, const uint64_t *entries_added,
+                     const stream_id *max_deleted_id);
 
 #endif

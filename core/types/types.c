@@ -4,6 +4,8 @@
 #include "types/hash.h"
 #include "types/list.h"
 #include "types/set.h"
+#include "types/stream.h"
+#include "types/stream_cgroup.h"
 #include "types/zset.h"
 
 METRICS_DESCS(types_metric_descs, types_metrics, TYPES_METRICS);
@@ -12,6 +14,8 @@ void types_setup(types_metrics *m) {
     hash_type_setup(m);
     list_type_setup();
     set_type_setup();
+    stream_type_setup();
+    scg_setup();
     zset_type_setup();
 }
 

@@ -14,7 +14,9 @@
  * push inside wakes after EXEC; a blocking command inside replies at
  * once), cascades, SWAPDB, fractional timeouts through the event-loop
  * timer, CLIENT UNBLOCK, CLIENT LIST flags, INFO gauges, statistics
- * counted once, duplicate keys, and a blocked client freed. */
+ * counted once, duplicate keys, a blocked client freed, a wait woken by
+ * its key's deletion (TWATCH: BLOCKING_WAKE_ON_DELETE) and an argument
+ * pinned for the reruns (TPIN: blocking_rewrite_arg). */
 #include "client_fixture.h"
 #include "common/common.h"
 #include "config/config.h"
@@ -94,7 +96,64 @@ static void tkill_proc(client *c) {
     blocking_wait(c, pos, 1, deadline, BLOCKING_NULL_ARRAY);
 }
 
+/* TWATCH key timeout: +GO when key holds "go"; a rerun that finds key
+ * gone replies -GONE; otherwise blocks, woken by deletion too
+ * (BLOCKING_WAKE_ON_DELETE, as XREADGROUP). */
+static void twatch_proc(client *c) {
+    db_entry *e = db_lookup(c->db, c->argv[1].ptr, c->argv[1].len, 1);
+    size_t len;
+    const char *v = e ? db_entry_str(e, &len) : NULL;
+    if (v && len == 2 && memcmp(v, "go", 2) == 0) {
+        reply_simple(c, "GO");
+        return;
+    }
+    if (!e && blocking_is_rerun(c)) {
+        reply_error(c, "GONE");
+        return;
+    }
+    int64_t deadline;
+    if (blocking_parse_timeout(c, &c->argv[2], &deadline) != K_OK) return;
+    int pos[] = {1};
+    blocking_wait_flags(c, pos, 1, deadline, BLOCKING_NULL_ARRAY, BLOCKING_WAKE_ON_DELETE);
+}
+
+/* TPIN key arg timeout: a first run blocks and pins arg to key's value
+ * (blocking_rewrite_arg, as XREAD pins `$`); a rerun replies the arg. */
+static void tpin_proc(client *c) {
+    if (blocking_is_rerun(c)) {
+        reply_bulk(c, c->argv[2].ptr, c->argv[2].len);
+        return;
+    }
+    int64_t deadline;
+    if (blocking_parse_timeout(c, &c->argv[3], &deadline) != K_OK) return;
+    db_entry *e = db_lookup(c->db, c->argv[1].ptr, c->argv[1].len, 1);
+    size_t len = 0;
+    const char *v = e ? db_entry_str(e, &len) : "";
+    char pinned[64];
+    len = len < sizeof(pinned) ? len : sizeof(pinned);
+    memcpy(pinned, v, len); /* the key's bytes may move */
+    int pos[] = {1};
+    blocking_wait(c, pos, 1, deadline, BLOCKING_NULL_ARRAY);
+    blocking_rewrite_arg(c, 2, pinned, len);
+}
+
 static command test_cmds[] = {
+    {.name = "twatch",
+     .proc = twatch_proc,
+     .arity = 3,
+     .flags = CMD_READONLY | CMD_BLOCKING,
+     .first_key = 1,
+     .last_key = 1,
+     .key_step = 1,
+     .group = "stream"},
+    {.name = "tpin",
+     .proc = tpin_proc,
+     .arity = 4,
+     .flags = CMD_READONLY | CMD_BLOCKING,
+     .first_key = 1,
+     .last_key = 1,
+     .key_step = 1,
+     .group = "stream"},
     {.name = "tpop",
      .proc = tpop_proc,
      .arity = -3,
@@ -167,6 +226,7 @@ static void teardown(void) {
     ck_assert_int_eq(stat("blocked_clients"), 0);
     ck_assert_int_eq(stat("total_blocking_keys"), 0);
     ck_assert_int_eq(stat("clients_in_timeout_table"), 0);
+    ck_assert_int_eq(stat("total_blocking_keys_on_nokey"), 0);
 }
 
 #define POP_K_V "*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
@@ -497,6 +557,48 @@ START_TEST(test_info_fields) {
 }
 END_TEST
 
+/* A wait with BLOCKING_WAKE_ON_DELETE is rerun when its key is deleted,
+ * flushed or changes, and counted in total_blocking_keys_on_nokey. */
+START_TEST(test_wake_on_delete) {
+    send_cmd(p, "SET k v");
+    expect(p, "+OK\r\n");
+    send_cmd(a, "TWATCH k 0");
+    send_cmd(b, "TPOP other 0");
+    expect(a, "");
+    ck_assert_int_eq(stat("total_blocking_keys_on_nokey"), 1);
+    send_cmd(p, "SET k x"); /* a change: rerun, nothing to serve */
+    expect(p, "+OK\r\n");
+    expect(a, "");
+    ck_assert(blocking_is_blocked(a));
+    send_cmd(p, "DEL k");
+    expect(p, ":1\r\n");
+    expect(a, "-GONE\r\n");
+    ck_assert_int_eq(stat("total_blocking_keys_on_nokey"), 0);
+    blocking_before_sleep();
+    /* A flush wakes it too; the plain waiter on `other` stays. */
+    send_cmd(p, "SET k v");
+    send_cmd(a, "TWATCH k 0");
+    expect(a, "");
+    send_cmd(p, "FLUSHALL SYNC");
+    expect(p, "+OK\r\n+OK\r\n");
+    expect(a, "-GONE\r\n");
+    expect(b, ""); /* a plain wait on a missing key is not offered it */
+    ck_assert(blocking_is_blocked(b));
+    ck_assert_int_eq(stat("total_blocking_keys_on_nokey"), 0);
+}
+END_TEST
+
+/* blocking_rewrite_arg: the rerun sees the argument pinned when the
+ * client blocked, not the one it sent. */
+START_TEST(test_rewrite_arg) {
+    send_cmd(p, "SET k first");
+    send_cmd(a, "TPIN k $ 0");
+    expect(a, "");
+    send_cmd(p, "SET k second");
+    expect(a, "$5\r\nfirst\r\n");
+}
+END_TEST
+
 static Suite *blocking_suite(void) {
     Suite *s = suite_create("blocking");
     TCase *tc = tcase_create("core");
@@ -517,6 +619,8 @@ static Suite *blocking_suite(void) {
     tcase_add_test(tc, test_blocked_client_freed);
     tcase_add_test(tc, test_waiter_freed_by_rerun);
     tcase_add_test(tc, test_info_fields);
+    tcase_add_test(tc, test_wake_on_delete);
+    tcase_add_test(tc, test_rewrite_arg);
     suite_add_tcase(s, tc);
     return s;
 }
