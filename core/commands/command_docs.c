@@ -3290,10 +3290,72 @@ static const command_arg pexpiretime_args_257[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
+static const key_spec pfadd_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg pfadd_args_258[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "element",
+     .type = ARG_STRING,
+     .key_spec_index = -1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
+static const key_spec pfcount_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg pfcount_args_259[] = {
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
+};
+
+static const key_spec pfdebug_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+};
+
+static const command_arg pfdebug_args_260[] = {
+    {.name = "subcommand", .type = ARG_STRING, .key_spec_index = -1},
+    {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
+};
+
+static const key_spec pfmerge_key_specs[] = {
+    {.flags = KEY_SPEC_RW | KEY_SPEC_ACCESS | KEY_SPEC_INSERT,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 1,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {0, 1, 0}},
+    {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS,
+     .begin = KEY_BEGIN_INDEX,
+     .bs.index = 2,
+     .find = KEY_FIND_RANGE,
+     .fk.range = {-1, 1, 0}},
+};
+
+static const command_arg pfmerge_args_261[] = {
+    {.name = "destkey", .type = ARG_KEY, .key_spec_index = 0},
+    {.name = "sourcekey",
+     .type = ARG_KEY,
+     .key_spec_index = 1,
+     .flags = ARG_OPTIONAL | ARG_MULTIPLE},
+};
+
 static const char *const ping_tips[] = {"request_policy:all_shards",
                                         "response_policy:all_succeeded"};
 
-static const command_arg ping_args_258[] = {
+static const command_arg ping_args_262[] = {
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -3305,13 +3367,13 @@ static const key_spec psetex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg psetex_args_259[] = {
+static const command_arg psetex_args_263[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "milliseconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg psubscribe_args_260[] = {
+static const command_arg psubscribe_args_264[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -3325,38 +3387,38 @@ static const key_spec pttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg pttl_args_261[] = {
+static const command_arg pttl_args_265[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg publish_args_262[] = {
+static const command_arg publish_args_266[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg pubsub_channels_args_263[] = {
+static const command_arg pubsub_channels_args_267[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_numsub_args_264[] = {
+static const command_arg pubsub_numsub_args_268[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg pubsub_shardchannels_args_265[] = {
+static const command_arg pubsub_shardchannels_args_269[] = {
     {.name = "pattern", .type = ARG_PATTERN, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg pubsub_shardnumsub_args_266[] = {
+static const command_arg pubsub_shardnumsub_args_270[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg punsubscribe_args_267[] = {
+static const command_arg punsubscribe_args_271[] = {
     {.name = "pattern",
      .type = ARG_PATTERN,
      .key_spec_index = -1,
@@ -3379,7 +3441,7 @@ static const key_spec rename_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rename_args_268[] = {
+static const command_arg rename_args_272[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -3397,7 +3459,7 @@ static const key_spec renamenx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg renamenx_args_269[] = {
+static const command_arg renamenx_args_273[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "newkey", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -3410,7 +3472,7 @@ static const key_spec rpop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpop_args_270[] = {
+static const command_arg rpop_args_274[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3432,7 +3494,7 @@ static const key_spec rpoplpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpoplpush_args_271[] = {
+static const command_arg rpoplpush_args_275[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
 };
@@ -3445,7 +3507,7 @@ static const key_spec rpush_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpush_args_272[] = {
+static const command_arg rpush_args_276[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3458,7 +3520,7 @@ static const key_spec rpushx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg rpushx_args_273[] = {
+static const command_arg rpushx_args_277[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "element", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3471,7 +3533,7 @@ static const key_spec sadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sadd_args_274[] = {
+static const command_arg sadd_args_278[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3479,7 +3541,7 @@ static const command_arg sadd_args_274[] = {
 static const char *const scan_tips[] = {"nondeterministic_output", "request_policy:special",
                                         "response_policy:special"};
 
-static const command_arg scan_args_275[] = {
+static const command_arg scan_args_279[] = {
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
      .type = ARG_PATTERN,
@@ -3507,7 +3569,7 @@ static const key_spec scard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg scard_args_276[] = {
+static const command_arg scard_args_280[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3521,7 +3583,7 @@ static const key_spec sdiff_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiff_args_277[] = {
+static const command_arg sdiff_args_281[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3538,12 +3600,12 @@ static const key_spec sdiffstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sdiffstore_args_278[] = {
+static const command_arg sdiffstore_args_282[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg select_args_279[] = {
+static const command_arg select_args_283[] = {
     {.name = "index", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
@@ -3555,7 +3617,7 @@ static const key_spec set_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg set_args_280[] = {
+static const command_arg set_args_284[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
     {.name = "comparison-value",
@@ -3565,7 +3627,7 @@ static const command_arg set_args_280[] = {
      .since = "8.1.0"},
 };
 
-static const command_arg set_args_281[] = {
+static const command_arg set_args_285[] = {
     {.name = "seconds",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -3593,7 +3655,7 @@ static const command_arg set_args_281[] = {
      .since = "6.0.0"},
 };
 
-static const command_arg set_args_282[] = {
+static const command_arg set_args_286[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "condition",
@@ -3601,7 +3663,7 @@ static const command_arg set_args_282[] = {
      .key_spec_index = -1,
      .since = "2.6.12",
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_280,
+     .subargs = set_args_284,
      .num_args = 3},
     {.name = "get",
      .type = ARG_PURE_TOKEN,
@@ -3613,7 +3675,7 @@ static const command_arg set_args_282[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = set_args_281,
+     .subargs = set_args_285,
      .num_args = 5},
 };
 
@@ -3625,7 +3687,7 @@ static const key_spec setbit_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setbit_args_283[] = {
+static const command_arg setbit_args_287[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -3639,7 +3701,7 @@ static const key_spec setex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setex_args_284[] = {
+static const command_arg setex_args_288[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "seconds", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
@@ -3653,7 +3715,7 @@ static const key_spec setnx_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setnx_args_285[] = {
+static const command_arg setnx_args_289[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3666,23 +3728,23 @@ static const key_spec setrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg setrange_args_286[] = {
+static const command_arg setrange_args_290[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg shutdown_args_287[] = {
+static const command_arg shutdown_args_291[] = {
     {.name = "nosave", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NOSAVE"},
     {.name = "save", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SAVE"},
 };
 
-static const command_arg shutdown_args_288[] = {
+static const command_arg shutdown_args_292[] = {
     {.name = "save-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_287,
+     .subargs = shutdown_args_291,
      .num_args = 2},
     {.name = "now",
      .type = ARG_PURE_TOKEN,
@@ -3698,11 +3760,11 @@ static const command_arg shutdown_args_288[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg shutdown_args_289[] = {
+static const command_arg shutdown_args_293[] = {
     {.name = "save-selector-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = shutdown_args_288,
+     .subargs = shutdown_args_292,
      .num_args = 3},
     {.name = "abort",
      .type = ARG_PURE_TOKEN,
@@ -3711,12 +3773,12 @@ static const command_arg shutdown_args_289[] = {
      .since = "7.0.0"},
 };
 
-static const command_arg shutdown_args_290[] = {
+static const command_arg shutdown_args_294[] = {
     {.name = "abort-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = shutdown_args_289,
+     .subargs = shutdown_args_293,
      .num_args = 2},
 };
 
@@ -3730,7 +3792,7 @@ static const key_spec sinter_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinter_args_291[] = {
+static const command_arg sinter_args_295[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -3742,7 +3804,7 @@ static const key_spec sintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg sintercard_args_292[] = {
+static const command_arg sintercard_args_296[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -3765,7 +3827,7 @@ static const key_spec sinterstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sinterstore_args_293[] = {
+static const command_arg sinterstore_args_297[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -3778,7 +3840,7 @@ static const key_spec sismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sismember_args_294[] = {
+static const command_arg sismember_args_298[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3786,7 +3848,7 @@ static const command_arg sismember_args_294[] = {
 static const char *const slowlog_get_tips[] = {"request_policy:all_nodes",
                                                "nondeterministic_output"};
 
-static const command_arg slowlog_get_args_295[] = {
+static const command_arg slowlog_get_args_299[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
@@ -3806,7 +3868,7 @@ static const key_spec smembers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smembers_args_296[] = {
+static const command_arg smembers_args_300[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -3818,7 +3880,7 @@ static const key_spec smismember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smismember_args_297[] = {
+static const command_arg smismember_args_301[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -3836,7 +3898,7 @@ static const key_spec smove_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg smove_args_298[] = {
+static const command_arg smove_args_302[] = {
     {.name = "source", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -3852,17 +3914,17 @@ static const key_spec sort_key_specs[] = {
     {.flags = KEY_SPEC_OW | KEY_SPEC_UPDATE, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_args_299[] = {
+static const command_arg sort_args_303[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_args_300[] = {
+static const command_arg sort_args_304[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_args_301[] = {
+static const command_arg sort_args_305[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3875,7 +3937,7 @@ static const command_arg sort_args_301[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_299,
+     .subargs = sort_args_303,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3887,7 +3949,7 @@ static const command_arg sort_args_301[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_args_300,
+     .subargs = sort_args_304,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3910,17 +3972,17 @@ static const key_spec sort_ro_key_specs[] = {
     {.flags = KEY_SPEC_RO | KEY_SPEC_ACCESS, .begin = KEY_BEGIN_UNKNOWN, .find = KEY_FIND_UNKNOWN},
 };
 
-static const command_arg sort_ro_args_302[] = {
+static const command_arg sort_ro_args_306[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg sort_ro_args_303[] = {
+static const command_arg sort_ro_args_307[] = {
     {.name = "asc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "ASC"},
     {.name = "desc", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "DESC"},
 };
 
-static const command_arg sort_ro_args_304[] = {
+static const command_arg sort_ro_args_308[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "by-pattern",
      .type = ARG_PATTERN,
@@ -3933,7 +3995,7 @@ static const command_arg sort_ro_args_304[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_302,
+     .subargs = sort_ro_args_306,
      .num_args = 2},
     {.name = "get-pattern",
      .type = ARG_PATTERN,
@@ -3945,7 +4007,7 @@ static const command_arg sort_ro_args_304[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = sort_ro_args_303,
+     .subargs = sort_ro_args_307,
      .num_args = 2},
     {.name = "sorting",
      .type = ARG_PURE_TOKEN,
@@ -3964,7 +4026,7 @@ static const key_spec spop_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spop_args_305[] = {
+static const command_arg spop_args_309[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -3981,7 +4043,7 @@ static const key_spec spublish_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg spublish_args_306[] = {
+static const command_arg spublish_args_310[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "message", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -3996,7 +4058,7 @@ static const key_spec srandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srandmember_args_307[] = {
+static const command_arg srandmember_args_311[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -4013,7 +4075,7 @@ static const key_spec srem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg srem_args_308[] = {
+static const command_arg srem_args_312[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4028,7 +4090,7 @@ static const key_spec sscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg sscan_args_309[] = {
+static const command_arg sscan_args_313[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -4051,7 +4113,7 @@ static const key_spec ssubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg ssubscribe_args_310[] = {
+static const command_arg ssubscribe_args_314[] = {
     {.name = "shardchannel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -4063,11 +4125,11 @@ static const key_spec strlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg strlen_args_311[] = {
+static const command_arg strlen_args_315[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
-static const command_arg subscribe_args_312[] = {
+static const command_arg subscribe_args_316[] = {
     {.name = "channel", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
@@ -4079,7 +4141,7 @@ static const key_spec substr_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg substr_args_313[] = {
+static const command_arg substr_args_317[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "end", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -4095,7 +4157,7 @@ static const key_spec sunion_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunion_args_314[] = {
+static const command_arg sunion_args_318[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -4112,7 +4174,7 @@ static const key_spec sunionstore_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunionstore_args_315[] = {
+static const command_arg sunionstore_args_319[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
 };
@@ -4125,14 +4187,14 @@ static const key_spec sunsubscribe_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg sunsubscribe_args_316[] = {
+static const command_arg sunsubscribe_args_320[] = {
     {.name = "shardchannel",
      .type = ARG_STRING,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL | ARG_MULTIPLE},
 };
 
-static const command_arg swapdb_args_317[] = {
+static const command_arg swapdb_args_321[] = {
     {.name = "index1", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "index2", .type = ARG_INTEGER, .key_spec_index = -1},
 };
@@ -4149,7 +4211,7 @@ static const key_spec touch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg touch_args_318[] = {
+static const command_arg touch_args_322[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -4163,7 +4225,7 @@ static const key_spec ttl_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg ttl_args_319[] = {
+static const command_arg ttl_args_323[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4175,7 +4237,7 @@ static const key_spec type_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg type_args_320[] = {
+static const command_arg type_args_324[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4189,11 +4251,11 @@ static const key_spec unlink_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg unlink_args_321[] = {
+static const command_arg unlink_args_325[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg unsubscribe_args_322[] = {
+static const command_arg unsubscribe_args_326[] = {
     {.name = "channel",
      .type = ARG_STRING,
      .key_spec_index = -1,
@@ -4208,7 +4270,7 @@ static const key_spec watch_key_specs[] = {
      .fk.range = {-1, 1, 0}},
 };
 
-static const command_arg watch_args_323[] = {
+static const command_arg watch_args_327[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
 };
 
@@ -4220,7 +4282,7 @@ static const key_spec xack_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xack_args_324[] = {
+static const command_arg xack_args_328[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
@@ -4236,7 +4298,7 @@ static const key_spec xadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xadd_args_325[] = {
+static const command_arg xadd_args_329[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -4245,22 +4307,22 @@ static const command_arg xadd_args_325[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xadd_args_326[] = {
+static const command_arg xadd_args_330[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xadd_args_327[] = {
+static const command_arg xadd_args_331[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_325,
+     .subargs = xadd_args_329,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_326,
+     .subargs = xadd_args_330,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -4271,17 +4333,17 @@ static const command_arg xadd_args_327[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xadd_args_328[] = {
+static const command_arg xadd_args_332[] = {
     {.name = "auto-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "*"},
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_329[] = {
+static const command_arg xadd_args_333[] = {
     {.name = "field", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "value", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xadd_args_330[] = {
+static const command_arg xadd_args_334[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "nomkstream",
      .type = ARG_PURE_TOKEN,
@@ -4293,18 +4355,18 @@ static const command_arg xadd_args_330[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xadd_args_327,
+     .subargs = xadd_args_331,
      .num_args = 4},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xadd_args_328,
+     .subargs = xadd_args_332,
      .num_args = 2},
     {.name = "data",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = xadd_args_329,
+     .subargs = xadd_args_333,
      .num_args = 2},
 };
 
@@ -4318,7 +4380,7 @@ static const key_spec xautoclaim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xautoclaim_args_331[] = {
+static const command_arg xautoclaim_args_335[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -4346,7 +4408,7 @@ static const key_spec xclaim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xclaim_args_332[] = {
+static const command_arg xclaim_args_336[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -4392,7 +4454,7 @@ static const key_spec xdel_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xdel_args_333[] = {
+static const command_arg xdel_args_337[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -4405,18 +4467,18 @@ static const key_spec xgroup_create_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_create_args_334[] = {
+static const command_arg xgroup_create_args_338[] = {
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
 };
 
-static const command_arg xgroup_create_args_335[] = {
+static const command_arg xgroup_create_args_339[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xgroup_create_args_334,
+     .subargs = xgroup_create_args_338,
      .num_args = 2},
     {.name = "mkstream",
      .type = ARG_PURE_TOKEN,
@@ -4439,7 +4501,7 @@ static const key_spec xgroup_createconsumer_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_createconsumer_args_336[] = {
+static const command_arg xgroup_createconsumer_args_340[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -4453,7 +4515,7 @@ static const key_spec xgroup_delconsumer_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_delconsumer_args_337[] = {
+static const command_arg xgroup_delconsumer_args_341[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
@@ -4467,7 +4529,7 @@ static const key_spec xgroup_destroy_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_destroy_args_338[] = {
+static const command_arg xgroup_destroy_args_342[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4480,18 +4542,18 @@ static const key_spec xgroup_setid_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xgroup_setid_args_339[] = {
+static const command_arg xgroup_setid_args_343[] = {
     {.name = "id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "new-id", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "$"},
 };
 
-static const command_arg xgroup_setid_args_340[] = {
+static const command_arg xgroup_setid_args_344[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "id-selector",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xgroup_setid_args_339,
+     .subargs = xgroup_setid_args_343,
      .num_args = 2},
     {.name = "entriesread",
      .type = ARG_INTEGER,
@@ -4511,7 +4573,7 @@ static const key_spec xinfo_consumers_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_consumers_args_341[] = {
+static const command_arg xinfo_consumers_args_345[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -4524,7 +4586,7 @@ static const key_spec xinfo_groups_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_groups_args_342[] = {
+static const command_arg xinfo_groups_args_346[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4536,7 +4598,7 @@ static const key_spec xinfo_stream_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xinfo_stream_args_343[] = {
+static const command_arg xinfo_stream_args_347[] = {
     {.name = "full", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "FULL"},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -4545,13 +4607,13 @@ static const command_arg xinfo_stream_args_343[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xinfo_stream_args_344[] = {
+static const command_arg xinfo_stream_args_348[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "full-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xinfo_stream_args_343,
+     .subargs = xinfo_stream_args_347,
      .num_args = 2},
 };
 
@@ -4563,7 +4625,7 @@ static const key_spec xlen_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xlen_args_345[] = {
+static const command_arg xlen_args_349[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4577,7 +4639,7 @@ static const key_spec xpending_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xpending_args_346[] = {
+static const command_arg xpending_args_350[] = {
     {.name = "min-idle-time",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -4590,14 +4652,14 @@ static const command_arg xpending_args_346[] = {
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xpending_args_347[] = {
+static const command_arg xpending_args_351[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "filters",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xpending_args_346,
+     .subargs = xpending_args_350,
      .num_args = 5},
 };
 
@@ -4609,7 +4671,7 @@ static const key_spec xrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrange_args_348[] = {
+static const command_arg xrange_args_352[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
@@ -4628,12 +4690,12 @@ static const key_spec xread_key_specs[] = {
      .fk.range = {-1, 1, 2}},
 };
 
-static const command_arg xread_args_349[] = {
+static const command_arg xread_args_353[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg xread_args_350[] = {
+static const command_arg xread_args_354[] = {
     {.name = "count",
      .type = ARG_INTEGER,
      .key_spec_index = -1,
@@ -4648,7 +4710,7 @@ static const command_arg xread_args_350[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "STREAMS",
-     .subargs = xread_args_349,
+     .subargs = xread_args_353,
      .num_args = 2},
 };
 
@@ -4660,22 +4722,22 @@ static const key_spec xreadgroup_key_specs[] = {
      .fk.range = {-1, 1, 2}},
 };
 
-static const command_arg xreadgroup_args_351[] = {
+static const command_arg xreadgroup_args_355[] = {
     {.name = "group", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "consumer", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg xreadgroup_args_352[] = {
+static const command_arg xreadgroup_args_356[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "ID", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
 
-static const command_arg xreadgroup_args_353[] = {
+static const command_arg xreadgroup_args_357[] = {
     {.name = "group-block",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "GROUP",
-     .subargs = xreadgroup_args_351,
+     .subargs = xreadgroup_args_355,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -4696,7 +4758,7 @@ static const command_arg xreadgroup_args_353[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .token = "STREAMS",
-     .subargs = xreadgroup_args_352,
+     .subargs = xreadgroup_args_356,
      .num_args = 2},
 };
 
@@ -4708,7 +4770,7 @@ static const key_spec xrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xrevrange_args_354[] = {
+static const command_arg xrevrange_args_358[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "end", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
@@ -4727,7 +4789,7 @@ static const key_spec xsetid_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xsetid_args_355[] = {
+static const command_arg xsetid_args_359[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "last-id", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "entries-added",
@@ -4754,7 +4816,7 @@ static const key_spec xtrim_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg xtrim_args_356[] = {
+static const command_arg xtrim_args_360[] = {
     {.name = "maxlen", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAXLEN"},
     {.name = "minid",
      .type = ARG_PURE_TOKEN,
@@ -4763,22 +4825,22 @@ static const command_arg xtrim_args_356[] = {
      .since = "6.2.0"},
 };
 
-static const command_arg xtrim_args_357[] = {
+static const command_arg xtrim_args_361[] = {
     {.name = "equal", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "="},
     {.name = "approximately", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "~"},
 };
 
-static const command_arg xtrim_args_358[] = {
+static const command_arg xtrim_args_362[] = {
     {.name = "strategy",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = xtrim_args_356,
+     .subargs = xtrim_args_360,
      .num_args = 2},
     {.name = "operator",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = xtrim_args_357,
+     .subargs = xtrim_args_361,
      .num_args = 2},
     {.name = "threshold", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "count",
@@ -4789,12 +4851,12 @@ static const command_arg xtrim_args_358[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg xtrim_args_359[] = {
+static const command_arg xtrim_args_363[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "trim",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
-     .subargs = xtrim_args_358,
+     .subargs = xtrim_args_362,
      .num_args = 4},
 };
 
@@ -4806,36 +4868,36 @@ static const key_spec zadd_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zadd_args_360[] = {
+static const command_arg zadd_args_364[] = {
     {.name = "nx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "NX"},
     {.name = "xx", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "XX"},
 };
 
-static const command_arg zadd_args_361[] = {
+static const command_arg zadd_args_365[] = {
     {.name = "gt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "GT"},
     {.name = "lt", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "LT"},
 };
 
-static const command_arg zadd_args_362[] = {
+static const command_arg zadd_args_366[] = {
     {.name = "score", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
 
-static const command_arg zadd_args_363[] = {
+static const command_arg zadd_args_367[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "condition",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "3.0.2",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_360,
+     .subargs = zadd_args_364,
      .num_args = 2},
     {.name = "comparison",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zadd_args_361,
+     .subargs = zadd_args_365,
      .num_args = 2},
     {.name = "change",
      .type = ARG_PURE_TOKEN,
@@ -4853,7 +4915,7 @@ static const command_arg zadd_args_363[] = {
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_MULTIPLE,
-     .subargs = zadd_args_362,
+     .subargs = zadd_args_366,
      .num_args = 2},
 };
 
@@ -4865,7 +4927,7 @@ static const key_spec zcard_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcard_args_364[] = {
+static const command_arg zcard_args_368[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
 };
 
@@ -4877,7 +4939,7 @@ static const key_spec zcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zcount_args_365[] = {
+static const command_arg zcount_args_369[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -4891,7 +4953,7 @@ static const key_spec zdiff_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiff_args_366[] = {
+static const command_arg zdiff_args_370[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "withscores",
@@ -4914,7 +4976,7 @@ static const key_spec zdiffstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zdiffstore_args_367[] = {
+static const command_arg zdiffstore_args_371[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -4928,7 +4990,7 @@ static const key_spec zincrby_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zincrby_args_368[] = {
+static const command_arg zincrby_args_372[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "increment", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
@@ -4942,13 +5004,13 @@ static const key_spec zinter_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinter_args_369[] = {
+static const command_arg zinter_args_373[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinter_args_370[] = {
+static const command_arg zinter_args_374[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -4961,7 +5023,7 @@ static const command_arg zinter_args_370[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinter_args_369,
+     .subargs = zinter_args_373,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -4978,7 +5040,7 @@ static const key_spec zintercard_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zintercard_args_371[] = {
+static const command_arg zintercard_args_375[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "limit",
@@ -5001,13 +5063,13 @@ static const key_spec zinterstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zinterstore_args_372[] = {
+static const command_arg zinterstore_args_376[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zinterstore_args_373[] = {
+static const command_arg zinterstore_args_377[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -5021,7 +5083,7 @@ static const command_arg zinterstore_args_373[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zinterstore_args_372,
+     .subargs = zinterstore_args_376,
      .num_args = 3},
 };
 
@@ -5033,7 +5095,7 @@ static const key_spec zlexcount_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zlexcount_args_374[] = {
+static const command_arg zlexcount_args_378[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -5047,18 +5109,18 @@ static const key_spec zmpop_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zmpop_args_375[] = {
+static const command_arg zmpop_args_379[] = {
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zmpop_args_376[] = {
+static const command_arg zmpop_args_380[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "where",
      .type = ARG_ONEOF,
      .key_spec_index = -1,
-     .subargs = zmpop_args_375,
+     .subargs = zmpop_args_379,
      .num_args = 2},
     {.name = "count",
      .type = ARG_INTEGER,
@@ -5075,7 +5137,7 @@ static const key_spec zmscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zmscore_args_377[] = {
+static const command_arg zmscore_args_381[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -5088,7 +5150,7 @@ static const key_spec zpopmax_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmax_args_378[] = {
+static const command_arg zpopmax_args_382[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -5101,7 +5163,7 @@ static const key_spec zpopmin_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zpopmin_args_379[] = {
+static const command_arg zpopmin_args_383[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1, .flags = ARG_OPTIONAL},
 };
@@ -5116,7 +5178,7 @@ static const key_spec zrandmember_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrandmember_args_380[] = {
+static const command_arg zrandmember_args_384[] = {
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -5125,13 +5187,13 @@ static const command_arg zrandmember_args_380[] = {
      .flags = ARG_OPTIONAL},
 };
 
-static const command_arg zrandmember_args_381[] = {
+static const command_arg zrandmember_args_385[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "options",
      .type = ARG_BLOCK,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrandmember_args_380,
+     .subargs = zrandmember_args_384,
      .num_args = 2},
 };
 
@@ -5143,17 +5205,17 @@ static const key_spec zrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrange_args_382[] = {
+static const command_arg zrange_args_386[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrange_args_383[] = {
+static const command_arg zrange_args_387[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrange_args_384[] = {
+static const command_arg zrange_args_388[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "stop", .type = ARG_STRING, .key_spec_index = -1},
@@ -5162,7 +5224,7 @@ static const command_arg zrange_args_384[] = {
      .key_spec_index = -1,
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_382,
+     .subargs = zrange_args_386,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -5176,7 +5238,7 @@ static const command_arg zrange_args_384[] = {
      .token = "LIMIT",
      .since = "6.2.0",
      .flags = ARG_OPTIONAL,
-     .subargs = zrange_args_383,
+     .subargs = zrange_args_387,
      .num_args = 2},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -5193,12 +5255,12 @@ static const key_spec zrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebylex_args_385[] = {
+static const command_arg zrangebylex_args_389[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebylex_args_386[] = {
+static const command_arg zrangebylex_args_390[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -5207,7 +5269,7 @@ static const command_arg zrangebylex_args_386[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebylex_args_385,
+     .subargs = zrangebylex_args_389,
      .num_args = 2},
 };
 
@@ -5219,12 +5281,12 @@ static const key_spec zrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangebyscore_args_387[] = {
+static const command_arg zrangebyscore_args_391[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangebyscore_args_388[] = {
+static const command_arg zrangebyscore_args_392[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -5239,7 +5301,7 @@ static const command_arg zrangebyscore_args_388[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangebyscore_args_387,
+     .subargs = zrangebyscore_args_391,
      .num_args = 2},
 };
 
@@ -5256,17 +5318,17 @@ static const key_spec zrangestore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrangestore_args_389[] = {
+static const command_arg zrangestore_args_393[] = {
     {.name = "byscore", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYSCORE"},
     {.name = "bylex", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "BYLEX"},
 };
 
-static const command_arg zrangestore_args_390[] = {
+static const command_arg zrangestore_args_394[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrangestore_args_391[] = {
+static const command_arg zrangestore_args_395[] = {
     {.name = "dst", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "src", .type = ARG_KEY, .key_spec_index = 1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -5275,7 +5337,7 @@ static const command_arg zrangestore_args_391[] = {
      .type = ARG_ONEOF,
      .key_spec_index = -1,
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_389,
+     .subargs = zrangestore_args_393,
      .num_args = 2},
     {.name = "rev",
      .type = ARG_PURE_TOKEN,
@@ -5287,7 +5349,7 @@ static const command_arg zrangestore_args_391[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrangestore_args_390,
+     .subargs = zrangestore_args_394,
      .num_args = 2},
 };
 
@@ -5299,7 +5361,7 @@ static const key_spec zrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrank_args_392[] = {
+static const command_arg zrank_args_396[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -5317,7 +5379,7 @@ static const key_spec zrem_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrem_args_393[] = {
+static const command_arg zrem_args_397[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1, .flags = ARG_MULTIPLE},
 };
@@ -5330,7 +5392,7 @@ static const key_spec zremrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebylex_args_394[] = {
+static const command_arg zremrangebylex_args_398[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
@@ -5344,7 +5406,7 @@ static const key_spec zremrangebyrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyrank_args_395[] = {
+static const command_arg zremrangebyrank_args_399[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -5358,7 +5420,7 @@ static const key_spec zremrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zremrangebyscore_args_396[] = {
+static const command_arg zremrangebyscore_args_400[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -5372,7 +5434,7 @@ static const key_spec zrevrange_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrange_args_397[] = {
+static const command_arg zrevrange_args_401[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "start", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "stop", .type = ARG_INTEGER, .key_spec_index = -1},
@@ -5391,12 +5453,12 @@ static const key_spec zrevrangebylex_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebylex_args_398[] = {
+static const command_arg zrevrangebylex_args_402[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebylex_args_399[] = {
+static const command_arg zrevrangebylex_args_403[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "min", .type = ARG_STRING, .key_spec_index = -1},
@@ -5405,7 +5467,7 @@ static const command_arg zrevrangebylex_args_399[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebylex_args_398,
+     .subargs = zrevrangebylex_args_402,
      .num_args = 2},
 };
 
@@ -5417,12 +5479,12 @@ static const key_spec zrevrangebyscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrangebyscore_args_400[] = {
+static const command_arg zrevrangebyscore_args_404[] = {
     {.name = "offset", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "count", .type = ARG_INTEGER, .key_spec_index = -1},
 };
 
-static const command_arg zrevrangebyscore_args_401[] = {
+static const command_arg zrevrangebyscore_args_405[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "max", .type = ARG_DOUBLE, .key_spec_index = -1},
     {.name = "min", .type = ARG_DOUBLE, .key_spec_index = -1},
@@ -5436,7 +5498,7 @@ static const command_arg zrevrangebyscore_args_401[] = {
      .key_spec_index = -1,
      .token = "LIMIT",
      .flags = ARG_OPTIONAL,
-     .subargs = zrevrangebyscore_args_400,
+     .subargs = zrevrangebyscore_args_404,
      .num_args = 2},
 };
 
@@ -5448,7 +5510,7 @@ static const key_spec zrevrank_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zrevrank_args_402[] = {
+static const command_arg zrevrank_args_406[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
     {.name = "withscore",
@@ -5468,7 +5530,7 @@ static const key_spec zscan_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscan_args_403[] = {
+static const command_arg zscan_args_407[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "cursor", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "pattern",
@@ -5496,7 +5558,7 @@ static const key_spec zscore_key_specs[] = {
      .fk.range = {0, 1, 0}},
 };
 
-static const command_arg zscore_args_404[] = {
+static const command_arg zscore_args_408[] = {
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "member", .type = ARG_STRING, .key_spec_index = -1},
 };
@@ -5509,13 +5571,13 @@ static const key_spec zunion_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunion_args_405[] = {
+static const command_arg zunion_args_409[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunion_args_406[] = {
+static const command_arg zunion_args_410[] = {
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 0, .flags = ARG_MULTIPLE},
     {.name = "weight",
@@ -5528,7 +5590,7 @@ static const command_arg zunion_args_406[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunion_args_405,
+     .subargs = zunion_args_409,
      .num_args = 3},
     {.name = "withscores",
      .type = ARG_PURE_TOKEN,
@@ -5550,13 +5612,13 @@ static const key_spec zunionstore_key_specs[] = {
      .fk.keynum = {0, 1, 1}},
 };
 
-static const command_arg zunionstore_args_407[] = {
+static const command_arg zunionstore_args_411[] = {
     {.name = "sum", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "SUM"},
     {.name = "min", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MIN"},
     {.name = "max", .type = ARG_PURE_TOKEN, .key_spec_index = -1, .token = "MAX"},
 };
 
-static const command_arg zunionstore_args_408[] = {
+static const command_arg zunionstore_args_412[] = {
     {.name = "destination", .type = ARG_KEY, .key_spec_index = 0},
     {.name = "numkeys", .type = ARG_INTEGER, .key_spec_index = -1},
     {.name = "key", .type = ARG_KEY, .key_spec_index = 1, .flags = ARG_MULTIPLE},
@@ -5570,7 +5632,7 @@ static const command_arg zunionstore_args_408[] = {
      .key_spec_index = -1,
      .token = "AGGREGATE",
      .flags = ARG_OPTIONAL,
-     .subargs = zunionstore_args_407,
+     .subargs = zunionstore_args_411,
      .num_args = 3},
 };
 
@@ -7010,6 +7072,51 @@ static const command_docs docs_table[] = {
      .num_key_specs = 1,
      .args = pexpiretime_args_257,
      .num_args = 1},
+    {.fullname = "pfadd",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(1) to add every element.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfadd_key_specs,
+     .num_key_specs = 1,
+     .args = pfadd_args_258,
+     .num_args = 2},
+    {.fullname = "pfcount",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(1) with a very small average constant time when called with a single key. "
+                   "O(N) with N being the number of keys, and much bigger constant times, when "
+                   "called with multiple keys.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfcount_key_specs,
+     .num_key_specs = 1,
+     .args = pfcount_args_259,
+     .num_args = 1},
+    {.fullname = "pfdebug",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "N/A",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .doc_flags = CMD_DOC_SYSCMD,
+     .key_specs = pfdebug_key_specs,
+     .num_key_specs = 1,
+     .args = pfdebug_args_260,
+     .num_args = 2},
+    {.fullname = "pfmerge",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "O(N) to merge N HyperLogLogs, but with high constant times.",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .key_specs = pfmerge_key_specs,
+     .num_key_specs = 2,
+     .args = pfmerge_args_261,
+     .num_args = 2},
+    {.fullname = "pfselftest",
+     .group = "hyperloglog",
+     .since = "2.8.9",
+     .complexity = "N/A",
+     .acl_categories = ACL_CAT_HYPERLOGLOG,
+     .doc_flags = CMD_DOC_SYSCMD},
     {.fullname = "ping",
      .group = "connection",
      .since = "1.0.0",
@@ -7017,7 +7124,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_CONNECTION,
      .tips = ping_tips,
      .num_tips = 2,
-     .args = ping_args_258,
+     .args = ping_args_262,
      .num_args = 1},
     {.fullname = "psetex",
      .group = "string",
@@ -7029,13 +7136,13 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `PX` argument",
      .key_specs = psetex_key_specs,
      .num_key_specs = 1,
-     .args = psetex_args_259,
+     .args = psetex_args_263,
      .num_args = 3},
     {.fullname = "psubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to subscribe to.",
-     .args = psubscribe_args_260,
+     .args = psubscribe_args_264,
      .num_args = 1},
     {.fullname = "pttl",
      .group = "generic",
@@ -7046,14 +7153,14 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = pttl_key_specs,
      .num_key_specs = 1,
-     .args = pttl_args_261,
+     .args = pttl_args_265,
      .num_args = 1},
     {.fullname = "publish",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N+M) where N is the number of clients subscribed to the receiving channel "
                    "and M is the total number of subscribed patterns (by any client).",
-     .args = publish_args_262,
+     .args = publish_args_266,
      .num_args = 2},
     {.fullname = "pubsub",
      .group = "pubsub",
@@ -7064,7 +7171,7 @@ static const command_docs docs_table[] = {
      .since = "2.8.0",
      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
                    "pattern matching (relatively short channels and patterns)",
-     .args = pubsub_channels_args_263,
+     .args = pubsub_channels_args_267,
      .num_args = 1},
     {.fullname = "pubsub|help", .group = "pubsub", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "pubsub|numpat", .group = "pubsub", .since = "2.8.0", .complexity = "O(1)"},
@@ -7072,27 +7179,27 @@ static const command_docs docs_table[] = {
      .group = "pubsub",
      .since = "2.8.0",
      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-     .args = pubsub_numsub_args_264,
+     .args = pubsub_numsub_args_268,
      .num_args = 1},
     {.fullname = "pubsub|shardchannels",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
                    "time pattern matching (relatively short shard channels).",
-     .args = pubsub_shardchannels_args_265,
+     .args = pubsub_shardchannels_args_269,
      .num_args = 1},
     {.fullname = "pubsub|shardnumsub",
      .group = "pubsub",
      .since = "7.0.0",
      .complexity =
          "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-     .args = pubsub_shardnumsub_args_266,
+     .args = pubsub_shardnumsub_args_270,
      .num_args = 1},
     {.fullname = "punsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of patterns to unsubscribe.",
-     .args = punsubscribe_args_267,
+     .args = punsubscribe_args_271,
      .num_args = 1},
     {.fullname = "quit",
      .group = "connection",
@@ -7126,7 +7233,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = rename_key_specs,
      .num_key_specs = 2,
-     .args = rename_args_268,
+     .args = rename_args_272,
      .num_args = 2},
     {.fullname = "renamenx",
      .group = "generic",
@@ -7135,7 +7242,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = renamenx_key_specs,
      .num_key_specs = 2,
-     .args = renamenx_args_269,
+     .args = renamenx_args_273,
      .num_args = 2},
     {.fullname = "reset",
      .group = "connection",
@@ -7149,7 +7256,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpop_key_specs,
      .num_key_specs = 1,
-     .args = rpop_args_270,
+     .args = rpop_args_274,
      .num_args = 2},
     {.fullname = "rpoplpush",
      .group = "list",
@@ -7161,7 +7268,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`LMOVE` with the `RIGHT` and `LEFT` arguments",
      .key_specs = rpoplpush_key_specs,
      .num_key_specs = 2,
-     .args = rpoplpush_args_271,
+     .args = rpoplpush_args_275,
      .num_args = 2},
     {.fullname = "rpush",
      .group = "list",
@@ -7171,7 +7278,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpush_key_specs,
      .num_key_specs = 1,
-     .args = rpush_args_272,
+     .args = rpush_args_276,
      .num_args = 2},
     {.fullname = "rpushx",
      .group = "list",
@@ -7181,7 +7288,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_LIST,
      .key_specs = rpushx_key_specs,
      .num_key_specs = 1,
-     .args = rpushx_args_273,
+     .args = rpushx_args_277,
      .num_args = 2},
     {.fullname = "sadd",
      .group = "set",
@@ -7191,7 +7298,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sadd_key_specs,
      .num_key_specs = 1,
-     .args = sadd_args_274,
+     .args = sadd_args_278,
      .num_args = 2},
     {.fullname = "save",
      .group = "server",
@@ -7207,7 +7314,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .tips = scan_tips,
      .num_tips = 3,
-     .args = scan_args_275,
+     .args = scan_args_279,
      .num_args = 4},
     {.fullname = "scard",
      .group = "set",
@@ -7216,7 +7323,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = scard_key_specs,
      .num_key_specs = 1,
-     .args = scard_args_276,
+     .args = scard_args_280,
      .num_args = 1},
     {.fullname = "sdiff",
      .group = "set",
@@ -7227,7 +7334,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sdiff_key_specs,
      .num_key_specs = 1,
-     .args = sdiff_args_277,
+     .args = sdiff_args_281,
      .num_args = 1},
     {.fullname = "sdiffstore",
      .group = "set",
@@ -7236,14 +7343,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = sdiffstore_args_278,
+     .args = sdiffstore_args_282,
      .num_args = 2},
     {.fullname = "select",
      .group = "connection",
      .since = "1.0.0",
      .complexity = "O(1)",
      .acl_categories = ACL_CAT_CONNECTION,
-     .args = select_args_279,
+     .args = select_args_283,
      .num_args = 1},
     {.fullname = "set",
      .group = "string",
@@ -7252,7 +7359,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = set_key_specs,
      .num_key_specs = 1,
-     .args = set_args_282,
+     .args = set_args_286,
      .num_args = 5,
      .get_keys = command_set_get_keys},
     {.fullname = "setbit",
@@ -7262,7 +7369,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_BITMAP,
      .key_specs = setbit_key_specs,
      .num_key_specs = 1,
-     .args = setbit_args_283,
+     .args = setbit_args_287,
      .num_args = 3},
     {.fullname = "setex",
      .group = "string",
@@ -7274,7 +7381,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `EX` argument",
      .key_specs = setex_key_specs,
      .num_key_specs = 1,
-     .args = setex_args_284,
+     .args = setex_args_288,
      .num_args = 3},
     {.fullname = "setnx",
      .group = "string",
@@ -7286,7 +7393,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`SET` with the `NX` argument",
      .key_specs = setnx_key_specs,
      .num_key_specs = 1,
-     .args = setnx_args_285,
+     .args = setnx_args_289,
      .num_args = 2},
     {.fullname = "setrange",
      .group = "string",
@@ -7297,14 +7404,14 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = setrange_key_specs,
      .num_key_specs = 1,
-     .args = setrange_args_286,
+     .args = setrange_args_290,
      .num_args = 3},
     {.fullname = "shutdown",
      .group = "server",
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
                    "saving data, otherwise O(1)",
-     .args = shutdown_args_290,
+     .args = shutdown_args_294,
      .num_args = 1},
     {.fullname = "sinter",
      .group = "set",
@@ -7316,7 +7423,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sinter_key_specs,
      .num_key_specs = 1,
-     .args = sinter_args_291,
+     .args = sinter_args_295,
      .num_args = 1},
     {.fullname = "sintercard",
      .group = "set",
@@ -7326,7 +7433,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sintercard_key_specs,
      .num_key_specs = 1,
-     .args = sintercard_args_292,
+     .args = sintercard_args_296,
      .num_args = 3},
     {.fullname = "sinterstore",
      .group = "set",
@@ -7336,7 +7443,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sinterstore_key_specs,
      .num_key_specs = 2,
-     .args = sinterstore_args_293,
+     .args = sinterstore_args_297,
      .num_args = 2},
     {.fullname = "sismember",
      .group = "set",
@@ -7345,7 +7452,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sismember_key_specs,
      .num_key_specs = 1,
-     .args = sismember_args_294,
+     .args = sismember_args_298,
      .num_args = 2},
     {.fullname = "slowlog",
      .group = "server",
@@ -7357,7 +7464,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of entries returned",
      .tips = slowlog_get_tips,
      .num_tips = 2,
-     .args = slowlog_get_args_295,
+     .args = slowlog_get_args_299,
      .num_args = 1},
     {.fullname = "slowlog|help", .group = "server", .since = "6.2.0", .complexity = "O(1)"},
     {.fullname = "slowlog|len",
@@ -7381,7 +7488,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = smembers_key_specs,
      .num_key_specs = 1,
-     .args = smembers_args_296,
+     .args = smembers_args_300,
      .num_args = 1},
     {.fullname = "smismember",
      .group = "set",
@@ -7390,7 +7497,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smismember_key_specs,
      .num_key_specs = 1,
-     .args = smismember_args_297,
+     .args = smismember_args_301,
      .num_args = 2},
     {.fullname = "smove",
      .group = "set",
@@ -7399,7 +7506,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = smove_key_specs,
      .num_key_specs = 2,
-     .args = smove_args_298,
+     .args = smove_args_302,
      .num_args = 3},
     {.fullname = "sort",
      .group = "generic",
@@ -7410,7 +7517,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_key_specs,
      .num_key_specs = 3,
-     .args = sort_args_301,
+     .args = sort_args_305,
      .num_args = 7,
      .get_keys = command_sort_get_keys},
     {.fullname = "sort_ro",
@@ -7422,7 +7529,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET | ACL_CAT_SORTEDSET | ACL_CAT_LIST | ACL_CAT_DANGEROUS,
      .key_specs = sort_ro_key_specs,
      .num_key_specs = 2,
-     .args = sort_ro_args_304,
+     .args = sort_ro_args_308,
      .num_args = 6,
      .get_keys = command_sort_ro_get_keys},
     {.fullname = "spop",
@@ -7435,7 +7542,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = spop_key_specs,
      .num_key_specs = 1,
-     .args = spop_args_305,
+     .args = spop_args_309,
      .num_args = 2},
     {.fullname = "spublish",
      .group = "pubsub",
@@ -7444,7 +7551,7 @@ static const command_docs docs_table[] = {
          "O(N) where N is the number of clients subscribed to the receiving shard channel.",
      .key_specs = spublish_key_specs,
      .num_key_specs = 1,
-     .args = spublish_args_306,
+     .args = spublish_args_310,
      .num_args = 2},
     {.fullname = "srandmember",
      .group = "set",
@@ -7456,7 +7563,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = srandmember_key_specs,
      .num_key_specs = 1,
-     .args = srandmember_args_307,
+     .args = srandmember_args_311,
      .num_args = 2},
     {.fullname = "srem",
      .group = "set",
@@ -7465,7 +7572,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = srem_key_specs,
      .num_key_specs = 1,
-     .args = srem_args_308,
+     .args = srem_args_312,
      .num_args = 2},
     {.fullname = "sscan",
      .group = "set",
@@ -7478,7 +7585,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sscan_key_specs,
      .num_key_specs = 1,
-     .args = sscan_args_309,
+     .args = sscan_args_313,
      .num_args = 4},
     {.fullname = "ssubscribe",
      .group = "pubsub",
@@ -7486,7 +7593,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to subscribe to.",
      .key_specs = ssubscribe_key_specs,
      .num_key_specs = 1,
-     .args = ssubscribe_args_310,
+     .args = ssubscribe_args_314,
      .num_args = 1},
     {.fullname = "strlen",
      .group = "string",
@@ -7495,13 +7602,13 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STRING,
      .key_specs = strlen_key_specs,
      .num_key_specs = 1,
-     .args = strlen_args_311,
+     .args = strlen_args_315,
      .num_args = 1},
     {.fullname = "subscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to subscribe to.",
-     .args = subscribe_args_312,
+     .args = subscribe_args_316,
      .num_args = 1},
     {.fullname = "substr",
      .group = "string",
@@ -7516,7 +7623,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`GETRANGE`",
      .key_specs = substr_key_specs,
      .num_key_specs = 1,
-     .args = substr_args_313,
+     .args = substr_args_317,
      .num_args = 3},
     {.fullname = "sunion",
      .group = "set",
@@ -7527,7 +7634,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = sunion_key_specs,
      .num_key_specs = 1,
-     .args = sunion_args_314,
+     .args = sunion_args_318,
      .num_args = 1},
     {.fullname = "sunionstore",
      .group = "set",
@@ -7536,7 +7643,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SET,
      .key_specs = sunionstore_key_specs,
      .num_key_specs = 2,
-     .args = sunionstore_args_315,
+     .args = sunionstore_args_319,
      .num_args = 2},
     {.fullname = "sunsubscribe",
      .group = "pubsub",
@@ -7544,7 +7651,7 @@ static const command_docs docs_table[] = {
      .complexity = "O(N) where N is the number of shard channels to unsubscribe.",
      .key_specs = sunsubscribe_key_specs,
      .num_key_specs = 1,
-     .args = sunsubscribe_args_316,
+     .args = sunsubscribe_args_320,
      .num_args = 1},
     {.fullname = "swapdb",
      .group = "server",
@@ -7552,7 +7659,7 @@ static const command_docs docs_table[] = {
      .complexity =
          "O(N) where N is the count of clients watching or blocking on keys from both databases.",
      .acl_categories = ACL_CAT_KEYSPACE | ACL_CAT_DANGEROUS,
-     .args = swapdb_args_317,
+     .args = swapdb_args_321,
      .num_args = 2},
     {.fullname = "time",
      .group = "server",
@@ -7569,7 +7676,7 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = touch_key_specs,
      .num_key_specs = 1,
-     .args = touch_args_318,
+     .args = touch_args_322,
      .num_args = 1},
     {.fullname = "ttl",
      .group = "generic",
@@ -7580,7 +7687,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = ttl_key_specs,
      .num_key_specs = 1,
-     .args = ttl_args_319,
+     .args = ttl_args_323,
      .num_args = 1},
     {.fullname = "type",
      .group = "generic",
@@ -7589,7 +7696,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_KEYSPACE,
      .key_specs = type_key_specs,
      .num_key_specs = 1,
-     .args = type_args_320,
+     .args = type_args_324,
      .num_args = 1},
     {.fullname = "unlink",
      .group = "generic",
@@ -7602,13 +7709,13 @@ static const command_docs docs_table[] = {
      .num_tips = 2,
      .key_specs = unlink_key_specs,
      .num_key_specs = 1,
-     .args = unlink_args_321,
+     .args = unlink_args_325,
      .num_args = 1},
     {.fullname = "unsubscribe",
      .group = "pubsub",
      .since = "2.0.0",
      .complexity = "O(N) where N is the number of channels to unsubscribe.",
-     .args = unsubscribe_args_322,
+     .args = unsubscribe_args_326,
      .num_args = 1},
     {.fullname = "unwatch",
      .group = "transactions",
@@ -7622,7 +7729,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_TRANSACTION,
      .key_specs = watch_key_specs,
      .num_key_specs = 1,
-     .args = watch_args_323,
+     .args = watch_args_327,
      .num_args = 1},
     {.fullname = "xack",
      .group = "stream",
@@ -7631,7 +7738,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xack_key_specs,
      .num_key_specs = 1,
-     .args = xack_args_324,
+     .args = xack_args_328,
      .num_args = 3},
     {.fullname = "xadd",
      .group = "stream",
@@ -7643,7 +7750,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xadd_key_specs,
      .num_key_specs = 1,
-     .args = xadd_args_330,
+     .args = xadd_args_334,
      .num_args = 5},
     {.fullname = "xautoclaim",
      .group = "stream",
@@ -7654,7 +7761,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xautoclaim_key_specs,
      .num_key_specs = 1,
-     .args = xautoclaim_args_331,
+     .args = xautoclaim_args_335,
      .num_args = 7},
     {.fullname = "xclaim",
      .group = "stream",
@@ -7665,7 +7772,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xclaim_key_specs,
      .num_key_specs = 1,
-     .args = xclaim_args_332,
+     .args = xclaim_args_336,
      .num_args = 11},
     {.fullname = "xdel",
      .group = "stream",
@@ -7675,7 +7782,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xdel_key_specs,
      .num_key_specs = 1,
-     .args = xdel_args_333,
+     .args = xdel_args_337,
      .num_args = 2},
     {.fullname = "xgroup",
      .group = "stream",
@@ -7688,7 +7795,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_create_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_create_args_335,
+     .args = xgroup_create_args_339,
      .num_args = 5},
     {.fullname = "xgroup|createconsumer",
      .group = "stream",
@@ -7697,7 +7804,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_createconsumer_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_createconsumer_args_336,
+     .args = xgroup_createconsumer_args_340,
      .num_args = 3},
     {.fullname = "xgroup|delconsumer",
      .group = "stream",
@@ -7706,7 +7813,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_delconsumer_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_delconsumer_args_337,
+     .args = xgroup_delconsumer_args_341,
      .num_args = 3},
     {.fullname = "xgroup|destroy",
      .group = "stream",
@@ -7716,7 +7823,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_destroy_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_destroy_args_338,
+     .args = xgroup_destroy_args_342,
      .num_args = 2},
     {.fullname = "xgroup|help",
      .group = "stream",
@@ -7730,7 +7837,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xgroup_setid_key_specs,
      .num_key_specs = 1,
-     .args = xgroup_setid_args_340,
+     .args = xgroup_setid_args_344,
      .num_args = 4},
     {.fullname = "xinfo",
      .group = "stream",
@@ -7745,7 +7852,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xinfo_consumers_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_consumers_args_341,
+     .args = xinfo_consumers_args_345,
      .num_args = 2},
     {.fullname = "xinfo|groups",
      .group = "stream",
@@ -7754,7 +7861,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xinfo_groups_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_groups_args_342,
+     .args = xinfo_groups_args_346,
      .num_args = 1},
     {.fullname = "xinfo|help",
      .group = "stream",
@@ -7768,7 +7875,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xinfo_stream_key_specs,
      .num_key_specs = 1,
-     .args = xinfo_stream_args_344,
+     .args = xinfo_stream_args_348,
      .num_args = 2},
     {.fullname = "xlen",
      .group = "stream",
@@ -7777,7 +7884,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xlen_key_specs,
      .num_key_specs = 1,
-     .args = xlen_args_345,
+     .args = xlen_args_349,
      .num_args = 1},
     {.fullname = "xpending",
      .group = "stream",
@@ -7792,7 +7899,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xpending_key_specs,
      .num_key_specs = 1,
-     .args = xpending_args_347,
+     .args = xpending_args_351,
      .num_args = 3},
     {.fullname = "xrange",
      .group = "stream",
@@ -7803,7 +7910,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrange_key_specs,
      .num_key_specs = 1,
-     .args = xrange_args_348,
+     .args = xrange_args_352,
      .num_args = 4},
     {.fullname = "xread",
      .group = "stream",
@@ -7812,7 +7919,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xread_key_specs,
      .num_key_specs = 1,
-     .args = xread_args_350,
+     .args = xread_args_354,
      .num_args = 3},
     {.fullname = "xreadgroup",
      .group = "stream",
@@ -7825,7 +7932,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xreadgroup_key_specs,
      .num_key_specs = 1,
-     .args = xreadgroup_args_353,
+     .args = xreadgroup_args_357,
      .num_args = 5},
     {.fullname = "xrevrange",
      .group = "stream",
@@ -7835,7 +7942,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xrevrange_key_specs,
      .num_key_specs = 1,
-     .args = xrevrange_args_354,
+     .args = xrevrange_args_358,
      .num_args = 4},
     {.fullname = "xsetid",
      .group = "stream",
@@ -7844,7 +7951,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_STREAM,
      .key_specs = xsetid_key_specs,
      .num_key_specs = 1,
-     .args = xsetid_args_355,
+     .args = xsetid_args_359,
      .num_args = 4},
     {.fullname = "xtrim",
      .group = "stream",
@@ -7857,7 +7964,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = xtrim_key_specs,
      .num_key_specs = 1,
-     .args = xtrim_args_359,
+     .args = xtrim_args_363,
      .num_args = 2},
     {.fullname = "zadd",
      .group = "sorted_set",
@@ -7867,7 +7974,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zadd_key_specs,
      .num_key_specs = 1,
-     .args = zadd_args_363,
+     .args = zadd_args_367,
      .num_args = 6},
     {.fullname = "zcard",
      .group = "sorted_set",
@@ -7876,7 +7983,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcard_key_specs,
      .num_key_specs = 1,
-     .args = zcard_args_364,
+     .args = zcard_args_368,
      .num_args = 1},
     {.fullname = "zcount",
      .group = "sorted_set",
@@ -7885,7 +7992,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zcount_key_specs,
      .num_key_specs = 1,
-     .args = zcount_args_365,
+     .args = zcount_args_369,
      .num_args = 3},
     {.fullname = "zdiff",
      .group = "sorted_set",
@@ -7895,7 +8002,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiff_key_specs,
      .num_key_specs = 1,
-     .args = zdiff_args_366,
+     .args = zdiff_args_370,
      .num_args = 3},
     {.fullname = "zdiffstore",
      .group = "sorted_set",
@@ -7905,7 +8012,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zdiffstore_key_specs,
      .num_key_specs = 2,
-     .args = zdiffstore_args_367,
+     .args = zdiffstore_args_371,
      .num_args = 3},
     {.fullname = "zincrby",
      .group = "sorted_set",
@@ -7914,7 +8021,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zincrby_key_specs,
      .num_key_specs = 1,
-     .args = zincrby_args_368,
+     .args = zincrby_args_372,
      .num_args = 3},
     {.fullname = "zinter",
      .group = "sorted_set",
@@ -7925,7 +8032,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinter_key_specs,
      .num_key_specs = 1,
-     .args = zinter_args_370,
+     .args = zinter_args_374,
      .num_args = 5},
     {.fullname = "zintercard",
      .group = "sorted_set",
@@ -7935,7 +8042,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zintercard_key_specs,
      .num_key_specs = 1,
-     .args = zintercard_args_371,
+     .args = zintercard_args_375,
      .num_args = 3},
     {.fullname = "zinterstore",
      .group = "sorted_set",
@@ -7946,7 +8053,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zinterstore_key_specs,
      .num_key_specs = 2,
-     .args = zinterstore_args_373,
+     .args = zinterstore_args_377,
      .num_args = 5},
     {.fullname = "zlexcount",
      .group = "sorted_set",
@@ -7955,7 +8062,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zlexcount_key_specs,
      .num_key_specs = 1,
-     .args = zlexcount_args_374,
+     .args = zlexcount_args_378,
      .num_args = 3},
     {.fullname = "zmpop",
      .group = "sorted_set",
@@ -7965,7 +8072,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmpop_key_specs,
      .num_key_specs = 1,
-     .args = zmpop_args_376,
+     .args = zmpop_args_380,
      .num_args = 4},
     {.fullname = "zmscore",
      .group = "sorted_set",
@@ -7974,7 +8081,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zmscore_key_specs,
      .num_key_specs = 1,
-     .args = zmscore_args_377,
+     .args = zmscore_args_381,
      .num_args = 2},
     {.fullname = "zpopmax",
      .group = "sorted_set",
@@ -7984,7 +8091,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmax_key_specs,
      .num_key_specs = 1,
-     .args = zpopmax_args_378,
+     .args = zpopmax_args_382,
      .num_args = 2},
     {.fullname = "zpopmin",
      .group = "sorted_set",
@@ -7994,7 +8101,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zpopmin_key_specs,
      .num_key_specs = 1,
-     .args = zpopmin_args_379,
+     .args = zpopmin_args_383,
      .num_args = 2},
     {.fullname = "zrandmember",
      .group = "sorted_set",
@@ -8005,7 +8112,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zrandmember_key_specs,
      .num_key_specs = 1,
-     .args = zrandmember_args_381,
+     .args = zrandmember_args_385,
      .num_args = 2},
     {.fullname = "zrange",
      .group = "sorted_set",
@@ -8015,7 +8122,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrange_key_specs,
      .num_key_specs = 1,
-     .args = zrange_args_384,
+     .args = zrange_args_388,
      .num_args = 7},
     {.fullname = "zrangebylex",
      .group = "sorted_set",
@@ -8029,7 +8136,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYLEX` argument",
      .key_specs = zrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrangebylex_args_386,
+     .args = zrangebylex_args_390,
      .num_args = 4},
     {.fullname = "zrangebyscore",
      .group = "sorted_set",
@@ -8043,7 +8150,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `BYSCORE` argument",
      .key_specs = zrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrangebyscore_args_388,
+     .args = zrangebyscore_args_392,
      .num_args = 5},
     {.fullname = "zrangestore",
      .group = "sorted_set",
@@ -8053,7 +8160,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrangestore_key_specs,
      .num_key_specs = 2,
-     .args = zrangestore_args_391,
+     .args = zrangestore_args_395,
      .num_args = 7},
     {.fullname = "zrank",
      .group = "sorted_set",
@@ -8062,7 +8169,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrank_key_specs,
      .num_key_specs = 1,
-     .args = zrank_args_392,
+     .args = zrank_args_396,
      .num_args = 3},
     {.fullname = "zrem",
      .group = "sorted_set",
@@ -8072,7 +8179,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrem_key_specs,
      .num_key_specs = 1,
-     .args = zrem_args_393,
+     .args = zrem_args_397,
      .num_args = 2},
     {.fullname = "zremrangebylex",
      .group = "sorted_set",
@@ -8082,7 +8189,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebylex_args_394,
+     .args = zremrangebylex_args_398,
      .num_args = 3},
     {.fullname = "zremrangebyrank",
      .group = "sorted_set",
@@ -8092,7 +8199,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyrank_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyrank_args_395,
+     .args = zremrangebyrank_args_399,
      .num_args = 3},
     {.fullname = "zremrangebyscore",
      .group = "sorted_set",
@@ -8102,7 +8209,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zremrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zremrangebyscore_args_396,
+     .args = zremrangebyscore_args_400,
      .num_args = 3},
     {.fullname = "zrevrange",
      .group = "sorted_set",
@@ -8115,7 +8222,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` argument",
      .key_specs = zrevrange_key_specs,
      .num_key_specs = 1,
-     .args = zrevrange_args_397,
+     .args = zrevrange_args_401,
      .num_args = 4},
     {.fullname = "zrevrangebylex",
      .group = "sorted_set",
@@ -8129,7 +8236,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYLEX` arguments",
      .key_specs = zrevrangebylex_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebylex_args_399,
+     .args = zrevrangebylex_args_403,
      .num_args = 4},
     {.fullname = "zrevrangebyscore",
      .group = "sorted_set",
@@ -8143,7 +8250,7 @@ static const command_docs docs_table[] = {
      .replaced_by = "`ZRANGE` with the `REV` and `BYSCORE` arguments",
      .key_specs = zrevrangebyscore_key_specs,
      .num_key_specs = 1,
-     .args = zrevrangebyscore_args_401,
+     .args = zrevrangebyscore_args_405,
      .num_args = 5},
     {.fullname = "zrevrank",
      .group = "sorted_set",
@@ -8152,7 +8259,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zrevrank_key_specs,
      .num_key_specs = 1,
-     .args = zrevrank_args_402,
+     .args = zrevrank_args_406,
      .num_args = 3},
     {.fullname = "zscan",
      .group = "sorted_set",
@@ -8165,7 +8272,7 @@ static const command_docs docs_table[] = {
      .num_tips = 1,
      .key_specs = zscan_key_specs,
      .num_key_specs = 1,
-     .args = zscan_args_403,
+     .args = zscan_args_407,
      .num_args = 5},
     {.fullname = "zscore",
      .group = "sorted_set",
@@ -8174,7 +8281,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zscore_key_specs,
      .num_key_specs = 1,
-     .args = zscore_args_404,
+     .args = zscore_args_408,
      .num_args = 2},
     {.fullname = "zunion",
      .group = "sorted_set",
@@ -8184,7 +8291,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunion_key_specs,
      .num_key_specs = 1,
-     .args = zunion_args_406,
+     .args = zunion_args_410,
      .num_args = 5},
     {.fullname = "zunionstore",
      .group = "sorted_set",
@@ -8194,7 +8301,7 @@ static const command_docs docs_table[] = {
      .acl_categories = ACL_CAT_SORTEDSET,
      .key_specs = zunionstore_key_specs,
      .num_key_specs = 2,
-     .args = zunionstore_args_408,
+     .args = zunionstore_args_412,
      .num_args = 5},
 };
 

@@ -13,7 +13,7 @@ static const command_family *const builtin_families[] = {
     &commands_string,  &commands_keys,         &commands_server, &commands_multi,  &commands_config,
     &commands_command, &commands_debug,        &commands_memory, &commands_hash,   &commands_list,
     &commands_set,     &commands_zset,         &commands_sort,   &commands_pubsub, &commands_ops,
-    &commands_stream,  &commands_stream_group, &commands_bitops, &commands_geo,
+    &commands_stream,  &commands_stream_group, &commands_bitops, &commands_geo,    &commands_hll,
 };
 
 int commands_register(command *cmd) {

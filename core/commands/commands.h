@@ -39,6 +39,7 @@ extern const command_family commands_ops;
 extern const command_family commands_bitops;
 extern const command_family commands_stream;
 extern const command_family commands_stream_group;
+extern const command_family commands_hll;
 
 /* The entry of command_docs.c for fullname ("client|list"), or NULL. */
 const command_docs *command_docs_lookup(const char *fullname);

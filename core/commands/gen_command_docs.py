@@ -68,6 +68,7 @@ subscribe unsubscribe psubscribe punsubscribe publish ssubscribe sunsubscribe
 spublish pubsub pubsub|channels pubsub|numpat pubsub|numsub pubsub|shardchannels
 pubsub|shardnumsub pubsub|help
 setbit getbit bitcount bitpos bitop bitfield bitfield_ro lcs delifeq msetex
+pfadd pfcount pfmerge pfdebug pfselftest
 """.split()
 
 # Valkey flags Keel's family tables do not carry (they have no effect in

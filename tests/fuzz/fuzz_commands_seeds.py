@@ -335,6 +335,18 @@ SEEDS = {
         [2, "watch", "h"], [0, "hpexpire", "h", "1", "FIELDS", "1", "f"], [2, "multi"],
         [2, "hgetall", "h"], [2, "zunionstore", "d", "2", "z", "h"], [2, "exec"],
     ],
+    # HyperLogLog values, then bytes written over them (a VAL run past the
+    # registers, an appended tail, XZERO runs far past them) for every
+    # command to refuse; a low hll-sparse-max-bytes promotes early.
+    "hll": [
+        ["pfadd", "a", "x", "y", "z"], ["pfcount", "a"], ["pfadd", "b"], ["pfmerge", "c", "a", "b"],
+        ["pfdebug", "decode", "a"], ["pfdebug", "todense", "b"], ["pfcount", "a", "b", "c"],
+        ["setrange", "a", "20", b"\x83"], ["pfcount", "a"], ["pfadd", "a", "w"],
+        ["append", "b", "x"], ["pfmerge", "c", "b"],
+        ["set", "d", b"HYLL\x01" + bytes(11) + b"\x7f\xff" * 9], ["pfadd", "d", "q"],
+        ["pfdebug", "getreg", "d"], ["config", "set", "hll-sparse-max-bytes", "30"],
+        ["pfadd", "c", "1", "2", "3", "4", "5", "6", "7", "8"], ["pfdebug", "encoding", "c"],
+    ],
 }
 
 # Big collections (a command takes at most 72 arguments), then UNLINK and
