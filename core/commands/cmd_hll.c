@@ -2,9 +2,10 @@
  * PFDEBUG, PFSELFTEST. An HLL is a string value in Valkey's format
  * (ds/hll.h); every command checks a value's header and registers before
  * it reads any, so crafted bytes (SET, SETRANGE, APPEND) are refused, not
- * decoded. A command that changes a value works on a copy and stores it
- * whole (db_add / db_replace_value); PFCOUNT's cache update is the one
- * write in place. */
+ * decoded. A command that changes a sparse value works on a copy and
+ * stores it whole (db_add / db_replace_value): its length changes. Writes
+ * that keep the length are made in place: PFADD into a dense value (the
+ * per-request path, which must not copy 12 KB) and PFCOUNT's cache. */
 #include "commands/commands.h"
 #include "common/common.h"
 #include "common/kmem.h"
@@ -61,6 +62,22 @@ static void hll_store(client *c, const karg *key, db_entry *e, hll *h, long long
         db_add(c->db, key->ptr, key->len, o, changes);
 }
 
+/* PFADD's elements into the dense value s stored in e, in place: the
+ * value is made writable (which announces the change) at the first
+ * register that rises, and only if one does. Returns 1 if any rose. */
+static int pfadd_dense(client *c, db_entry *e, const uint8_t *s, size_t len) {
+    uint8_t *w = NULL;
+    for (int j = 2; j < c->argc; j++) {
+        uint32_t index;
+        unsigned count = hll_pattern(c->argv[j].ptr, c->argv[j].len, &index);
+        if (hll_dense_get((w ? w : s) + HLL_HDR_SIZE, index) >= count) continue;
+        if (!w) w = (uint8_t *)db_string_resize(c->db, &e, len);
+        hll_dense_set(w + HLL_HDR_SIZE, index, count);
+    }
+    if (w) hll_cache_invalidate(w);
+    return w != NULL;
+}
+
 /* PFADD key [element ...]: 1 when a register changed or the key was
  * created, else 0. */
 static void cmd_pfadd(client *c) {
@@ -69,7 +86,16 @@ static void cmd_pfadd(client *c) {
     hll h;
     long long updated = 0;
     if (e) {
-        if (!hll_load(c, e, &h)) return;
+        size_t len;
+        const uint8_t *s = hll_view(c, e, &len);
+        if (!s) return;
+        if (hll_encoding(s) == HLL_DENSE) {
+            int rose = pfadd_dense(c, e, s, len);
+            if (rose) notify_key(c, NOTIFY_STRING, "pfadd", key);
+            reply_int(c, rose);
+            return;
+        }
+        hll_init_from(&h, s, len);
     } else {
         hll_init(&h);
         updated = 1;

@@ -106,10 +106,6 @@ typedef struct add_trim_args {
     int nomkstream;
 } add_trim_args;
 
-static int arg_is(const karg *a, char ch) {
-    return a->len == 1 && a->ptr[0] == ch;
-}
-
 /* MAXLEN/MINID [=|~] threshold at argument *i (the keyword); advances *i
  * to the threshold. */
 static int parse_trim_strategy(client *c, int *i, add_trim_args *a) {
@@ -122,16 +118,13 @@ static int parse_trim_strategy(client *c, int *i, add_trim_args *a) {
     }
     a->trim.approx = 0;
     const karg *next = &c->argv[*i + 1];
-    if (more >= 2 && (arg_is(next, '~') || arg_is(next, '='))) {
-        a->trim.approx = arg_is(next, '~');
+    if (more >= 2 && (stream_cmd_arg_is(next, '~') || stream_cmd_arg_is(next, '='))) {
+        a->trim.approx = stream_cmd_arg_is(next, '~');
         (*i)++;
     }
     const karg *v = &c->argv[*i + 1];
     if (minid) {
-        if (stream_id_parse(v->ptr, v->len, 0, 0, &a->trim.minid, NULL) != K_OK) {
-            reply_invalid_id(c);
-            return K_ERR;
-        }
+        if (stream_cmd_parse_id(c, v, 0, 0, &a->trim.minid) != K_OK) return K_ERR;
         a->trim.strategy = STREAM_TRIM_MINID;
     } else {
         long long maxlen;
@@ -171,7 +164,7 @@ static int parse_add_trim(client *c, int xadd, add_trim_args *a) {
     for (; i < c->argc; i++) {
         const karg *opt = &c->argv[i];
         int more = c->argc - 1 - i;
-        if (xadd && arg_is(opt, '*')) {
+        if (xadd && stream_cmd_arg_is(opt, '*')) {
             break;
         } else if ((karg_eq(opt, "maxlen") || karg_eq(opt, "minid")) && more) {
             if (parse_trim_strategy(c, &i, a) != K_OK) return -1;
@@ -358,9 +351,8 @@ static void cmd_xdel(client *c) {
     stream_id *ids = km_alloc(sizeof(*ids) * (size_t)n);
     for (int j = 0; j < n; j++) {
         const karg *a = &c->argv[2 + j];
-        if (stream_id_parse(a->ptr, a->len, 0, 0, &ids[j], NULL) != K_OK) {
+        if (stream_cmd_parse_id(c, a, 0, 0, &ids[j]) != K_OK) {
             km_free(ids);
-            reply_invalid_id(c);
             return;
         }
     }
@@ -379,10 +371,7 @@ static void cmd_xsetid(client *c) {
     stream_id id, max_del = STREAM_ID_MIN;
     long long entries_added = -1;
     const karg *a = &c->argv[2];
-    if (stream_id_parse(a->ptr, a->len, 0, 0, &id, NULL) != K_OK) {
-        reply_invalid_id(c);
-        return;
-    }
+    if (stream_cmd_parse_id(c, a, 0, 0, &id) != K_OK) return;
     for (int i = 3; i < c->argc; i += 2) {
         const karg *opt = &c->argv[i];
         int more = c->argc - 1 - i;
@@ -394,10 +383,7 @@ static void cmd_xsetid(client *c) {
             }
         } else if (karg_eq(opt, "maxdeletedid") && more) {
             const karg *v = &c->argv[i + 1];
-            if (stream_id_parse(v->ptr, v->len, 0, 0, &max_del, NULL) != K_OK) {
-                reply_invalid_id(c);
-                return;
-            }
+            if (stream_cmd_parse_id(c, v, 0, 0, &max_del) != K_OK) return;
             if (stream_id_cmp(id, max_del) < 0) {
                 reply_error(c, "ERR The ID specified in XSETID is smaller than the provided "
                                "max_deleted_entry_id");
@@ -502,24 +488,20 @@ static int xread_id(client *c, const xread_args *x, int i, stream_id *out) {
     /* A read lookup, counted, as the serving loop's is: Valkey counts
      * XREAD's keys twice. */
     if (!stream_cmd_lookup(c, key, 1, &o)) return K_ERR;
-    if (arg_is(a, '$') || arg_is(a, '+')) {
+    if (stream_cmd_arg_is(a, '$') || stream_cmd_arg_is(a, '+')) {
         *out = o ? stream_last_id(o) : STREAM_ID_MIN;
-        if (o && arg_is(a, '+') && stream_id_decr(out) != K_OK) {
+        if (o && stream_cmd_arg_is(a, '+') && stream_id_decr(out) != K_OK) {
             reply_error(c, "ERR the stream last element ID is 0-0");
             return K_ERR;
         }
         return K_OK;
     }
-    if (arg_is(a, '>')) {
+    if (stream_cmd_arg_is(a, '>')) {
         reply_error(c, "ERR The > ID can be specified only when calling XREADGROUP using the "
                        "GROUP <group> <consumer> option.");
         return K_ERR;
     }
-    if (stream_id_parse(a->ptr, a->len, 0, 0, out, NULL) != K_OK) {
-        reply_invalid_id(c);
-        return K_ERR;
-    }
-    return K_OK;
+    return stream_cmd_parse_id(c, a, 0, 0, out);
 }
 
 /* After `$` resolved to ids[i], a rerun must read after that same ID:
@@ -527,7 +509,7 @@ static int xread_id(client *c, const xread_args *x, int i, stream_id *out) {
 static void xread_pin_ids(client *c, const xread_args *x, const stream_id *ids) {
     for (int i = 0; i < x->nstreams; i++) {
         int pos = x->streams + x->nstreams + i;
-        if (!arg_is(&c->argv[pos], '$')) continue;
+        if (!stream_cmd_arg_is(&c->argv[pos], '$')) continue;
         char buf[STREAM_ID_STR_MAX];
         blocking_rewrite_arg(c, pos, buf, stream_id_format(buf, ids[i]));
     }

@@ -29,6 +29,11 @@ int stream_cmd_parse_id(client *c, const karg *a, uint64_t missing_seq, int allo
  * returns K_ERR on failure. */
 int stream_cmd_parse_range(client *c, const karg *a, int is_end, stream_id *out);
 
+/* 1 when the argument is the one character ch ('$', '>', '*', '~'...). */
+static inline int stream_cmd_arg_is(const karg *a, char ch) {
+    return a->len == 1 && a->ptr[0] == ch;
+}
+
 /* Replies an ID as a bulk string. */
 void stream_cmd_reply_id(client *c, stream_id id);
 /* Replies the entry the iterator stands on, [id, [field, value, ...]],

@@ -30,10 +30,6 @@
 
 /* ---- shared helpers ---- */
 
-static int arg_is(const karg *a, char ch) {
-    return a->len == 1 && a->ptr[0] == ch;
-}
-
 static int64_t group_now(void) {
     return event_cached_ms();
 }
@@ -155,7 +151,7 @@ static void xgroup_create(client *c) {
         return;
     }
     stream_id id;
-    if (arg_is(&c->argv[4], '$'))
+    if (stream_cmd_arg_is(&c->argv[4], '$'))
         id = x.o ? stream_last_id(x.o) : STREAM_ID_MIN;
     else if (stream_cmd_parse_id(c, &c->argv[4], 0, 0, &id) != K_OK)
         return;
@@ -182,7 +178,7 @@ static void xgroup_setid(client *c) {
         return;
     }
     stream_id id;
-    if (arg_is(&c->argv[4], '$'))
+    if (stream_cmd_arg_is(&c->argv[4], '$'))
         id = stream_last_id(x.o);
     else if (stream_cmd_parse_id(c, &c->argv[4], 0, 1, &id) != K_OK)
         return;
@@ -329,7 +325,7 @@ static int xrg_resolve(client *c, const xrg_args *x, xrg_stream *s) {
                          (int)key->len, key->ptr, (int)x->group->len, x->group->ptr);
             return 0;
         }
-        if (arg_is(ida, '$') || arg_is(ida, '+')) {
+        if (stream_cmd_arg_is(ida, '$') || stream_cmd_arg_is(ida, '+')) {
             reply_errorf(c,
                          "ERR The %c ID is meaningless in the context of XREADGROUP: you want to "
                          "read the history of this consumer by specifying a proper ID, or use the "
@@ -338,7 +334,7 @@ static int xrg_resolve(client *c, const xrg_args *x, xrg_stream *s) {
                          ida->ptr[0], ida->ptr[0]);
             return 0;
         }
-        if (arg_is(ida, '>')) {
+        if (stream_cmd_arg_is(ida, '>')) {
             s[i].after = STREAM_ID_MAX;
         } else if (stream_cmd_parse_id(c, ida, 0, 0, &s[i].after) != K_OK) {
             return 0;

@@ -30,18 +30,22 @@ int str_to_ll(const char *s, size_t len, long long *out) {
     return 1;
 }
 
-size_t ll_to_str(char *buf, long long v) {
+size_t ull_to_str(char *buf, unsigned long long v) {
     char tmp[24];
-    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
     size_t n = 0;
     do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
     size_t len = 0;
-    if (v < 0) buf[len++] = '-';
     while (n)
         buf[len++] = tmp[--n];
     buf[len] = '\0';
     return len;
+}
+
+size_t ll_to_str(char *buf, long long v) {
+    if (v >= 0) return ull_to_str(buf, (unsigned long long)v);
+    buf[0] = '-';
+    return 1 + ull_to_str(buf + 1, 0 - (unsigned long long)v);
 }

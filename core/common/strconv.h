@@ -13,5 +13,7 @@
 int str_to_ll(const char *s, size_t len, long long *out);
 /* Formats v into buf (at least 21 bytes); returns the length. */
 size_t ll_to_str(char *buf, long long v);
+/* The same for an unsigned value (at least 21 bytes). */
+size_t ull_to_str(char *buf, unsigned long long v);
 
 #endif

@@ -8,8 +8,9 @@
  *   - dense: 16384 registers of 6 bits, packed from the low bit of each
  *     byte up (12288 bytes);
  *   - sparse: run-length opcodes covering exactly the 16384 registers:
- *     ZERO 00xxxxxx (1..64 zeros), XZERO 01xxxxxx yyyyyyyy (1..16384
- *     zeros), VAL 1vvvvvxx (1..4 registers holding 1..32).
+ *     ZERO 00llllll (1..64 zeros), XZERO 01llllll llllllll (1..16384
+ *     zeros, a 14-bit length), VAL 1vvvvvll (1..4 registers holding
+ *     1..32); each length and value is stored minus one.
  * An element hashes with MurmurHash64A (seed 0xadc83b19): the low 14 bits
  * pick the register, the position of the first 1 bit in the other 50
  * (counted from 1, with a sentinel bit above them) is its value; the

@@ -32,6 +32,7 @@
 #include "common/common.h"
 #include "common/kmem.h"
 #include "common/strconv.h"
+#include "ds/varint.h"
 
 #include <string.h>
 
@@ -72,39 +73,6 @@ static void hdr_set(pack *p, size_t bytes, size_t count) {
 
 /* ---- one entry ---- */
 
-static size_t backlen_size(size_t l) {
-    size_t n = 1;
-    while (l >= 128) {
-        l >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static void backlen_write(unsigned char *p, size_t l) {
-    size_t n = backlen_size(l);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b = (unsigned char)(l & 127);
-        if (i + 1 < n) b |= 128;
-        p[n - 1 - i] = b;
-        l >>= 7;
-    }
-}
-
-/* Reads the back length ending just before `end`; *n gets its bytes. */
-static size_t backlen_read(const unsigned char *end, size_t *n) {
-    size_t l = 0, shift = 0, i = 0;
-    unsigned char b;
-    do {
-        b = end[-1 - (ptrdiff_t)i];
-        l |= (size_t)(b & 127) << shift;
-        shift += 7;
-        i++;
-    } while ((b & 128) && i < PACK_BACKLEN_MAX);
-    *n = i;
-    return l;
-}
-
 /* Prefix + payload bytes of the entry starting at e. */
 static size_t entry_body_size(const unsigned char *e) {
     unsigned char b = e[0];
@@ -128,7 +96,7 @@ static size_t entry_body_size(const unsigned char *e) {
 
 static size_t entry_size(const unsigned char *e) {
     size_t body = entry_body_size(e);
-    return body + backlen_size(body);
+    return body + varint_len(body);
 }
 
 static long long rd_signed(const unsigned char *p, int bytes) {
@@ -223,7 +191,7 @@ static void new_entry_int(pack_new_entry *ne, long long v) {
     ne->s = NULL;
     ne->len = 0;
     ne->body = ne->head_len;
-    ne->total = ne->body + backlen_size(ne->body);
+    ne->total = ne->body + varint_len(ne->body);
 }
 
 static void new_entry_str(pack_new_entry *ne, const char *s, size_t len) {
@@ -236,13 +204,13 @@ static void new_entry_str(pack_new_entry *ne, const char *s, size_t len) {
     ne->s = s;
     ne->len = len;
     ne->body = ne->head_len + len;
-    ne->total = ne->body + backlen_size(ne->body);
+    ne->total = ne->body + varint_len(ne->body);
 }
 
 static void new_entry_write(unsigned char *dst, const pack_new_entry *ne) {
     memcpy(dst, ne->head, ne->head_len);
     if (ne->len) memcpy(dst + ne->head_len, ne->s, ne->len);
-    backlen_write(dst + ne->body, ne->body);
+    varint_back_put(dst + ne->body, ne->body);
 }
 
 size_t pack_entry_size(const char *s, size_t len) {
@@ -283,7 +251,7 @@ size_t pack_next(const pack *p, size_t pos) {
 /* The entry that ends at byte offset end (> PACK_HEADER). */
 static size_t entry_before(const pack *p, size_t end) {
     size_t n;
-    size_t body = backlen_read(p + end, &n);
+    size_t body = (size_t)varint_back_get(p + end, PACK_BACKLEN_MAX, &n);
     return end - n - body;
 }
 
@@ -472,10 +440,10 @@ static size_t entry_checked_size(const unsigned char *e, const unsigned char *li
     if (b > PACK_INT64 || head > room) return 0;
     size_t body = entry_body_size(e);
     if (body < head || body > room) return 0; /* body < head: a 32-bit length wrapped */
-    size_t total = body + backlen_size(body);
+    size_t total = body + varint_len(body);
     if (total > room) return 0;
     size_t n;
-    if (backlen_read(e + total, &n) != body || n != backlen_size(body)) return 0;
+    if (varint_back_get(e + total, PACK_BACKLEN_MAX, &n) != body || n != varint_len(body)) return 0;
     return total;
 }
 

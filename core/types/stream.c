@@ -37,7 +37,9 @@
 
 #include "common/common.h"
 #include "common/kmem.h"
+#include "common/strconv.h"
 #include "ds/idmap.h"
+#include "ds/varint.h"
 #include "keyspace/db.h"
 
 #include <assert.h>
@@ -110,87 +112,21 @@ int stream_id_parse(const char *s, size_t len, uint64_t missing_seq, int allow_m
     return K_OK;
 }
 
-static size_t u64_to_str(char *buf, uint64_t v) {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    return n;
-}
-
 size_t stream_id_format(char *buf, stream_id id) {
-    size_t n = u64_to_str(buf, id.ms);
+    size_t n = ull_to_str(buf, id.ms);
     buf[n++] = '-';
-    n += u64_to_str(buf + n, id.seq);
+    n += ull_to_str(buf + n, id.seq);
     buf[n] = '\0';
     return n;
 }
 
-/* ---- varints ---- */
+/* ---- varints (ds/varint.h) at a node's offsets ---- */
 
-#define VARINT_MAX 10
-
-static size_t varint_len(uint64_t v) {
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static size_t varint_put(unsigned char *p, uint64_t v) {
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (unsigned char)v;
-    return n;
-}
-
-static uint64_t varint_get(const unsigned char *p, uint32_t *off) {
-    uint64_t v = 0;
-    unsigned shift = 0;
-    unsigned char b;
-    do {
-        b = p[(*off)++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    return v;
-}
-
-/* The backward varint: its last byte holds the low 7 bits, and a set top
- * bit says more bytes come before it. Written so that it ends at p + n. */
-static size_t backlen_put(unsigned char *p, uint64_t v) {
-    size_t n = varint_len(v);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b = (unsigned char)(v & 0x7f);
-        if (i + 1 < n) b |= 0x80;
-        p[n - 1 - i] = b;
-        v >>= 7;
-    }
-    return n;
-}
-
-/* Reads the backward varint ending at p[end]; returns it and sets *start
- * to its first byte. */
-static uint64_t backlen_get(const unsigned char *p, uint32_t end, uint32_t *start) {
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint32_t i = end;
-    unsigned char b;
-    do {
-        b = p[--i];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    *start = i;
+/* Reads the varint at p[*off] and moves *off past it. */
+static uint64_t off_varint_get(const unsigned char *p, uint32_t *off) {
+    size_t n;
+    uint64_t v = varint_get(p + *off, &n);
+    *off += (uint32_t)n;
     return v;
 }
 
@@ -303,11 +239,11 @@ typedef struct entry_head {
 
 static void entry_read(const snode *n, uint32_t off, entry_head *e) {
     e->flags = n->data[off++];
-    uint64_t dms = varint_get(n->data, &off);
-    uint64_t seq = varint_get(n->data, &off);
+    uint64_t dms = off_varint_get(n->data, &off);
+    uint64_t seq = off_varint_get(n->data, &off);
     e->id.ms = n->master.ms + dms;
     e->id.seq = dms ? seq : n->master.seq + seq;
-    e->npairs = (e->flags & ENTRY_SAME) ? n->nfields : varint_get(n->data, &off);
+    e->npairs = (e->flags & ENTRY_SAME) ? n->nfields : off_varint_get(n->data, &off);
     e->pairs = off;
 }
 
@@ -318,7 +254,7 @@ static uint32_t entry_end(const snode *n, uint32_t off) {
     uint32_t p = e.pairs;
     uint64_t strings = (e.flags & ENTRY_SAME) ? e.npairs : 2 * e.npairs;
     for (uint64_t i = 0; i < strings; i++) {
-        uint64_t len = varint_get(n->data, &p);
+        uint64_t len = off_varint_get(n->data, &p);
         p += (uint32_t)len;
     }
     /* The back length holds p - off; its size follows from it. */
@@ -327,9 +263,9 @@ static uint32_t entry_end(const snode *n, uint32_t off) {
 
 /* The offset of the entry that ends at end. */
 static uint32_t entry_before(const snode *n, uint32_t end) {
-    uint32_t start;
-    uint64_t len = backlen_get(n->data, end, &start);
-    return start - (uint32_t)len;
+    size_t bytes;
+    uint64_t len = varint_back_get(n->data + end, VARINT_MAX, &bytes);
+    return end - (uint32_t)bytes - (uint32_t)len;
 }
 
 /* ---- the value ---- */
@@ -489,7 +425,7 @@ int stream_iter_next(stream_iter *it, stream_id *id, size_t *npairs) {
 }
 
 static void read_str(const snode *n, uint32_t *off, pack_val *v) {
-    uint64_t len = varint_get(n->data, off);
+    uint64_t len = off_varint_get(n->data, off);
     v->s = n->data + *off;
     v->len = (size_t)len;
     v->v = 0;
@@ -558,7 +494,7 @@ static int node_same_fields(const snode *n, const stream_str *elems, size_t npai
     if (n->nfields != npairs) return 0;
     uint32_t off = 0;
     for (size_t i = 0; i < npairs; i++) {
-        uint64_t len = varint_get(n->data, &off);
+        uint64_t len = off_varint_get(n->data, &off);
         const stream_str *f = &elems[2 * i];
         if (len != f->len || memcmp(n->data + off, f->ptr, f->len) != 0) return 0;
         off += (uint32_t)len;
@@ -688,7 +624,7 @@ int stream_append(kobj *o, const stream_add *a, stream_id *added, int *too_large
         if (!same) off += put_str(p + off, &a->elems[2 * i]);
         off += put_str(p + off, &a->elems[2 * i + 1]);
     }
-    off += (uint32_t)backlen_put(p + off, off - n->used);
+    off += (uint32_t)varint_back_put(p + off, off - n->used);
     n->used = off;
     n->live++;
     n->last = id;

@@ -15,8 +15,8 @@
  *   - last_id: the greatest ID ever added (or set by XSETID), even when
  *     that entry was deleted since;
  *   - entries_added: every entry ever added (XSETID ENTRIESADDED sets it);
- *   - max_deleted_id: the greatest ID deleted by XDEL or trimmed away
- *     (XSETID MAXDELETEDID sets it);
+ *   - max_deleted_id: the greatest ID deleted by XDEL (trimming leaves it
+ *     alone, as Valkey's; XSETID MAXDELETEDID sets it);
  *   - first_id: the first live entry's ID (0-0 when empty).
  *
  * Threads: main thread (a value no key holds may be freed on the lazy-free
@@ -73,7 +73,9 @@ kobj *stream_create(void);
 /* ---- metadata ---- */
 uint64_t stream_len(const kobj *o);
 stream_id stream_last_id(const kobj *o);
-stream_id stream_first_id(const kobj *o); /* 0-0 when empty */
+/* 0-0 when empty. Fills a cache inside the value after a deletion (the
+ * value is logically unchanged; main thread only, as every call here). */
+stream_id stream_first_id(const kobj *o);
 stream_id stream_max_deleted_id(const kobj *o);
 uint64_t stream_entries_added(const kobj *o);
 /* The storage's node count (XINFO STREAM's radix-tree-keys and

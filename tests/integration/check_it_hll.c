@@ -353,10 +353,45 @@ START_TEST(test_pfcount_watch) {
 }
 END_TEST
 
+/* PFADD into a dense value writes its registers in place: the registers
+ * come out as those of the same elements added before the conversion, a
+ * PFADD that raises nothing answers 0 and fails no WATCH, one that raises
+ * a register fails it, and the TTL stays. */
+START_TEST(test_pfadd_dense_in_place) {
+    redisContext *c2 = it_connect(S);
+    expect_int(C, 1, "PFADD all a b c d e f g h i j");
+    expect_int(C, 1, "PFDEBUG TODENSE all");
+    expect_int(C, 1, "PFADD d a b c");
+    expect_int(C, 1, "PFDEBUG TODENSE d");
+    expect_int(C, 1, "EXPIRE d 1000");
+    expect_int(C, 1, "PFADD d d e f g h i j");
+    redisReply *want = it_cmd(C, "PFDEBUG GETREG all");
+    redisReply *got = it_cmd(C, "PFDEBUG GETREG d");
+    ck_assert_int_eq((int)got->elements, 16384);
+    for (size_t i = 0; i < got->elements; i++)
+        ck_assert_int_eq(got->element[i]->integer, want->element[i]->integer);
+    expect_int(C, 10, "PFCOUNT d");
+    expect_int_range(C, 990, 1000, "TTL d");
+    expect_ok(C, "WATCH d");
+    expect_int(c2, 0, "PFADD d a j");
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "PING");
+    expect_reply(C, "[+PONG]", "EXEC");
+    expect_ok(C, "WATCH d");
+    expect_int(c2, 1, "PFADD d k");
+    expect_ok(C, "MULTI");
+    expect_status(C, "QUEUED", "PING");
+    expect_reply(C, "nil", "EXEC");
+    expect_int(C, 11, "PFCOUNT d");
+    it_disconnect(c2);
+}
+END_TEST
+
 static Suite *hll_suite(void) {
     Suite *s = suite_create("hll");
     TCase *tc = it_tcase(s, "hll");
     tcase_add_test(tc, test_pfadd_pfcount);
+    tcase_add_test(tc, test_pfadd_dense_in_place);
     tcase_add_test(tc, test_cached_cardinality);
     tcase_add_test(tc, test_pfcount_union);
     tcase_add_test(tc, test_pfmerge);
