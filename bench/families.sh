@@ -117,7 +117,7 @@ row_setup() { # row
     case "$1" in
         xread_10) pipe_in 1000 'for (i = 1; i <= n; i++) print "XADD bench:r " i "-1 f v"' ;;
         xreadgroup_10)
-            pipe_in $((NGROUP * 10 * $2 / $2 + 100)) 'for (i = 1; i <= n; i++) print "XADD bench:g " i "-1 f v"'
+            pipe_in $((NGROUP * 10 + 100)) 'for (i = 1; i <= n; i++) print "XADD bench:g " i "-1 f v"'
             cli xgroup create bench:g g 0 >/dev/null ;;
         getbit) pipe_in 10000 'for (i = 0; i < n; i++) print "SETBIT bench:b:" sprintf("%012d", i) " 8191 1"' ;;
         bitcount) pipe_in 20000 'srand(1); for (i = 0; i < n; i++) print "SETBIT bench:b " int(rand() * 1048576) " 1"' ;;
