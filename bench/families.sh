@@ -23,8 +23,14 @@
 #   GEOADD          random points in a 1-degree square
 #   GEOSEARCH       FROMLONLAT BYRADIUS 1 km ASC COUNT 10 in that square
 # and, apart, BITCOUNT of a 64 MB string (-c 1 -P 1): milliseconds per call.
+# With --callgrind, also each row's instructions per request (callgrind Ir,
+# -c 1 -P 16, (Ir(N2) - Ir(N1)) / (N2 - N1) over two server lives with the
+# same set-up, as bench/callgrind.sh does): deterministic, and the measure
+# that still compares the servers where the load generator is the limit
+# (rows near 1M req/s, where every server waits for redis-benchmark).
 #
 #   bench/families.sh [--valkey /path/to/valkey-server] [--reps N] [--quick]
+#                     [--callgrind] [--no-throughput]
 #
 # Options:
 #   --valkey PATH   also benchmark this valkey-server
@@ -34,6 +40,8 @@
 #   --pipelines L   comma-separated pipeline depths (default 16)
 #   --rows LIST     comma-separated subset of the rows (lower case)
 #   --quick         request counts / 10 (smoke run)
+#   --callgrind     add the instructions-per-request table (valgrind)
+#   --no-throughput only that table (with --callgrind)
 #   --out FILE      markdown output (default: bench/results/families.md)
 set -euo pipefail
 
@@ -49,6 +57,8 @@ REPS=3
 QUICK=0
 PIPES_ARG="16"
 OUT="$BENCH_DIR/results/families.md"
+CALLGRIND=0
+THROUGHPUT=1
 ROWS_ARG="xadd,xread_10,xreadgroup_10,xack,setbit,getbit,bitcount,pfadd,pfcount,pfcount_3,geoadd,geosearch"
 CMDLINE="bench/families.sh $*"
 
@@ -62,6 +72,8 @@ while [ $# -gt 0 ]; do
         --pipelines) PIPES_ARG=${2:?}; shift 2 ;;
         --rows) ROWS_ARG=${2:?}; shift 2 ;;
         --quick) QUICK=1; shift ;;
+        --callgrind) CALLGRIND=1; shift ;;
+        --no-throughput) THROUGHPUT=0; shift ;;
         --out) OUT=${2:?}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
@@ -72,6 +84,8 @@ done
 [ -z "$VALKEY" ] || [ -x "$VALKEY" ] || die "$VALKEY is not an executable"
 command -v redis-benchmark >/dev/null || die "redis-benchmark not found (apt-get install redis-tools)"
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive integer"
+[ "$CALLGRIND" = 0 ] || command -v valgrind >/dev/null || die "valgrind not found (apt-get install valgrind)"
+[ "$THROUGHPUT" = 1 ] || [ "$CALLGRIND" = 1 ] || die "--no-throughput needs --callgrind"
 
 NAMES=(keel redis)
 TITLES=(Keel Redis)
@@ -205,6 +219,7 @@ run_bitcount_big() { # i rep
     cli flushall >/dev/null
 }
 
+throughput() {
 for p in "${PIPES[@]}"; do
     for rep in $(seq 1 "$REPS"); do
         for i in "${!NAMES[@]}"; do
@@ -269,4 +284,94 @@ done
     done
     echo "$line"
 } >>"$OUT"
+}
+
+# ---- instructions per request (--callgrind) ----
+# Each row on a fresh server under callgrind: the row's set-up sized for
+# CG_N2 requests, then N requests at -c 1 -P 16; run for N = CG_N1 and
+# CG_N2, the difference divided by CG_N2 - CG_N1 cancels start-up, set-up
+# and shutdown. The slow rows take a tenth of the requests.
+CG_N1=5000
+CG_N2=25000
+[ "$QUICK" = 1 ] && CG_N1=1000 && CG_N2=5000
+cg_requests() { # row n
+    case "$1" in
+        bitcount | pfcount_3 | geosearch) echo $(($2 / 10)) ;;
+        *) echo "$2" ;;
+    esac
+}
+cg_setup() { # row
+    N=$CG_N2
+    NGROUP=$((N / 10))
+    case "$1" in
+        xack)
+            row_setup xreadgroup_10
+            cli xreadgroup group g c count $((NGROUP * 10)) streams bench:g '>' >/dev/null ;;
+        *) row_setup "$1" ;;
+    esac
+}
+cg_measure() { # i row n: sets IR
+    local i=$1 row=$2 n=$3 name=${NAMES[$1]} dir pid w=0
+    dir="$BENCH_TMP/cg-$name-$row-$n"
+    start_server "$name" "$dir" valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" -- "${BINS[$i]}" ||
+        die "could not start $name under valgrind"
+    pid=$SERVER_PID
+    PORT_NOW=$SERVER_PORT
+    cg_setup "$row"
+    row_cmd "$row"
+    run_client 900 "$dir/out.csv" "$dir/benchmark.log" redis-benchmark -h 127.0.0.1 -p "$PORT_NOW" \
+        -c 1 -P 16 -n "$n" -r "$RANGE" --threads 1 --csv "${CMD[@]}" ||
+        die "redis-benchmark failed against $name under valgrind ($row)"
+    ! grep -q 'Error from server' "$dir/benchmark.log" || die "$name answers an error to ${CMD[*]}"
+    cli shutdown nosave >/dev/null 2>&1 || true
+    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+    kill -0 "$pid" 2>/dev/null && die "$name did not exit after SHUTDOWN"
+    wait "$pid" 2>/dev/null || true
+    forget_pid "$pid"
+    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$dir/cg.out")
+    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for $name ($row)"
+}
+instructions() {
+    local head="| row (-c 1 -P 16) |" rule="| --- |" line row i n1 n2 ir1 per
+    for i in "${!NAMES[@]}"; do head+=" ${TITLES[$i]} Ir/request |"; rule+=" ---: |"; done
+    for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" ${TITLES[$i]} / Keel |"; rule+=" ---: |"; }; done
+    {
+        echo
+        echo "Instructions per request under callgrind ($CG_N1 and $CG_N2 requests; BITCOUNT, PFCOUNT_3 and GEOSEARCH a tenth of that):"
+        echo
+        echo "$head"
+        echo "$rule"
+    } >>"$OUT"
+    for row in "${ROWS[@]}"; do
+        n1=$(cg_requests "$row" "$CG_N1")
+        n2=$(cg_requests "$row" "$CG_N2")
+        local pers=()
+        for i in "${!NAMES[@]}"; do
+            printf 'bench: callgrind %-6s %-13s ' "${NAMES[$i]}" "$row"
+            cg_measure "$i" "$row" "$n1"; ir1=$IR
+            cg_measure "$i" "$row" "$n2"
+            per=$(awk -v a="$ir1" -v b="$IR" -v n1="$n1" -v n2="$n2" 'BEGIN { printf "%.0f", (b - a) / (n2 - n1) }')
+            pers+=("$per")
+            echo "$per Ir/request"
+        done
+        line="| ${row^^} |"
+        for i in "${!NAMES[@]}"; do line+=" ${pers[$i]} |"; done
+        for i in "${!NAMES[@]}"; do
+            [ "$i" = 0 ] || line+=" $(awk -v a="${pers[0]}" -v b="${pers[$i]}" 'BEGIN { printf "%.2fx", b / a }') |"
+        done
+        echo "$line" >>"$OUT"
+    done
+}
+
+if [ "$THROUGHPUT" = 1 ]; then
+    throughput
+else
+    {
+        echo "# Streams, bitmaps, HyperLogLog and geo: one command per row"
+        echo
+        echo "$started_at; $(nproc) CPUs. Command: \`$CMDLINE\`."
+        echo "Keel: $(server_version "$KEEL"); Redis: $(server_version "$REDIS")${VALKEY:+; Valkey: $(server_version "$VALKEY")}."
+    } >"$OUT"
+fi
+[ "$CALLGRIND" = 0 ] || instructions
 cat "$OUT"

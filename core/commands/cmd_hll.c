@@ -21,10 +21,10 @@ static size_t hll_sparse_max(void) {
     return (size_t)db_opts()->types.hll_sparse_max_bytes;
 }
 
-/* The bytes of the HLL stored in e (valid until the keyspace changes), or
- * NULL after replying why it is not one: another type, not an HLL
- * (Valkey's isHLLObjectOrReply), or registers that do not decode. */
-static const uint8_t *hll_view(client *c, const db_entry *e, size_t *len) {
+/* The bytes of the HLL stored in e (valid until the keyspace changes), its
+ * header checked, or NULL after replying why it is not one: another type or
+ * not an HLL (Valkey's isHLLObjectOrReply). */
+static const uint8_t *hll_view_header(client *c, const db_entry *e, size_t *len) {
     if (db_entry_type(e) != OBJ_STRING) {
         reply_wrongtype(c);
         return NULL;
@@ -34,7 +34,14 @@ static const uint8_t *hll_view(client *c, const db_entry *e, size_t *len) {
         reply_error(c, hll_err_not_hll);
         return NULL;
     }
-    if (!hll_registers_valid(s, *len)) {
+    return s;
+}
+
+/* As hll_view_header, and NULL after replying if the registers do not
+ * decode: every path that reads or writes registers goes through here. */
+static const uint8_t *hll_view(client *c, const db_entry *e, size_t *len) {
+    const uint8_t *s = hll_view_header(c, e, len);
+    if (s && !hll_registers_valid(s, *len)) {
         reply_error(c, hll_err_corrupt);
         return NULL;
     }
@@ -129,7 +136,10 @@ static void pfcount_union(client *c) {
 }
 
 /* PFCOUNT key [key ...]: one key answers from its cached cardinality,
- * computing and storing it when stale (a write, as in Valkey). */
+ * computing and storing it when stale (a write, as in Valkey). A valid
+ * cache is answered without reading the registers, so, as in Valkey, only
+ * a stale one has them checked (the walk of a sparse value cost more than
+ * the rest of the command). */
 static void cmd_pfcount(client *c) {
     if (c->argc > 2) {
         pfcount_union(c);
@@ -142,10 +152,11 @@ static void cmd_pfcount(client *c) {
         return;
     }
     size_t len;
-    const uint8_t *s = hll_view(c, e, &len);
+    const uint8_t *s = hll_view_header(c, e, &len);
     if (!s) return;
     uint64_t card;
     if (!hll_cache_get(s, &card)) {
+        if (!hll_view(c, e, &len)) return;
         card = hll_count(s, len);
         hll_cache_set((uint8_t *)db_string_resize(c->db, &e, len), card);
     }

@@ -107,6 +107,33 @@ static void dense_histogram(const uint8_t *r, int histo[64]) {
     }
 }
 
+/* Raises max[i] to each dense register, eight at a time in one 64-bit
+ * word (SWAR): the six bytes holding eight registers are spread to one
+ * register per byte, and the bytewise maximum is taken without branches
+ * (registers are below 64, so (a | 0x80) - b borrows across no byte and
+ * keeps bit 7 exactly where a >= b). A PFCOUNT or PFMERGE of several dense
+ * keys spends most of its time here: about 4 instructions per register,
+ * against 12 for a register at a time. */
+static void dense_max_into(uint8_t *max, const uint8_t *r) {
+    const uint64_t hi = 0x8080808080808080ULL;
+    for (size_t j = 0; j < HLL_REGISTERS; j += 8, r += 6) {
+        uint64_t w = (uint64_t)r[0] | (uint64_t)r[1] << 8 | (uint64_t)r[2] << 16 |
+                     (uint64_t)r[3] << 24 | (uint64_t)r[4] << 32 | (uint64_t)r[5] << 40;
+        /* Register k moves from bit 6k to bit 8k (spelt out: -O2 does not
+         * unroll a loop over k). */
+        uint64_t v = (w & 0x3fULL) | (w << 2 & 0x3f00ULL) | (w << 4 & 0x3f0000ULL) |
+                     (w << 6 & 0x3f000000ULL) | (w << 8 & 0x3f00000000ULL) |
+                     (w << 10 & 0x3f0000000000ULL) | (w << 12 & 0x3f000000000000ULL) |
+                     (w << 14 & 0x3f00000000000000ULL);
+        uint64_t m;
+        memcpy(&m, max + j, 8);
+        uint64_t ge = (((v | hi) - m) & hi) >> 7; /* 1 in each byte where v >= m */
+        uint64_t mask = ge * 0xff;
+        m = (v & mask) | (m & ~mask);
+        memcpy(max + j, &m, 8);
+    }
+}
+
 /* ---- sparse opcodes ---- */
 
 #define OP_IS_ZERO(b) (((b)&0xc0) == 0)
@@ -169,9 +196,33 @@ static uint32_t sparse_walk(const uint8_t *s, size_t len,
     return idx;
 }
 
+/* The registers the opcodes from p to end cover, or UINT32_MAX once they
+ * pass the last register or an XZERO is cut short: sparse_walk without the
+ * callback and its decoding, since every command on a sparse value runs
+ * this check first (it was half of a PFADD on a 1 KB value). */
+static uint32_t sparse_span(const uint8_t *p, const uint8_t *end) {
+    uint32_t idx = 0;
+    while (p < end) {
+        unsigned b = *p;
+        if (b & 0x80) { /* VAL */
+            idx += (b & 3) + 1;
+            p++;
+        } else if (b & 0x40) { /* XZERO */
+            if (end - p < 2) return UINT32_MAX;
+            idx += ((b & 0x3f) << 8 | p[1]) + 1;
+            p += 2;
+        } else { /* ZERO */
+            idx += (b & 0x3f) + 1;
+            p++;
+        }
+        if (idx > HLL_REGISTERS) return UINT32_MAX;
+    }
+    return idx;
+}
+
 int hll_registers_valid(const uint8_t *s, size_t len) {
     if (hll_encoding(s) == HLL_DENSE) return 1;
-    return sparse_walk(s, len, NULL, NULL) == HLL_REGISTERS;
+    return sparse_span(s + HLL_HDR_SIZE, s + len) == HLL_REGISTERS;
 }
 
 static void histo_run(void *priv, uint32_t first, uint32_t span, unsigned val) {
@@ -254,10 +305,7 @@ void hll_merge_into(uint8_t max[HLL_REGISTERS], const uint8_t *s, size_t len) {
         sparse_walk(s, len, max_run, max);
         return;
     }
-    for (uint32_t i = 0; i < HLL_REGISTERS; i++) {
-        unsigned v = hll_dense_get(s + HLL_HDR_SIZE, i);
-        if (v > max[i]) max[i] = (uint8_t)v;
-    }
+    dense_max_into(max, s + HLL_HDR_SIZE);
 }
 
 char *hll_sparse_describe(const uint8_t *s, size_t len, size_t *outlen) {

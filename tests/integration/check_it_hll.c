@@ -14,9 +14,12 @@
 #define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 /* The 16-byte header of a sparse value followed by opcodes. */
+/* A sparse value over ops with a stale cache (bit 7 of byte 15 set), so
+ * that PFCOUNT has to read the registers. */
 static size_t sparse_value(char *out, const unsigned char *ops, size_t n) {
     memset(out, 0, 16);
     memcpy(out, "HYLL\x01", 5);
+    out[15] = (char)0x80;
     memcpy(out + 16, ops, n);
     return 16 + n;
 }
@@ -222,6 +225,17 @@ START_TEST(test_corrupted_sparse) {
     expect_int(C, 1, "PFADD k5 a b c");
     expect_int_range(C, 19, 64, "APPEND k5 hello");
     expect_refused("k5", CORRUPT);
+    /* A current cache (42, little-endian in bytes 8..15, bit 7 of byte 15
+     * clear) over corrupted registers: PFCOUNT of that key alone answers
+     * the cache without reading them, as Valkey does; whatever reads them
+     * refuses the value. */
+    size_t n = sparse_value(v, runs, sizeof(runs));
+    v[8] = 42, v[15] = 0;
+    set_bytes("k6", v, n);
+    expect_int(C, 42, "PFCOUNT k6");
+    expect_error(C, CORRUPT, "PFCOUNT k6 other");
+    expect_error(C, CORRUPT, "PFADD k6 x");
+    expect_error(C, CORRUPT, "PFMERGE dest k6");
     /* The server is still serving, and a good value next to them too. */
     expect_int(C, 1, "PFADD good a");
     expect_int(C, 1, "PFCOUNT good");

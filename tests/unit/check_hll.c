@@ -358,6 +358,30 @@ START_TEST(test_sparse_xzero_of_one) {
 }
 END_TEST
 
+/* hll_merge_into of a dense value (eight registers per 64-bit word) agrees
+ * with a register-at-a-time maximum, for every value of both sides. */
+START_TEST(test_dense_merge_words) {
+    uint8_t *dense = km_calloc(1, HLL_DENSE_SIZE);
+    memcpy(dense, "HYLL", 4);
+    dense[4] = HLL_DENSE;
+    uint8_t max[HLL_REGISTERS], want[HLL_REGISTERS];
+    srand(7);
+    for (int round = 0; round < 20; round++) {
+        for (uint32_t i = 0; i < HLL_REGISTERS; i++) {
+            /* Round 0 puts each pair of values side by side at least once. */
+            unsigned a = round ? (unsigned)rand() & 63 : i & 63;
+            unsigned b = round ? (unsigned)rand() & 63 : (i >> 6) & 63;
+            hll_dense_set(dense + HLL_HDR_SIZE, i, a);
+            max[i] = (uint8_t)b;
+            want[i] = (uint8_t)(a > b ? a : b);
+        }
+        hll_merge_into(max, dense, HLL_DENSE_SIZE);
+        ck_assert_mem_eq(max, want, HLL_REGISTERS);
+    }
+    km_free(dense);
+}
+END_TEST
+
 START_TEST(test_selftest) {
     char err[128] = "";
     ck_assert_msg(hll_selftest(3000, err, sizeof(err)) == K_OK, "%s", err);
@@ -370,6 +394,7 @@ static Suite *hll_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_valkey_values);
     tcase_add_test(tc, test_valkey_merges);
+    tcase_add_test(tc, test_dense_merge_words);
     tcase_add_test(tc, test_valkey_unions);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_dense_registers);
