@@ -71,12 +71,17 @@ int stream_id_decr(stream_id *id) {
     return K_OK;
 }
 
-/* Decimal digits only (leading zeros allowed, as Valkey's strtoull
- * fallback takes them), fitting u64. */
+/* Decimal digits fitting u64, after what Valkey's strtoull fallback also
+ * takes: leading white space, a '+' and leading zeros (" +7" is 7; a '-'
+ * is refused, where strtoull would wrap it around). */
 static int parse_u64(const char *s, size_t len, uint64_t *out) {
-    if (len == 0) return K_ERR;
+    size_t i = 0;
+    while (i < len && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')))
+        i++;
+    if (i < len && s[i] == '+') i++;
+    if (i == len) return K_ERR;
     uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
+    for (; i < len; i++) {
         if (s[i] < '0' || s[i] > '9') return K_ERR;
         uint64_t d = (uint64_t)(s[i] - '0');
         if (v > (UINT64_MAX - d) / 10) return K_ERR;

@@ -51,7 +51,15 @@ START_TEST(test_id_parse) {
     ck_assert(stream_id_cmp(id, STREAM_ID_MIN) == 0);
     ck_assert_int_eq(parse("+", 0, 1, &id, NULL), K_OK);
     ck_assert(stream_id_cmp(id, STREAM_ID_MAX) == 0);
-    const char *bad_strict[] = {"-", "+", "", "-1", "1-", "1--2", "1-2-3", "a", "1-x", " 1", "1 "};
+    /* Leading white space and a '+' before either part, as Valkey's
+     * strtoull fallback takes them (checked against Valkey 8.0.1). */
+    ck_assert_int_eq(parse(" +5-\t+6", 0, 0, &id, NULL), K_OK);
+    ck_assert(id.ms == 5 && id.seq == 6);
+    ck_assert_int_eq(parse(" 1", 0, 0, &id, NULL), K_OK);
+    ck_assert(id.ms == 1 && id.seq == 0);
+    const char *bad_strict[] = {"-",   "+",   "",   "-1", "1-", "1--2", "1-2-3",
+                                "a",   "1-x", "1 ", " ",  "+",  "1-+",  "++1",
+                                " -1", "1-+-1"};
     for (size_t i = 0; i < sizeof(bad_strict) / sizeof(*bad_strict); i++)
         ck_assert_msg(parse(bad_strict[i], 0, 0, &id, NULL) == K_ERR, "%s", bad_strict[i]);
     char longid[200];
