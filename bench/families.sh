@@ -296,7 +296,9 @@ CG_N2=25000
 [ "$QUICK" = 1 ] && CG_N1=1000 && CG_N2=5000
 cg_requests() { # row n
     case "$1" in
-        bitcount | pfcount_3 | geosearch) echo $(($2 / 10)) ;;
+        # XREADGROUP_10 needs ten new entries a request (cg_setup adds
+        # CG_N2 + 100).
+        bitcount | pfcount_3 | geosearch | xreadgroup_10) echo $(($2 / 10)) ;;
         *) echo "$2" ;;
     esac
 }
@@ -337,7 +339,7 @@ instructions() {
     for i in "${!NAMES[@]}"; do [ "$i" = 0 ] || { head+=" ${TITLES[$i]} / Keel |"; rule+=" ---: |"; }; done
     {
         echo
-        echo "Instructions per request under callgrind ($CG_N1 and $CG_N2 requests; BITCOUNT, PFCOUNT_3 and GEOSEARCH a tenth of that):"
+        echo "Instructions per request under callgrind ($CG_N1 and $CG_N2 requests; XREADGROUP_10, BITCOUNT, PFCOUNT_3 and GEOSEARCH a tenth of that):"
         echo
         echo "$head"
         echo "$rule"

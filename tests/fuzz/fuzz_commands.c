@@ -354,6 +354,18 @@ static const fz_str fz_options[] = {
     FZ_S("ASC"), FZ_S("DESC"), FZ_S("STORE"), FZ_S("list"), FZ_S("set"), FZ_S("zset"),
     FZ_S("FNX"), FZ_S("FXX"), FZ_S("(1"), FZ_S("[a"), FZ_S("(a"), FZ_S("-"), FZ_S("+"),
     FZ_S("(-inf"), FZ_S("(+inf"),
+    /* Streams, bits, geo and LCS (appended likewise). */
+    FZ_S("STREAMS"), FZ_S("GROUP"), FZ_S("MKSTREAM"), FZ_S("ENTRIESREAD"), FZ_S("MINID"),
+    FZ_S("NOMKSTREAM"), FZ_S("~"), FZ_S("="), FZ_S("$"), FZ_S(">"), FZ_S("*"), FZ_S("IDLE"),
+    FZ_S("TIME"), FZ_S("RETRYCOUNT"), FZ_S("JUSTID"), FZ_S("LASTID"), FZ_S("FULL"),
+    FZ_S("ENTRIESADDED"), FZ_S("MAXDELETEDID"), FZ_S("0-0"), FZ_S("1-1"),
+    FZ_S("18446744073709551615-18446744073709551615"), FZ_S("BYTE"), FZ_S("BIT"), FZ_S("AND"),
+    FZ_S("OR"), FZ_S("XOR"), FZ_S("NOT"), FZ_S("OVERFLOW"), FZ_S("WRAP"), FZ_S("SAT"),
+    FZ_S("FAIL"), FZ_S("i8"), FZ_S("u63"), FZ_S("i64"), FZ_S("#1"), FZ_S("FROMMEMBER"),
+    FZ_S("FROMLONLAT"), FZ_S("BYRADIUS"), FZ_S("BYBOX"), FZ_S("BYPOLYGON"), FZ_S("km"),
+    FZ_S("mi"), FZ_S("WITHCOORD"), FZ_S("WITHDIST"), FZ_S("WITHHASH"), FZ_S("ANY"),
+    FZ_S("STOREDIST"), FZ_S("IDX"), FZ_S("MINMATCHLEN"), FZ_S("WITHMATCHLEN"), FZ_S("LEN"),
+    FZ_S("IFEQ"),
 };
 
 /* Glob corner cases: unterminated and nested classes, escapes, stars. */

@@ -347,6 +347,51 @@ SEEDS = {
         ["pfdebug", "getreg", "d"], ["config", "set", "hll-sparse-max-bytes", "30"],
         ["pfadd", "c", "1", "2", "3", "4", "5", "6", "7", "8"], ["pfdebug", "encoding", "c"],
     ],
+    # Streams: IDs at the edges, trimming both ways, node limits made tiny so
+    # that entries span nodes, deletions and the consumer-group bookkeeping
+    # (XREAD and XREADGROUP are flagged blocking and never sent).
+    "streams": [
+        ["config", "set", "stream-node-max-entries", "2"],
+        ["xadd", "s", "1-1", "f", "v"], ["xadd", "s", "*", "f", "v", "g", "w"],
+        ["xadd", "s", "MAXLEN", "~", "3", "*", "f", "v"], ["xadd", "s", "NOMKSTREAM", "5-*", "a", "b"],
+        ["xadd", "s", "18446744073709551615-18446744073709551615", "f", "v"], ["xadd", "s", "*", "f", "v"],
+        ["xlen", "s"], ["xrange", "s", "-", "+", "COUNT", "2"], ["xrevrange", "s", "+", "(1-1"],
+        ["xdel", "s", "1-1", "5-0"], ["xtrim", "s", "MINID", "=", "2", "LIMIT", "10"],
+        ["xtrim", "s", "MAXLEN", "0"], ["xsetid", "s", "9-9", "ENTRIESADDED", "100", "MAXDELETEDID", "9-0"],
+        ["xinfo", "stream", "s", "FULL", "COUNT", "1"], ["xadd", "t", " +7-1", "f", "v"],
+    ],
+    "stream_groups": [
+        ["xadd", "s", "1-1", "f", "v"], ["xadd", "s", "2-1", "f", "v"],
+        ["xgroup", "create", "s", "g", "0", "ENTRIESREAD", "0"], ["xgroup", "create", "n", "g", "$", "MKSTREAM"],
+        ["xgroup", "createconsumer", "s", "g", "c"], ["xgroup", "setid", "s", "g", "1-1"],
+        ["xpending", "s", "g"], ["xpending", "s", "g", "IDLE", "0", "-", "+", "10", "c"],
+        ["xclaim", "s", "g", "d", "0", "1-1", "2-1", "FORCE", "RETRYCOUNT", "3", "JUSTID"],
+        ["xautoclaim", "s", "g", "e", "0", "0-0", "COUNT", "1", "JUSTID"], ["xack", "s", "g", "1-1", "2-1"],
+        ["xinfo", "groups", "s"], ["xinfo", "consumers", "s", "g"], ["xdel", "s", "2-1"],
+        ["xgroup", "delconsumer", "s", "g", "d"], ["xgroup", "destroy", "s", "g"],
+    ],
+    "bitops": [
+        ["setbit", "b", "7", "1"], ["setbit", "b", "4294967295", "1"], ["getbit", "b", "100"],
+        ["bitcount", "b", "0", "-1", "BIT"], ["bitpos", "b", "1", "1", "-1", "BYTE"],
+        ["bitop", "AND", "d", "b", "none"], ["bitop", "NOT", "e", "b"], ["bitop", "XOR", "e", "b", "d"],
+        ["bitfield", "f", "SET", "i8", "#1", "-128", "OVERFLOW", "SAT", "INCRBY", "u63", "0", I64_MAX],
+        ["bitfield", "f", "OVERFLOW", "FAIL", "INCRBY", "i64", "7", I64_MIN, "GET", "u1", "100"],
+        ["bitfield_ro", "f", "GET", "i64", "0"], ["setbit", "b", "4294967296", "1"],
+    ],
+    "geo": [
+        ["geoadd", "g", "13.361389", "38.115556", "a", "15.087269", "37.502669", "b"],
+        ["geoadd", "g", "XX", "CH", "180", "85.05112878", "c"], ["geoadd", "g", "NX", "-180", "-85.05112878", "d"],
+        ["geodist", "g", "a", "b", "km"], ["geohash", "g", "a", "none"], ["geopos", "g", "a", "d"],
+        ["geosearch", "g", "FROMMEMBER", "a", "BYRADIUS", "200", "km", "ASC", "COUNT", "1", "ANY", "WITHCOORD"],
+        ["geosearch", "g", "FROMLONLAT", "15", "37", "BYBOX", "400", "400", "mi", "WITHDIST", "WITHHASH"],
+        ["geosearchstore", "h", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "20000", "km", "STOREDIST"],
+        ["georadius", "g", "15", "37", "100", "km", "STORE", "h"], ["georadiusbymember_ro", "g", "b", "1", "m"],
+    ],
+    "lcs_conditional": [
+        ["set", "a", "ohmytext"], ["set", "b", "mynewtext"], ["lcs", "a", "b", "IDX", "MINMATCHLEN", "2", "WITHMATCHLEN"],
+        ["lcs", "a", "b", "LEN"], ["set", "a", "x", "IFEQ", "ohmytext", "GET"], ["delifeq", "a", "x"],
+        ["msetex", "2", "k1", "v1", "k2", "v2", "EX", "10"],
+    ],
 }
 
 # Big collections (a command takes at most 72 arguments), then UNLINK and
