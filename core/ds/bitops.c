@@ -4,6 +4,10 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 /* ---- population count ---- */
 
 static unsigned popcount_byte(uint8_t b) {
@@ -61,7 +65,51 @@ __attribute__((target("popcnt"))) static uint64_t popcount_popcnt(const uint8_t 
         b1 += (uint64_t)__builtin_popcount(s[i]);
     return b0 + b1 + b2 + b3;
 }
+
+/* AVX2, again compiled for it whatever the build's target and called only
+ * once the CPU says it has it: each byte's two nibbles are counted by a
+ * 16-entry table lookup (PSHUFB), and the byte counts of 32 bytes summed
+ * into four words by PSADBW (Mula's method). Per 32 bytes that is about
+ * ten instructions against four POPCNTs and their adds, and a long string
+ * is then read at memory speed. Counts in `acc` stay far below overflow:
+ * each 64-bit lane gains at most 64 per step. */
+__attribute__((target("avx2"))) static uint64_t popcount_avx2(const uint8_t *s, size_t n) {
+    const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1,
+                                           2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    __m256i acc = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(s + i));
+        __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, low));
+        __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+        acc =
+            _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_add_epi8(lo, hi), _mm256_setzero_si256()));
+    }
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, acc);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3] + popcount_popcnt(s + i, n - i);
+}
+
+/* Below this many bytes POPCNT wins: AVX2's set-up and final sum cost
+ * about what it saves on a few words. */
+#define POPCOUNT_AVX2_MIN 256
 #endif
+
+int bitops_popcount_avx2_available(void) {
+#ifdef BITOPS_HAVE_POPCNT
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+#else
+    return 0;
+#endif
+}
+
+uint64_t bitops_popcount_avx2(const void *p, size_t n) {
+#ifdef BITOPS_HAVE_POPCNT
+    if (bitops_popcount_avx2_available()) return popcount_avx2(p, n);
+#endif
+    return bitops_popcount_hw(p, n);
+}
 
 int bitops_popcount_hw_available(void) {
 #ifdef BITOPS_HAVE_POPCNT
@@ -81,6 +129,9 @@ uint64_t bitops_popcount_hw(const void *p, size_t n) {
 }
 
 uint64_t bitops_popcount(const void *p, size_t n) {
+#ifdef BITOPS_HAVE_POPCNT
+    if (n >= POPCOUNT_AVX2_MIN) return bitops_popcount_avx2(p, n);
+#endif
     return bitops_popcount_hw(p, n);
 }
 

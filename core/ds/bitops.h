@@ -18,12 +18,16 @@
 
 /* Set bits in p[0..n). */
 uint64_t bitops_popcount(const void *p, size_t n);
-/* The two implementations bitops_popcount chooses between, for the tests:
- * portable C, and the CPU's POPCNT instruction (the portable one where the
- * CPU or compiler has none; bitops_popcount_hw_available says which). */
+/* The implementations bitops_popcount chooses between, for the tests:
+ * portable C; the CPU's POPCNT instruction (the portable one where the CPU
+ * or compiler has none; bitops_popcount_hw_available says which); and, for
+ * strings of 256 bytes and more, AVX2 (POPCNT's path where the CPU has no
+ * AVX2; bitops_popcount_avx2_available). */
 uint64_t bitops_popcount_portable(const void *p, size_t n);
 uint64_t bitops_popcount_hw(const void *p, size_t n);
 int bitops_popcount_hw_available(void);
+uint64_t bitops_popcount_avx2(const void *p, size_t n);
+int bitops_popcount_avx2_available(void);
 
 /* The position of the first bit equal to `bit` (0 or 1) in p[0..n). When
  * there is none: -1 when looking for a 1; n * 8 when looking for a 0, as

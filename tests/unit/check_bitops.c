@@ -50,6 +50,7 @@ START_TEST(test_popcount_known) {
         ck_assert_uint_eq(bitops_popcount(buf, n), n * 8);
         ck_assert_uint_eq(bitops_popcount_portable(buf, n), n * 8);
         ck_assert_uint_eq(bitops_popcount_hw(buf, n), n * 8);
+        ck_assert_uint_eq(bitops_popcount_avx2(buf, n), n * 8);
     }
     memset(buf, 0, sizeof(buf));
     ck_assert_uint_eq(bitops_popcount(buf, sizeof(buf)), 0);
@@ -70,19 +71,42 @@ START_TEST(test_popcount_paths_agree) {
         uint64_t want = ref_popcount(buf + start, n);
         ck_assert_uint_eq(bitops_popcount_portable(buf + start, n), want);
         ck_assert_uint_eq(bitops_popcount_hw(buf + start, n), want);
+        ck_assert_uint_eq(bitops_popcount_avx2(buf + start, n), want);
         ck_assert_uint_eq(bitops_popcount(buf + start, n), want);
     }
 }
 END_TEST
 
-/* The machine these tests run on has POPCNT: the hardware path is really
- * taken, not its portable fallback. */
+/* The machine these tests run on has POPCNT and AVX2: the hardware paths
+ * are really taken, not their fallbacks. */
 START_TEST(test_popcount_hw_present) {
 #if defined(__x86_64__) && defined(__GNUC__)
     ck_assert_int_eq(bitops_popcount_hw_available(), __builtin_cpu_supports("popcnt") != 0);
+    ck_assert_int_eq(bitops_popcount_avx2_available(),
+                     __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"));
 #else
     ck_assert_int_eq(bitops_popcount_hw_available(), 0);
+    ck_assert_int_eq(bitops_popcount_avx2_available(), 0);
 #endif
+}
+END_TEST
+
+/* Long strings, where bitops_popcount takes AVX2: every byte value, and
+ * lengths around the 32-byte steps and the 256-byte switch. */
+START_TEST(test_popcount_long) {
+    enum { MAX = 4200 };
+    static uint8_t buf[MAX + 32];
+    for (int round = 0; round < 200; round++) {
+        size_t start = rnd() % 32;
+        size_t n = round < 64 ? 224 + (size_t)round : rnd() % MAX;
+        if (round % 3 == 0)
+            memset(buf + start, (int)(rnd() & 0xff), n);
+        else
+            fill(buf + start, n);
+        uint64_t want = ref_popcount(buf + start, n);
+        ck_assert_uint_eq(bitops_popcount_avx2(buf + start, n), want);
+        ck_assert_uint_eq(bitops_popcount(buf + start, n), want);
+    }
 }
 END_TEST
 
@@ -317,6 +341,7 @@ static Suite *bitops_suite(void) {
     tcase_add_test(tc, test_popcount_known);
     tcase_add_test(tc, test_popcount_paths_agree);
     tcase_add_test(tc, test_popcount_hw_present);
+    tcase_add_test(tc, test_popcount_long);
     tcase_add_test(tc, test_bitpos_boundaries);
     tcase_add_test(tc, test_bitpos_random);
     tcase_add_test(tc, test_field_get_set);
