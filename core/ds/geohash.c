@@ -364,8 +364,15 @@ static int ray_crosses(const double a[2], const double b[2], double lon, double 
 int geo_shape_contains(const geo_shape *s, const double xy[2], double *dist) {
     const double *c = s->xy;
     if (s->kind == GEO_CIRCLE) {
+        /* A point is never nearer than its latitude difference, which
+         * costs no sine: most points of the cells around a circle are
+         * refused by it. The margin leaves the points at the edge, where
+         * the two formulas may round apart, to the full distance, so the
+         * answer is always the haversine's (as Valkey's). */
+        double r = s->radius * s->to_m;
+        if (lat_distance(xy[1], c[1]) > r * (1 + 1e-9)) return 0;
         *dist = geo_distance(c[0], c[1], xy[0], xy[1]);
-        return *dist <= s->radius * s->to_m;
+        return *dist <= r;
     }
     if (s->kind == GEO_BOX) {
         /* The cheaper latitude test first. */
