@@ -72,12 +72,15 @@ int geo_encode(const geo_range *lon_r, const geo_range *lat_r, double lon, doubl
 
 void geo_decode(const geo_range *lon_r, const geo_range *lat_r, geo_bits h, geo_area *out) {
     uint32_t lat_idx = gather(h.bits), lon_idx = gather(h.bits >> 1);
-    double cells = (double)(1ULL << h.step);
+    /* Dividing by a power of two and multiplying by its inverse give the
+     * same doubles (both exact), and four divisions were the slow part of
+     * decoding every member a GEOSEARCH looks at. */
+    double per_cell = 1.0 / (double)(1ULL << h.step);
     double lat_scale = lat_r->max - lat_r->min, lon_scale = lon_r->max - lon_r->min;
-    out->lat.min = lat_r->min + (lat_idx * 1.0 / cells) * lat_scale;
-    out->lat.max = lat_r->min + ((lat_idx + 1) * 1.0 / cells) * lat_scale;
-    out->lon.min = lon_r->min + (lon_idx * 1.0 / cells) * lon_scale;
-    out->lon.max = lon_r->min + ((lon_idx + 1) * 1.0 / cells) * lon_scale;
+    out->lat.min = lat_r->min + (lat_idx * per_cell) * lat_scale;
+    out->lat.max = lat_r->min + ((lat_idx + 1) * per_cell) * lat_scale;
+    out->lon.min = lon_r->min + (lon_idx * per_cell) * lon_scale;
+    out->lon.max = lon_r->min + ((lon_idx + 1) * per_cell) * lon_scale;
 }
 
 static double clamp(double v, double lo, double hi) {
