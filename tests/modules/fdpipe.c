@@ -13,8 +13,11 @@
  *    per grant: then -1 with EAGAIN until the peer's next bytes arrive and
  *    grant another window (RDMA: the peer re-registering its buffer); bytes
  *    arriving while some of the window is left grant nothing, so a peer
- *    that counts what it received knows when the writer stopped. The
- *    server must retry the write when the eventfd is readable.
+ *    that counts what it received knows when the writer stopped. A byte
+ *    FP_GRANT from the peer is such a grant and no data (RDMA: a control
+ *    message), so the server has no request to answer, only a write to
+ *    retry when the eventfd becomes readable (the peer sends no FP_GRANT
+ *    byte as data).
  *  - The handshake waits for the peer's first bytes and answers
  *    KEEL_CONN_WANT_WRITE meanwhile, which for an OWN_FD transport means
  *    readability (an eventfd is always writable: a server waiting for
@@ -52,6 +55,7 @@
 #include <unistd.h>
 
 #define FP_INBOX_MAX (16 * 1024 * 1024) /* a peer sending more is dropped */
+#define FP_GRANT 0x06
 
 typedef struct fp_conn {
     int sock, efd;
@@ -118,8 +122,8 @@ static void fp_on_data(int fd, void *udata) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     pthread_mutex_lock(&c->lock);
     if (n > 0 && fp_inbox_room(c, (size_t)n)) {
-        memcpy(c->in + c->in_len, buf, (size_t)n);
-        c->in_len += (size_t)n;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != FP_GRANT) c->in[c->in_len++] = buf[i];
         if (!c->credit) c->credit = window; /* the peer's bytes grant the next window */
         fp_signal(c);
         pthread_mutex_unlock(&c->lock);
