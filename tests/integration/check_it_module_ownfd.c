@@ -387,8 +387,8 @@ START_TEST(test_watches_and_refusals) {
     expect_ok(c, "MODULE UNLOAD fdpipe");
     expect_error_prefix(c, "ERR", "MODULE LOAD %s %s %d %s noaddr", FDPIPE, sock_path(), WINDOW,
                         LOCAL_PORT);
-    ck_assert_msg(strstr(it_read_file(s->log), "KEEL_TRANSPORT_OWN_FD requires an addr hook"),
-                  "%s", it_log_tail(s));
+    ck_assert_msg(strstr(it_read_file(s->log), "KEEL_TRANSPORT_OWN_FD requires an addr hook"), "%s",
+                  it_log_tail(s));
     ck_assert_msg(strstr(it_read_file(s->log), "the server cannot listen for it"), "%s",
                   it_log_tail(s));
 }

@@ -259,7 +259,8 @@ static void fp_adopt(int sock) {
     last_efd = c->efd;
     /* From KEEL_OK on the server owns it: the close hook frees it, maybe
      * before conn_adopt returns. */
-    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK) fp_free(c);
+    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK)
+        fp_free(c);
 }
 
 /* Level-triggered: what is left in the backlog fires again next turn. */
@@ -279,7 +280,8 @@ static int fp_listen(keel_ctx *ctx, const char *path) {
     unlink(path);
     listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd == -1 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-        listen(listen_fd, 128) == -1 || !api->transport->fd_watch(ctx, listen_fd, fp_on_listen, NULL))
+        listen(listen_fd, 128) == -1 ||
+        !api->transport->fd_watch(ctx, listen_fd, fp_on_listen, NULL))
         return KEEL_ERR;
     return KEEL_OK;
 }
@@ -287,8 +289,8 @@ static int fp_listen(keel_ctx *ctx, const char *path) {
 /* ---- commands ---- */
 
 static void cmd_stats(keel_ctx *ctx) {
-    long long v[] = {accepted, closes, __atomic_load_n(&hs_steps, __ATOMIC_RELAXED), last_efd,
-                     oneshot_calls, wakes};
+    long long v[] = {accepted, closes,        __atomic_load_n(&hs_steps, __ATOMIC_RELAXED),
+                     last_efd, oneshot_calls, wakes};
     api->command->reply_array(ctx, 6);
     for (int i = 0; i < 6; i++)
         api->command->reply_int(ctx, v[i]);
@@ -338,9 +340,10 @@ static void refused_done(keel_conn *conn, int status, void *udata) {
 static void cmd_refused(keel_ctx *ctx) {
     api->command->reply_array(ctx, 3);
     api->command->reply_int(ctx, api->transport->listener_open(ctx, transport, NULL, 0, 1) == NULL);
-    api->command->reply_int(
-        ctx, api->transport->connect(ctx, transport, "127.0.0.1", 1, 0, refused_done, NULL) == NULL);
-    api->command->reply_int(ctx, api->transport->conn_adopt(ctx, transport, -1, 0, NULL) == KEEL_ERR);
+    api->command->reply_int(ctx, api->transport->connect(ctx, transport, "127.0.0.1", 1, 0,
+                                                         refused_done, NULL) == NULL);
+    api->command->reply_int(ctx,
+                            api->transport->conn_adopt(ctx, transport, -1, 0, NULL) == KEEL_ERR);
 }
 
 static int add_commands(keel_ctx *ctx) {
