@@ -348,7 +348,9 @@ static void mt_run_wake(module_conn *mc) {
         return;
     }
     mc->refs++;
-    if ((want & MT_RUN_READ) && cn->read_handler) mt_call(cn, cn->read_handler, MT_RUN_READ);
+    /* The list also stands for buffered bytes (has_pending): read them too. */
+    if ((want & MT_RUN_READ || mt_has_pending(cn)) && cn->read_handler)
+        mt_call(cn, cn->read_handler, MT_RUN_READ);
     if ((want & MT_RUN_WRITE) && !mc->closing && cn->write_handler)
         mt_call(cn, cn->write_handler, MT_RUN_WRITE);
     mc->refs--;
@@ -676,7 +678,6 @@ static void transport_close_all(keel_transport *t) {
 
 void module_transports_release(module *m) {
     mt_listeners_release(m);
-    mt_fd_watches_release(m);
     for (keel_transport **pp = &transports; *pp;) {
         keel_transport *t = *pp;
         if (t->mod != m) {
@@ -687,6 +688,8 @@ void module_transports_release(module *m) {
         *pp = t->next;
         km_free(t);
     }
+    /* After the connections: their close hooks may unwatch what they own. */
+    mt_fd_watches_release(m);
     if (!transports && hs_timer) {
         event_timer_del(module_env_get()->el, hs_timer);
         hs_timer = 0;

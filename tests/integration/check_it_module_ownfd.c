@@ -167,6 +167,14 @@ START_TEST(test_requests_and_handshake) {
     expect_bulk(c, "hello", "GET k");
     fp_close(fd);
     it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
+    /* Open at shutdown, a client and one in its handshake: closed by the
+     * server (their close hooks unwatch the module's data sockets before
+     * the server drops the module's watches). */
+    fd = fp_connect(path);
+    fp_sendstr(fd, "PING\r\n");
+    fp_expect(fd, "+PONG\r\n");
+    fp_connect(path);
+    it_wait_until(stat_of(c, ST_ACCEPTED) == 3, 10000);
 }
 END_TEST
 
@@ -382,8 +390,8 @@ START_TEST(test_watches_and_refusals) {
     for (int i = 0; i < 5; i++)
         expect_status(c, "PONG", "PING");
     ck_assert_int_eq(stat_of(c, ST_ONESHOT), 1); /* its fn unwatched it */
-    /* listener_open, connect and conn_adopt(-1) refuse */
-    expect_reply(c, "[:1,:1,:1]", "FDPIPE.REFUSED");
+    /* listener_open, connect, conn_adopt of -1 and of a watched fd refuse */
+    expect_reply(c, "[:1,:1,:1,:1]", "FDPIPE.REFUSED");
     expect_ok(c, "MODULE UNLOAD fdpipe");
     expect_error_prefix(c, "ERR", "MODULE LOAD %s %s %d %s noaddr", FDPIPE, sock_path(), WINDOW,
                         LOCAL_PORT);

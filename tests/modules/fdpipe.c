@@ -35,9 +35,9 @@
  * that unwatches itself (level-triggered: it would run every loop turn
  * otherwise); replies whether a second watch of the same fd and a watch of
  * -1 were refused. FDPIPE.REFUSED: whether listener_open and connect refuse
- * this transport. The listener's watch is left to the server at unload, and
- * its descriptor stays open (on purpose): a peer connecting after unload
- * would run a stale watch.
+ * this transport, and conn_adopt fd -1 and a watched fd. The listener's watch is left to the server
+ * at unload, and its descriptor stays open (on purpose): a peer connecting after unload would run a
+ * stale watch.
  *
  * loadmodule fdpipe.so <socket path> <window bytes> <local port> [noaddr:
  * registers without the addr hook, which must be refused]. Built against
@@ -338,12 +338,15 @@ static void refused_done(keel_conn *conn, int status, void *udata) {
 }
 
 static void cmd_refused(keel_ctx *ctx) {
-    api->command->reply_array(ctx, 3);
+    api->command->reply_array(ctx, 4);
     api->command->reply_int(ctx, api->transport->listener_open(ctx, transport, NULL, 0, 1) == NULL);
     api->command->reply_int(ctx, api->transport->connect(ctx, transport, "127.0.0.1", 1, 0,
                                                          refused_done, NULL) == NULL);
     api->command->reply_int(ctx,
                             api->transport->conn_adopt(ctx, transport, -1, 0, NULL) == KEEL_ERR);
+    /* the listener's descriptor is watched: adopting it would steal it */
+    api->command->reply_int(ctx, api->transport->conn_adopt(ctx, transport, listen_fd, 0, NULL) ==
+                                     KEEL_ERR);
 }
 
 static int add_commands(keel_ctx *ctx) {
