@@ -10,11 +10,10 @@
  * Covered: requests, pipelines and replies many windows long; a handshake
  * whose KEEL_CONN_WANT_WRITE waits for readability; CLIENT LIST's addr,
  * laddr and fd from the addr hook and the descriptor; CLIENT KILL, timeout,
- * maxclients and protected mode (refused without a reply), each running the
- * close hook once; the peer closing, seen only by the module and passed on
- * with conn_wake (also mid-handshake and under pipelined load); MODULE
- * UNLOAD refused while connections are open and fine after, the watch it
- * left removed; fd_unwatch inside its own callback; listen, connect and
+ * client-output-buffer-limit, maxclients and protected mode (refused without a reply), each running
+ * the close hook once; the peer closing, seen only by the module and passed on with conn_wake (also
+ * mid-handshake and under pipelined load); MODULE UNLOAD refused while connections are open and
+ * fine after, the watch it left removed; fd_unwatch inside its own callback; listen, connect and
  * register_transport refusing what they must. Runs with the I/O threads CI
  * asks for (KEEL_TEST_IO_THREADS) like every integration suite. */
 #include "harness.h"
@@ -40,8 +39,8 @@ static char *sock_path(void) {
     return it_fmt("/tmp/keel-fdpipe-%d-%d.sock", (int)getpid(), ++n);
 }
 
-/* A server with fdpipe listening on path; up to two more arguments for the
- * server (NULL ends them). */
+/* A server with fdpipe listening on path; up to four more arguments for
+ * the server (NULL ends them). */
 static it_server *start_fdpipe(const char *path, const char *a1, const char *a2, const char *a3,
                                const char *a4) {
     return it_start("--enable-module-command", "yes", "--loadmodule", FDPIPE, path,
@@ -271,6 +270,30 @@ START_TEST(test_timeout) {
 }
 END_TEST
 
+/* A reply over the hard limit closes the client: its writer is stuck on
+ * the window, as an RDMA peer that stops re-registering would leave it. */
+START_TEST(test_output_buffer_limit) {
+    char *path = sock_path();
+    it_server *s = it_start("--enable-module-command", "yes", "--loadmodule", FDPIPE, path,
+                            it_fmt("%d", WINDOW), LOCAL_PORT, "--client-output-buffer-limit",
+                            "normal", "100000", "0", "0", NULL);
+    redisContext *c = it_connect(s);
+    size_t vlen = 300000;
+    expect_ok(c, "SET big %b", it_random_bytes(vlen, 5), vlen);
+    fp_peer *fd = fp_connect(path);
+    fp_sendstr(fd, "*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n");
+    char buf[WINDOW];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = fp_recv(fd, buf, sizeof(buf))) > 0)
+        got += (size_t)n; /* at most one window: never granted another */
+    ck_assert_uint_lt(got, vlen);
+    it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
+    ck_assert_int_ge(it_info_int(c, "stats", "client_output_buffer_limit_disconnections"), 1);
+    fp_close(fd);
+}
+END_TEST
+
 /* ---- admission: refused without a reply, closed once ---- */
 
 START_TEST(test_maxclients) {
@@ -409,6 +432,7 @@ int main(void) {
     tcase_add_test(tc, test_replies_longer_than_the_window);
     tcase_add_test(tc, test_client_list_and_kill);
     tcase_add_test(tc, test_timeout);
+    tcase_add_test(tc, test_output_buffer_limit);
     tcase_add_test(tc, test_maxclients);
     tcase_add_test(tc, test_protected_mode);
     tcase_add_test(tc, test_peer_close_wakes);
