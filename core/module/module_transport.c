@@ -283,9 +283,16 @@ static void mt_call(conn *cn, conn_handler fn, int which) {
         fn(cn);
 }
 
-/* Runs the handlers waiting for `dir`, holding the connection open. */
+/* Runs the handlers waiting for `dir`, holding the connection open. An
+ * OWN_FD descriptor's readability while a step is out stands for both
+ * directions: the write handler is not even set during a write step, and
+ * the read that runs first when the step is back may consume it. */
 static void mt_dispatch(conn *cn, int dir) {
     module_conn *mc = mt_conn_record(cn);
+    if (cn->io_out && cn->type->not_socket) {
+        mc->wake_deferred |= MT_RUN_READ | MT_RUN_WRITE;
+        return;
+    }
     mc->refs++;
     if (cn->read_handler && (mt_read_on(mc) & dir)) mt_call(cn, cn->read_handler, MT_RUN_READ);
     if (!mc->closing && cn->write_handler && (mt_write_on(mc) & dir))
