@@ -1,4 +1,4 @@
-/* keel_module.h -- the Keel module ABI, version 1.3.
+/* keel_module.h -- the Keel module ABI, version 1.4.
  *
  * This header is a contract between keel-server and every module built
  * against it. Rules that keep it stable:
@@ -18,7 +18,7 @@
  *    (set it with sizeof); the server reads only the fields that size
  *    covers, so old modules keep working when a struct grows.
  *  - Handles (keel_ctx, keel_client, keel_key, keel_type, keel_timer,
- *    keel_info, keel_transport, keel_conn) are opaque: modules never see
+ *    keel_info, keel_transport, keel_conn, keel_fd_watch) are opaque: modules never see
  *    server structs, and the server is free to change them.
  *  - The server does not export its symbols (modules are loaded with
  *    RTLD_LOCAL and the server is not linked with -rdynamic): a module can
@@ -60,7 +60,7 @@ extern "C" {
 
 #define KEEL_MODULE_MAGIC 0x4b45454c4d4f4431ULL /* "KEELMOD1" */
 #define KEEL_ABI_MAJOR 1
-#define KEEL_ABI_MINOR 3
+#define KEEL_ABI_MINOR 4
 
 #define KEEL_OK 0
 #define KEEL_ERR (-1)
@@ -82,6 +82,7 @@ typedef struct keel_conn keel_conn;     /* a connection of a module transport */
 typedef struct keel_reply keel_reply;   /* a command's reply read as a tree (1.2) */
 typedef struct keel_blocked keel_blocked; /* a client a module blocked (1.2) */
 typedef struct keel_listener keel_listener; /* a listening port of a transport (1.3) */
+typedef struct keel_fd_watch keel_fd_watch; /* a descriptor the server watches (1.4) */
 typedef struct keel_api keel_api;
 
 /* True if the server's table has `member` in `group` (a function added in a
@@ -561,7 +562,37 @@ typedef struct keel_transport_def {
      * Accepted connections only: an outgoing one is bounded by connect's
      * timeout_ms. */
     int64_t handshake_timeout_ms;
+
+    /* ---- ABI 1.4 ---- */
+    uint32_t flags; /* KEEL_TRANSPORT_* */
+    /* Writes the connection's peer (remote != 0) or local address into buf
+     * (len bytes, NUL-terminated) as "ip:port", "[ip6]:port" for IPv6:
+     * CLIENT LIST's addr and laddr, protected mode's loopback test and the
+     * log use it. KEEL_ERR if it is unknown (the server shows "?:0").
+     * Required with KEEL_TRANSPORT_OWN_FD, where it replaces the socket's
+     * address; NULL otherwise (the TCP socket's address). Runs on the main
+     * thread at any time, also while an I/O thread runs the connection's
+     * read or writev: it must read only what does not change after the
+     * connection started (conn_adopt). */
+    int (*addr)(keel_conn *conn, char *buf, size_t len, int remote, void *priv);
 } keel_transport_def;
+
+/* keel_transport_def.flags (ABI 1.4).
+ *
+ * OWN_FD: the transport brings its own connections rather than the
+ * server's TCP sockets (RDMA: a connection's descriptor is its completion
+ * channel, the listener its CM event channel, which the module watches
+ * with fd_watch). Each connection starts with conn_adopt over a descriptor
+ * the transport owns, any pollable fd, not necessarily a socket. The
+ * server watches it for readability only and never reads, writes, closes
+ * it or sets socket options on it; addresses come from the addr hook
+ * (required). The descriptor's readability is the connection's only
+ * event, so a connection waiting to write (writev took less than offered,
+ * or returned -1 with EAGAIN) is retried when the descriptor is readable
+ * or the transport calls conn_wake, and conn_wait(KEEL_CONN_WRITABLE) and
+ * a handshake's KEEL_CONN_WANT_WRITE wait for readability too. listen,
+ * listener_open and connect refuse such a transport. */
+#define KEEL_TRANSPORT_OWN_FD (1u << 0)
 
 /* The direction a connection needs (conn_wait, and handshake results). */
 #define KEEL_CONN_READABLE KEEL_CONN_WANT_READ
@@ -581,6 +612,9 @@ typedef struct keel_transport_def {
  * returns), and the readable/writable handlers of conn_set_handlers (with
  * status KEEL_OK). */
 typedef void (*keel_conn_fn)(keel_conn *conn, int status, void *udata);
+
+/* A watched descriptor is readable (fd_watch, ABI 1.4). Main thread. */
+typedef void (*keel_fd_fn)(int fd, void *udata);
 
 typedef struct keel_api_transport {
     uint32_t size;
@@ -673,6 +707,45 @@ typedef struct keel_api_transport {
      * open, so find it again before each connect rather than keep it.
      * name is borrowed. Main thread. */
     keel_transport *(*transport_find)(const char *name);
+
+    /* ---- ABI 1.4 ---- */
+    /* Calls fn(fd, udata) on the main thread whenever fd is readable
+     * (level-triggered: again on every loop turn until what made it
+     * readable is consumed), for a descriptor the module owns that is not a
+     * connection (RDMA's CM event channel). Returns the watch, or NULL if fd
+     * is negative or already watched, or fn is NULL. fd stays the module's:
+     * fd_unwatch it before closing it. Watches a module leaves at unload
+     * are removed (their descriptors are not closed). Main thread. */
+    keel_fd_watch *(*fd_watch)(keel_ctx *ctx, int fd, keel_fd_fn fn, void *udata);
+    /* Stops a watch and frees it; NULL is ignored. May be called from the
+     * watch's own fn. Main thread. */
+    void (*fd_unwatch)(keel_fd_watch *w);
+    /* Starts a server-side connection of t, a KEEL_TRANSPORT_OWN_FD
+     * transport, over fd: a non-blocking descriptor the transport owns,
+     * readable whenever the connection has something to do. data becomes
+     * the connection's data (conn_get_data) before any hook runs;
+     * local_port is what conn_local_port reports (the port the transport
+     * listens on). The connection then takes an accepted socket's path:
+     * the server's admission (maxclients, protected mode through the addr
+     * hook; a refused connection is closed without a reply, as TLS ones
+     * are), the accept hook (which gets the keel_conn), the handshake hook,
+     * and then a client.
+     * KEEL_OK: the server owns the connection from now on; its close hook
+     * runs exactly once whatever happens, possibly before conn_adopt
+     * returns (a refused connection), and releases data and fd (the server
+     * has stopped watching fd by then). KEEL_ERR: nothing was created
+     * (t is not OWN_FD, fd is negative or already watched, or not the
+     * main thread) and data and fd are still the caller's. Main thread. */
+    int (*conn_adopt)(keel_ctx *ctx, keel_transport *t, int fd, int local_port, void *data);
+    /* Runs conn, before the event loop next sleeps, as if its descriptor
+     * had become readable: the handshake step if it is in one, else its
+     * read handler and then a write that waits. For events the transport
+     * learns elsewhere than on the connection's descriptor (RDMA's CM
+     * channel: the peer disconnected; its read then returns 0). A
+     * connection out on an I/O thread runs once it is back. Connections of
+     * OWN_FD transports only (others are ignored), and never after the
+     * connection's close hook ran. Main thread. */
+    void (*conn_wake)(keel_conn *conn);
 } keel_api_transport;
 
 /* ------------------------------------------------------------------------
