@@ -89,7 +89,8 @@ typedef struct peer {
     struct ibv_comp_channel *comp;
     struct ibv_cq *cq;
     struct ibv_mr *mr;
-    uint8_t *buf; /* NRECV receive slots of BUFSZ, then a region for writes */
+    uint8_t *buf; /* NRECV receive slots of BUFSZ, a region for writes, NRECV send slots */
+    unsigned txn;  /* sends posted: which send slot is next */
 } peer;
 
 static void peer_resources(peer *p, uint32_t send_wr) {
@@ -106,9 +107,9 @@ static void peer_resources(peer *p, uint32_t send_wr) {
     a.cap.max_recv_sge = 1;
     ck_assert_int_eq(ops->create_qp(p->id, p->pd, &a), 0);
     ck_assert_ptr_nonnull(p->id->qp);
-    p->buf = aligned_alloc(4096, 2 * NRECV * BUFSZ);
-    memset(p->buf, 0, 2 * NRECV * BUFSZ);
-    p->mr = ops->reg_mr(p->pd, p->buf, 2 * NRECV * BUFSZ,
+    p->buf = aligned_alloc(4096, 3 * NRECV * BUFSZ);
+    memset(p->buf, 0, 3 * NRECV * BUFSZ);
+    p->mr = ops->reg_mr(p->pd, p->buf, 3 * NRECV * BUFSZ,
                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     ck_assert_ptr_nonnull(p->mr);
     ck_assert_uint_ne(p->mr->lkey, p->mr->rkey);
@@ -122,8 +123,10 @@ static void post_recv(peer *p, int slot) {
 
 static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src, uint32_t len,
                 uint64_t raddr, uint32_t rkey, uint32_t imm) {
-    memcpy(p->buf + NRECV * BUFSZ, src, len); /* the source lies in the region */
-    struct ibv_sge sge = {(uintptr_t)(p->buf + NRECV * BUFSZ), len, p->mr->lkey};
+    /* a slot of its own: the NIC reads it after post_send returns */
+    uint8_t *slot = p->buf + (2 * NRECV + p->txn++ % NRECV) * BUFSZ;
+    memcpy(slot, src, len);
+    struct ibv_sge sge = {(uintptr_t)slot, len, p->mr->lkey};
     struct ibv_send_wr wr = {.wr_id = wr_id,
                              .sg_list = &sge,
                              .num_sge = 1,
@@ -329,7 +332,7 @@ static void bad_write(int wrong_key) {
     listener_open(&l);
     connect_pair(&l, &c, &s, 8, 7, 2);
     uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
-    uint64_t raddr = wrong_key ? region : region + NRECV * BUFSZ - 4;
+    uint64_t raddr = wrong_key ? region : region + 2 * NRECV * BUFSZ - 4; /* past the end */
     uint32_t rkey = wrong_key ? s.mr->rkey + 2 : s.mr->rkey;
     ck_assert_int_eq(post(&c, IBV_WR_RDMA_WRITE_WITH_IMM, 5, "12345678", 8, raddr, rkey, 1), 0);
     struct ibv_wc wc;

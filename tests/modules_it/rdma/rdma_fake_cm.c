@@ -829,9 +829,10 @@ static void fake_park(fake_sock *s, const fake_frame_hdr *h, const uint8_t *payl
     f->hdr = *h;
     memcpy(f->payload, payload, h->len);
     if (!s->parked) {
-        const fake_data_hdr *d = (const fake_data_hdr *)payload;
+        fake_data_hdr d;
+        memcpy(&d, payload, sizeof(d));
         s->rnr_deadline_ms =
-            d->rnr_retry >= 7 ? 0 : fake_now_ms() + 1 + (uint64_t)d->rnr_retry * FAKE_RNR_STEP_MS;
+            d.rnr_retry >= 7 ? 0 : fake_now_ms() + 1 + (uint64_t)d.rnr_retry * FAKE_RNR_STEP_MS;
         s->parked = f;
     } else {
         s->parked_tail->next = f;
