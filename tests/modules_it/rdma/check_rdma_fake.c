@@ -90,7 +90,7 @@ typedef struct peer {
     struct ibv_cq *cq;
     struct ibv_mr *mr;
     uint8_t *buf; /* NRECV receive slots of BUFSZ, a region for writes, NRECV send slots */
-    unsigned txn;  /* sends posted: which send slot is next */
+    unsigned txn; /* sends posted: which send slot is next */
 } peer;
 
 static void peer_resources(peer *p, uint32_t send_wr) {
@@ -158,18 +158,25 @@ typedef struct listener {
     struct sockaddr_in addr;
 } listener;
 
-static void listener_open(listener *l) {
+static void listener_open_at(listener *l, uint32_t ip) {
     l->ch = ops->create_event_channel();
     ck_assert_ptr_nonnull(l->ch);
     nonblock(l->ch->fd);
     ck_assert_int_eq(ops->create_id(l->ch, &l->id, l, RDMA_PS_TCP), 0);
     memset(&l->addr, 0, sizeof(l->addr));
     l->addr.sin_family = AF_INET;
-    l->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    l->addr.sin_addr.s_addr = htonl(ip);
     ck_assert_int_eq(ops->bind_addr(l->id, (struct sockaddr *)&l->addr), 0);
     ck_assert_int_eq(ops->listen(l->id, 0), 0);
     memcpy(&l->addr, ops->get_local_addr(l->id), sizeof(l->addr));
     ck_assert_int_ne(l->addr.sin_port, 0);
+    /* as librdmacm: an id bound to the wildcard has no device yet */
+    ck_assert(ip == INADDR_ANY ? !l->id->verbs : l->id->verbs != NULL);
+    if (ip == INADDR_ANY) l->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* dial that */
+}
+
+static void listener_open(listener *l) {
+    listener_open_at(l, INADDR_LOOPBACK);
 }
 
 static void listener_close(listener *l) {
@@ -291,6 +298,69 @@ START_TEST(test_connect_send_recv) {
 }
 END_TEST
 
+START_TEST(test_wildcard_listener) {
+    listener l, l2;
+    peer c, s;
+    listener_open_at(&l, INADDR_ANY);
+    l2.ch = ops->create_event_channel();
+    ck_assert_int_eq(ops->create_id(l2.ch, &l2.id, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in same = {.sin_family = AF_INET, .sin_port = l.addr.sin_port};
+    ck_assert_int_eq(ops->bind_addr(l2.id, (struct sockaddr *)&same), -1);
+    ck_assert_int_eq(errno, EADDRINUSE);
+    listener_close(&l2);
+    connect_pair(&l, &c, &s, 8, 7, NRECV);
+    ck_assert_ptr_nonnull(s.id->verbs);
+    struct sockaddr_in *local = (struct sockaddr_in *)ops->get_local_addr(s.id);
+    ck_assert_uint_eq(ntohl(local->sin_addr.s_addr), INADDR_LOOPBACK);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* Writes far beyond what a socket buffers: the NIC queues them and resumes
+ * when the wire drains (post_send never blocks on it). */
+START_TEST(test_bulk_writes) {
+    enum { CHUNK = 4 << 20, NWR = 16 };
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, NWR + 1, 7, NRECV);
+    uint8_t *src = malloc(CHUNK), *dst = calloc(1, CHUNK);
+    for (int i = 0; i < CHUNK; i++)
+        src[i] = (uint8_t)(i * 7);
+    struct ibv_mr *smr = ops->reg_mr(c.pd, src, CHUNK, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr *dmr =
+        ops->reg_mr(s.pd, dst, CHUNK, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct ibv_sge sge = {(uintptr_t)src, CHUNK, smr->lkey};
+    for (int i = 0; i < NWR; i++) {
+        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode =
+                                     i == NWR - 1 ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE},
+                           *bad;
+        wr.wr.rdma.remote_addr = (uintptr_t)dst;
+        wr.wr.rdma.rkey = dmr->rkey;
+        wr.imm_data = htonl(CHUNK);
+        ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    }
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+    ck_assert_uint_eq(wc.byte_len, CHUNK);
+    ck_assert_int_eq(memcmp(src, dst, CHUNK), 0);
+    ck_assert_int_eq(ops->poll_cq(c.cq, 1, &wc), 0); /* none signalled */
+    ck_assert_int_eq(ops->dereg_mr(smr), 0);
+    ck_assert_int_eq(ops->dereg_mr(dmr), 0);
+    free(src);
+    free(dst);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 START_TEST(test_write_imm) {
     listener l;
     peer c, s;
@@ -401,6 +471,17 @@ START_TEST(test_rnr) {
     ck_assert_uint_eq(wc.wr_id, 2);
     ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
     ck_assert_str_eq(ops->wc_status_str(wc.status), "RNR retry counter exceeded");
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    teardown_pair(&l, &c, &s);
+
+    rdma_fake_set_faults(&(rdma_fake_faults){.rnr_retry = 2}); /* overrides the 7 asked */
+    connect_pair(&l, &c, &s, 8, 7, 0);
+    ck_assert_int_eq(post(&c, IBV_WR_SEND, 3, "x", 1, 0, 0, 0), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+    rdma_fake_set_faults(&(rdma_fake_faults){0});
     ck_assert_int_eq(ops->disconnect(c.id), 0);
     cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
     cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
@@ -1006,7 +1087,9 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("fake");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_connect_send_recv);
+    tcase_add_test(tc, test_wildcard_listener);
     tcase_add_test(tc, test_write_imm);
+    tcase_add_test(tc, test_bulk_writes);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);

@@ -99,9 +99,7 @@ static void fake_channel_drop(fake_channel *ch, int (*drop)(fake_cm_event *, voi
     fake_eventfd_set(ch->pub.fd, &ch->signalled, ch->head != NULL);
 }
 
-/* Waits for a descriptor to be readable: 0 to try again, -1 with EAGAIN if
- * it is non-blocking. */
-static int fake_fd_wait(int fd) {
+int fake_fd_wait(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK)) {
         errno = EAGAIN;
@@ -1007,18 +1005,29 @@ static void fake_sock_unpark(fake_sock *s, uint64_t now) {
     }
 }
 
+/* Transmits what s's QP has posted while the socket takes it; a full
+ * socket resumes on EPOLLOUT. */
+static void fake_sock_pump(fake_sock *s) {
+    for (;;) {
+        fake_qp *qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
+        if (qp) fake_qp_transmit(qp);
+        fake_sock_flush(s);
+        qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
+        if (s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
+    }
+}
+
 void fake_nic_pass(void) {
     uint64_t now = fake_now_ms();
-    for (fake_sock *s = fake_socks; s; s = s->next) {
-        if (s->dead || s->listening) continue;
-        if (s->parked) fake_sock_unpark(s, now);
-        if (s->id && s->id->pub.qp && s->id->state == ID_ESTABLISHED)
-            fake_qp_transmit(fake_id_qp(s->id));
-    }
     fake_sock **pp = &fake_socks;
     while (*pp) {
         fake_sock *s = *pp;
-        if (!s->listening && (!s->dead || s->linger)) fake_sock_flush(s);
+        if (!s->dead && !s->listening) {
+            if (s->parked) fake_sock_unpark(s, now);
+            fake_sock_pump(s);
+        } else if (s->dead && s->linger) {
+            fake_sock_flush(s);
+        }
         if (s->dead && (!s->linger || s->out_off == s->out_len)) {
             *pp = s->next;
             fake_sock_free(s);

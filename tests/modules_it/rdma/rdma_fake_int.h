@@ -194,6 +194,10 @@ uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
 void fake_eventfd_set(int fd, int *signalled, int on);
+/* For get_cm_event/get_cq_event on an empty channel: waits until its fd is
+ * readable and returns 0 (try again), or -1 with EAGAIN if it is
+ * non-blocking. Called without fake_lock. */
+int fake_fd_wait(int fd);
 
 /* ---- CM and wire (rdma_fake_cm.c), under fake_lock ---- */
 void fake_cm_queue(fake_id *id, fake_id *listen_id, enum rdma_cm_event_type type, int status,

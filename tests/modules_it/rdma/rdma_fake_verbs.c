@@ -8,8 +8,6 @@
 #include "rdma_fake_int.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +259,7 @@ struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context
     if (ibch) {
         fake_reg_check(ibch, FAKE_COMP, "create_cq on a completion channel not alive");
         ((fake_comp *)ibch)->cqs++;
+        ibch->refcnt++;
     }
     cq->pub.context = ctx;
     cq->pub.channel = ibch;
@@ -291,6 +290,7 @@ int fake_destroy_cq(struct ibv_cq *ibcq) {
             ch->ev_len = kept;
             fake_eventfd_set(ch->pub.fd, &ch->signalled, kept > 0);
             ch->cqs--;
+            ch->pub.refcnt--;
         }
         fake_reg_del(cq, FAKE_CQ, "destroy_cq of a cq not alive");
         free(cq->wc);
@@ -354,14 +354,7 @@ int fake_get_cq_event(struct ibv_comp_channel *ibch, struct ibv_cq **out, void *
         }
         int fd = ch->pub.fd;
         pthread_mutex_unlock(&fake_lock);
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) {
-            errno = EAGAIN;
-            return -1;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        while (poll(&p, 1, -1) < 0 && errno == EINTR) {
-        }
+        if (fake_fd_wait(fd) < 0) return -1;
     }
 }
 
@@ -370,6 +363,7 @@ void fake_ack_cq_events(struct ibv_cq *ibcq, unsigned int n) {
     fake_cq *cq = (fake_cq *)ibcq;
     fake_reg_check(cq, FAKE_CQ, "ack_cq_events on a cq not alive");
     cq->acked += n;
+    cq->pub.comp_events_completed += n;
     if (cq->acked > cq->got) fake_die("ack_cq_events acks more events than get_cq_event gave");
     pthread_mutex_unlock(&fake_lock);
 }
