@@ -1028,6 +1028,8 @@ START_TEST(test_env) {
     ck_assert_int_eq(run_self("probe-leak", "leak_check=1"), 3);
     ck_assert_int_eq(run_self("probe-leak", "leak_check=0"), 0);
     ck_assert_int_eq(run_self("probe-no-device", "bogus=1"), 128 + 6); /* SIGABRT */
+    ck_assert_int_eq(run_self("probe-double-destroy", ""), 128 + 6);
+    ck_assert_int_eq(run_self("probe-use-after-destroy", ""), 128 + 6);
 }
 END_TEST
 
@@ -1036,6 +1038,18 @@ static int probe(const char *mode) {
     if (!strcmp(mode, "probe-no-device")) {
         int n;
         return ops->get_device_list(&n) == NULL && errno == ENOSYS ? 0 : 1;
+    }
+    if (!strcmp(mode, "probe-double-destroy") || !strcmp(mode, "probe-use-after-destroy")) {
+        struct rdma_event_channel *ch = ops->create_event_channel();
+        struct rdma_event_channel *keep = ops->create_event_channel(); /* not reused */
+        (void)keep;
+        ops->destroy_event_channel(ch);
+        struct rdma_cm_id *id;
+        if (!strcmp(mode, "probe-double-destroy"))
+            ops->destroy_event_channel(ch);
+        else
+            ops->create_id(ch, &id, NULL, RDMA_PS_TCP);
+        return 0; /* not reached */
     }
     if (!strcmp(mode, "probe-leak")) {
         ops->create_event_channel();

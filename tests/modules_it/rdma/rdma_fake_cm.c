@@ -125,6 +125,12 @@ static fake_sock *fake_sock_new(int fd) {
     return s;
 }
 
+void fake_sock_final_flush(fake_sock *s) {
+    if (s->fd >= 0 && !s->listening && s->out_off < s->out_len)
+        (void)!send(s->fd, s->out + s->out_off, s->out_len - s->out_off,
+                    MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 void fake_sock_free(fake_sock *s) {
     if (s->fd >= 0) close(s->fd);
     while (s->parked) {

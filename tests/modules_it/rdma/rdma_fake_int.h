@@ -134,6 +134,9 @@ struct fake_qp {
 
 #define FAKE_FRAME_MAGIC 0x4b524631u /* "KRF1" */
 #define FAKE_FRAME_MAX (64u << 20)   /* a larger length is a corrupt frame */
+/* The largest message post_send takes (hardware allows 2 GiB; the module
+ * moves at most rdma-rx-size, 16 MiB, at once). */
+#define FAKE_MSG_MAX (FAKE_FRAME_MAX - 64u)
 
 typedef enum fake_frame_type {
     FR_CONNECT = 1,
@@ -213,6 +216,8 @@ void fake_nic_sock_event(fake_sock *s, uint32_t events);
 void fake_nic_pass(void);
 uint64_t fake_nic_next_deadline(void);
 void fake_sock_free(fake_sock *s);
+/* What is still unsent, written once without waiting (the NIC is stopping). */
+void fake_sock_final_flush(fake_sock *s);
 extern fake_sock *fake_socks;
 
 /* ---- verbs (rdma_fake_verbs.c), under fake_lock ---- */
