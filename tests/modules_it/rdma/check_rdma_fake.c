@@ -93,12 +93,15 @@ typedef struct peer {
     unsigned txn; /* sends posted: which send slot is next */
 } peer;
 
+static int cq_size_override; /* > 0: the next CQs' size */
+
 static void peer_resources(peer *p, uint32_t send_wr) {
     p->pd = ops->alloc_pd(p->id->verbs);
     ck_assert_ptr_nonnull(p->pd);
     p->comp = ops->create_comp_channel(p->id->verbs);
     ck_assert_ptr_nonnull(p->comp);
-    p->cq = ops->create_cq(p->id->verbs, 4 * NRECV + 2 * (int)send_wr, p, p->comp, 0);
+    int cqe = cq_size_override ? cq_size_override : 4 * NRECV + 2 * (int)send_wr;
+    p->cq = ops->create_cq(p->id->verbs, cqe, p, p->comp, 0);
     ck_assert_ptr_nonnull(p->cq);
     struct ibv_qp_init_attr a = {.send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC};
     a.cap.max_send_wr = send_wr;
@@ -626,6 +629,29 @@ START_TEST(test_cq_events) {
 }
 END_TEST
 
+/* More completions than the CQ holds: an error of that CQ, not a crash. */
+START_TEST(test_cq_overrun) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    client_start(&c, &l.addr, 8, 7);
+    cq_size_override = 2;
+    server_accept(&s, &l, 8, 7, 3);
+    cq_size_override = 0;
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    struct ibv_wc wc;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(post(&c, IBV_WR_SEND, (uint64_t)i, "a", 1, 0, 0, 0), 0);
+        cq_expect(c.cq, &wc); /* so the server's three completions are in */
+    }
+    ck_assert_int_lt(ops->poll_cq(s.cq, 1, &wc), 0);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 START_TEST(test_destroy_id_drops_events) {
     struct rdma_event_channel *ch = ops->create_event_channel();
     struct rdma_cm_id *id;
@@ -1110,6 +1136,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_max_send_wr);
     tcase_add_test(tc, test_create_qp_caps);
     tcase_add_test(tc, test_cq_events);
+    tcase_add_test(tc, test_cq_overrun);
     tcase_add_test(tc, test_destroy_id_drops_events);
     tcase_add_test(tc, test_disconnect);
     tcase_add_test(tc, test_qp_error);

@@ -95,6 +95,7 @@ typedef struct fake_cq {
     struct ibv_wc *wc; /* ring of pub.cqe entries */
     size_t head, len;
     int armed;
+    int overrun;              /* a completion found it full: poll_cq fails from then on */
     unsigned long got, acked; /* events fetched / acked */
     long qps;
 } fake_cq;

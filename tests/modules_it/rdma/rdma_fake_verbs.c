@@ -318,7 +318,12 @@ static void fake_comp_push(fake_comp *ch, fake_cq *cq) {
 }
 
 void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc) {
-    if (cq->len == (size_t)cq->pub.cqe) fake_die("CQ overrun: more completions than its cqe");
+    if (cq->len == (size_t)cq->pub.cqe) {
+        /* as hardware: the CQ is in error (IBV_EVENT_CQ_ERR), the CQE lost */
+        if (!cq->overrun) fprintf(stderr, "rdma_fake: CQ overrun (cqe %d)\n", cq->pub.cqe);
+        cq->overrun = 1;
+        return;
+    }
     cq->wc[(cq->head + cq->len++) % (size_t)cq->pub.cqe] = *wc;
     if (cq->armed && cq->pub.channel) {
         cq->armed = 0;
@@ -372,8 +377,8 @@ int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
     pthread_mutex_lock(&fake_lock);
     fake_cq *cq = (fake_cq *)ibcq;
     fake_reg_check(cq, FAKE_CQ, "poll_cq on a cq not alive");
-    int got = 0;
-    while (got < n && cq->len) {
+    int got = cq->overrun ? -EOVERFLOW : 0;
+    while (got >= 0 && got < n && cq->len) {
         wc[got++] = cq->wc[cq->head];
         cq->head = (cq->head + 1) % (size_t)cq->pub.cqe;
         cq->len--;
