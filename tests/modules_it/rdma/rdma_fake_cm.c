@@ -71,7 +71,9 @@ void fake_cm_queue(fake_id *id, fake_id *listen_id, enum rdma_cm_event_type type
         ev->pub.param.conn = *param;
         if (param->private_data_len && param->private_data)
             memcpy(ev->pdata, param->private_data, param->private_data_len);
-        ev->pub.param.conn.private_data = param->private_data_len ? ev->pdata : NULL;
+        int has = param->private_data_len && param->private_data;
+        ev->pub.param.conn.private_data = has ? ev->pdata : NULL;
+        ev->pub.param.conn.private_data_len = has ? param->private_data_len : 0;
     }
     fake_channel *ch = (fake_channel *)id->pub.channel;
     if (ch->tail)
@@ -274,8 +276,7 @@ static int fake_check_sa(const struct sockaddr *sa) {
 /* ---- the CM calls ---- */
 
 static struct rdma_event_channel *fake_create_event_channel(void) {
-    fake_init_once();
-    if (fake_faults.no_device) {
+    if (fake_no_device()) {
         errno = ENODEV;
         return NULL;
     }

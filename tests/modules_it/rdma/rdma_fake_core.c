@@ -121,6 +121,14 @@ void fake_init_once(void) {
     pthread_once(&fake_once, fake_init);
 }
 
+int fake_no_device(void) {
+    fake_init_once();
+    pthread_mutex_lock(&fake_lock);
+    int v = fake_faults.no_device;
+    pthread_mutex_unlock(&fake_lock);
+    return v;
+}
+
 void rdma_fake_set_faults(const rdma_fake_faults *faults) {
     fake_init_once();
     pthread_mutex_lock(&fake_lock);

@@ -197,6 +197,8 @@ void fake_sock_link(fake_sock *s);
 uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
+/* The no_device fault (reads the environment first). */
+int fake_no_device(void);
 void fake_eventfd_set(int fd, int *signalled, int on);
 /* For get_cm_event/get_cq_event on an empty channel: waits until its fd is
  * readable and returns 0 (try again), or -1 with EAGAIN if it is

@@ -45,9 +45,8 @@ static uint32_t fake_next_key, fake_next_qpn, fake_next_handle;
 /* ---- devices ---- */
 
 struct ibv_device **fake_get_device_list(int *num) {
-    fake_init_once();
     if (num) *num = 0;
-    if (fake_faults.no_device) {
+    if (fake_no_device()) {
         errno = ENOSYS;
         return NULL;
     }
