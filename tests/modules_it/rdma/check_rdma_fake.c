@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1033,6 +1034,105 @@ START_TEST(test_peer_process_dies) {
 }
 END_TEST
 
+/* Objects made and destroyed from several threads at once, so that the NIC
+ * thread starts and stops under them (TSan watches). No ck_assert in the
+ * threads: check's marks are not thread-safe. */
+static void *churn(void *arg) {
+    long bad = 0;
+    static char mem[256];
+    for (int i = 0; i < 200; i++) {
+        struct rdma_event_channel *ch = ops->create_event_channel();
+        struct rdma_cm_id *id;
+        struct rdma_cm_event *ev;
+        struct sockaddr_in dst = {
+            .sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        bad += !ch || ops->create_id(ch, &id, arg, RDMA_PS_TCP);
+        bad += ops->resolve_addr(id, NULL, (struct sockaddr *)&dst, 100) != 0;
+        bad += ops->get_cm_event(ch, &ev) != 0 || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED;
+        bad += ops->ack_cm_event(ev) != 0;
+        struct ibv_pd *pd = ops->alloc_pd(id->verbs);
+        struct ibv_mr *mr = ops->reg_mr(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE);
+        bad += !mr || ops->dereg_mr(mr) != 0;
+        bad += ops->dealloc_pd(pd) != 0;
+        bad += ops->destroy_id(id) != 0;
+        ops->destroy_event_channel(ch);
+    }
+    return (void *)bad;
+}
+
+/* A sender thread keeps up to 8 SENDs in flight, each from its own slot,
+ * reusing a slot only after its completion. */
+enum { STREAM_N = 3000, STREAM_DEPTH = 8 };
+
+static void *stream_sender(void *arg) {
+    peer *c = arg;
+    long bad = 0;
+    uint32_t done = 0;
+    for (uint32_t seq = 0; seq < STREAM_N || done < STREAM_N;) {
+        if (seq < STREAM_N && seq - done < STREAM_DEPTH) {
+            uint8_t *slot = c->buf + (2 * NRECV + seq % STREAM_DEPTH) * BUFSZ;
+            memcpy(slot, &seq, sizeof(seq));
+            struct ibv_sge sge = {(uintptr_t)slot, sizeof(seq), c->mr->lkey};
+            struct ibv_send_wr wr = {.wr_id = seq,
+                                     .sg_list = &sge,
+                                     .num_sge = 1,
+                                     .opcode = IBV_WR_SEND,
+                                     .send_flags = IBV_SEND_SIGNALED},
+                               *bw;
+            bad += ops->post_send(c->id->qp, &wr, &bw) != 0;
+            seq++;
+            continue;
+        }
+        struct ibv_wc wc;
+        int n = ops->poll_cq(c->cq, 1, &wc);
+        if (n == 1) {
+            bad += wc.status != IBV_WC_SUCCESS || wc.wr_id != done;
+            done++;
+        } else if (n < 0 || bad) {
+            break;
+        }
+    }
+    return (void *)bad;
+}
+
+START_TEST(test_stream_threads) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, STREAM_DEPTH, 7, NRECV);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, stream_sender, &c), 0);
+    for (uint32_t want = 0; want < STREAM_N; want++) {
+        struct ibv_wc wc;
+        cq_expect(s.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+        uint32_t got;
+        memcpy(&got, s.buf + (wc.wr_id - 100) * BUFSZ, sizeof(got));
+        ck_assert_uint_eq(got, want); /* in order, intact */
+        post_recv(&s, (int)(wc.wr_id - 100));
+    }
+    void *bad;
+    pthread_join(t, &bad);
+    ck_assert_ptr_null(bad);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+START_TEST(test_threads) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad;
+        pthread_join(t[i], &bad);
+        ck_assert_ptr_null(bad);
+    }
+    counts_zero();
+}
+END_TEST
+
 /* KEEL_RDMA_FAKE, read by a fresh copy of this program (see main). */
 static int run_self(const char *mode, const char *env) {
     pid_t pid = fork();
@@ -1147,6 +1247,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_faults);
     tcase_add_test(tc, test_fork);
     tcase_add_test(tc, test_peer_process_dies);
+    tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_stream_threads);
     tcase_add_test(tc, test_env);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
