@@ -115,7 +115,7 @@ int fake_fd_wait(int fd) {
 
 /* ---- sockets ---- */
 
-void fake_sock_link(fake_sock *s) {
+static void fake_sock_link(fake_sock *s) {
     s->next = fake_socks;
     fake_socks = s;
 }

@@ -199,7 +199,7 @@ void fake_reg_add(void *obj, fake_kind kind) {
     fake_live_total++;
 }
 
-int fake_reg_has(const void *obj, fake_kind kind) {
+static int fake_reg_has(const void *obj, fake_kind kind) {
     const fake_slot *s = obj ? fake_slot_find(obj) : NULL;
     return s && s->kind == (int)kind;
 }

@@ -111,7 +111,6 @@ typedef struct fake_swr {
     struct ibv_sge *sge;  /* max_send_sge of them */
     uint8_t *inline_data; /* IBV_SEND_INLINE: copied at post time */
     uint32_t inline_len;
-    int sent;
 } fake_swr;
 
 typedef struct fake_rwr {
@@ -188,12 +187,10 @@ void fake_life_end(void);
 void fake_reg_add(void *obj, fake_kind kind);
 void fake_reg_del(void *obj, fake_kind kind, const char *what);
 void fake_reg_check(const void *obj, fake_kind kind, const char *what);
-int fake_reg_has(const void *obj, fake_kind kind);
 /* Wakes the NIC thread (post_send, post_recv, a socket to close). */
 void fake_nic_kick(void);
 void fake_nic_add_fd(fake_sock *s);
 void fake_nic_want_out(fake_sock *s, int on);
-void fake_sock_link(fake_sock *s);
 uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
@@ -225,7 +222,6 @@ extern fake_sock *fake_socks;
 
 /* ---- verbs (rdma_fake_verbs.c), under fake_lock ---- */
 extern struct ibv_context fake_context;
-void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc);
 void fake_qp_set_error(fake_qp *qp);
 void fake_qp_transmit(fake_qp *qp);
 /* An ACK of the oldest WR sent: 0, or -1 when there is no such WR. */

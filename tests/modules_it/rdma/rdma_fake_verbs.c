@@ -316,7 +316,7 @@ static void fake_comp_push(fake_comp *ch, fake_cq *cq) {
     fake_eventfd_set(ch->pub.fd, &ch->signalled, 1);
 }
 
-void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc) {
+static void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc) {
     if (cq->len == (size_t)cq->pub.cqe) {
         /* as hardware: the CQ is in error (IBV_EVENT_CQ_ERR), the CQE lost */
         if (!cq->overrun) fprintf(stderr, "rdma_fake: CQ overrun (cqe %d)\n", cq->pub.cqe);
@@ -580,7 +580,6 @@ static int fake_post_send_one(fake_qp *qp, struct ibv_send_wr *wr) {
         return 0;
     }
     w->seq = qp->next_seq++;
-    w->sent = 0;
     qp->stail++;
     return 0;
 }
@@ -661,7 +660,6 @@ void fake_qp_transmit(fake_qp *qp) {
                 p += w->sge[i].length;
             }
         }
-        w->sent = 1;
         qp->stx++;
     }
 }
