@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -940,6 +941,42 @@ static int child_server(int port_fd) {
 
 static int child_fd;
 
+enum { SINK_SIZE = 4 << 20, SINK_WR = 16 };
+
+/* A server that advertises a SINK_SIZE region by a SEND (address, rkey),
+ * then only waits for the disconnect. */
+static int child_sink(int port_fd) {
+    listener l;
+    peer s;
+    listener_open(&l);
+    if (write(port_fd, &l.addr, sizeof(l.addr)) != sizeof(l.addr)) return 1;
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    uint8_t *sink = malloc(SINK_SIZE);
+    struct ibv_mr *mr =
+        ops->reg_mr(s.pd, sink, SINK_SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    uint8_t msg[12];
+    uint64_t addr = (uintptr_t)sink;
+    memcpy(msg, &addr, 8);
+    memcpy(msg + 8, &mr->rkey, 4);
+    if (post(&s, IBV_WR_SEND, 1, msg, sizeof(msg), 0, 0, 0)) return 2;
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    struct ibv_wc wc;
+    while (ops->poll_cq(s.cq, 1, &wc) > 0) {
+    }
+    ops->dereg_mr(mr);
+    free(sink);
+    peer_free(&s, 0);
+    listener_close(&l);
+    counts_zero();
+    return 0;
+}
+
+START_TEST(test_child_sink) {
+    ck_assert_int_eq(child_sink(child_fd), 0);
+}
+END_TEST
+
 START_TEST(test_child_server) {
     ck_assert_int_eq(child_server(child_fd), 0);
 }
@@ -988,6 +1025,65 @@ START_TEST(test_fork) {
     ck_assert_int_eq(WEXITSTATUS(status), 0);
     while (ops->poll_cq(c.cq, 1, &wc) > 0) {
     }
+    peer_free(&c, 1);
+    counts_zero();
+}
+END_TEST
+
+/* A peer that stops reading (its process is stopped): post_send queues in
+ * the NIC and returns, ENOMEM past max_send_wr, and everything completes
+ * once the peer reads again. */
+START_TEST(test_stopped_peer) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = spawn_self("sink", p[1]);
+    ck_assert_int_ge(pid, 0);
+    close(p[1]);
+    struct sockaddr_in addr;
+    ck_assert_int_eq(read(p[0], &addr, sizeof(addr)), (ssize_t)sizeof(addr));
+    close(p[0]);
+    peer c;
+    client_start(&c, &addr, SINK_WR, 7);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    struct ibv_wc wc;
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    uint64_t raddr;
+    uint32_t rkey;
+    memcpy(&raddr, c.buf + (wc.wr_id - 100) * BUFSZ, 8);
+    memcpy(&rkey, c.buf + (wc.wr_id - 100) * BUFSZ + 8, 4);
+    uint8_t *src = calloc(1, SINK_SIZE);
+    struct ibv_mr *smr = ops->reg_mr(c.pd, src, SINK_SIZE, IBV_ACCESS_LOCAL_WRITE);
+    ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    struct ibv_sge sge = {(uintptr_t)src, SINK_SIZE, smr->lkey};
+    struct ibv_send_wr wr = {.sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    for (int i = 0; i < SINK_WR; i++) {
+        wr.wr_id = (uint64_t)i;
+        ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    }
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), ENOMEM);
+    ck_assert_int_eq(kill(pid, SIGCONT), 0);
+    for (int i = 0; i < SINK_WR; i++) {
+        cq_expect(c.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+        ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+    }
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+    while (ops->poll_cq(c.cq, 1, &wc) > 0) {
+    }
+    ck_assert_int_eq(ops->dereg_mr(smr), 0);
+    free(src);
     peer_free(&c, 1);
     counts_zero();
 }
@@ -1212,7 +1308,9 @@ int main(int argc, char **argv) {
         Suite *su = suite_create("rdma_fake_child");
         TCase *tc = tcase_create("child");
         tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, !strcmp(argv[1], "server") ? test_child_server : test_child_dies);
+        tcase_add_test(tc, !strcmp(argv[1], "server") ? test_child_server
+                           : !strcmp(argv[1], "sink") ? test_child_sink
+                                                      : test_child_dies);
         suite_add_tcase(su, tc);
         SRunner *sr = srunner_create(su);
         srunner_set_fork_status(sr, CK_NOFORK);
@@ -1246,6 +1344,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_corrupt_frames);
     tcase_add_test(tc, test_faults);
     tcase_add_test(tc, test_fork);
+    tcase_add_test(tc, test_stopped_peer);
     tcase_add_test(tc, test_peer_process_dies);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_stream_threads);
