@@ -1259,7 +1259,10 @@ static int probe(const char *mode) {
     ops = rdma_ops_get();
     if (!strcmp(mode, "probe-no-device")) {
         int n;
-        return ops->get_device_list(&n) == NULL && errno == ENOSYS ? 0 : 1;
+        struct ibv_device **list = ops->get_device_list(&n);
+        if (!list) return errno == ENOSYS ? 0 : 2;
+        ops->free_device_list(list);
+        return 1;
     }
     if (!strcmp(mode, "probe-double-destroy") || !strcmp(mode, "probe-use-after-destroy")) {
         struct rdma_event_channel *ch = ops->create_event_channel();
