@@ -775,13 +775,18 @@ START_TEST(test_no_listener_and_reject) {
     listener l;
     peer c, s;
     listener_open(&l);
-    struct sockaddr_in nobody = l.addr;
-    nobody.sin_port = htons((uint16_t)(ntohs(l.addr.sin_port) ^ 1));
+    /* an address bound and not listening: nobody else can listen there */
+    struct rdma_cm_id *idle;
+    ck_assert_int_eq(ops->create_id(l.ch, &idle, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in nobody = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(ops->bind_addr(idle, (struct sockaddr *)&nobody), 0);
+    memcpy(&nobody, ops->get_local_addr(idle), sizeof(nobody));
     client_start(&c, &nobody, 4, 7);
     struct rdma_cm_event *ev = cm_expect(c.ch, RDMA_CM_EVENT_REJECTED, 1);
     ck_assert_int_eq(ev->status, ECONNREFUSED);
     ck_assert_int_eq(ops->ack_cm_event(ev), 0);
     peer_free(&c, 1);
+    ck_assert_int_eq(ops->destroy_id(idle), 0);
 
     client_start(&c, &l.addr, 4, 7);
     ev = cm_expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
