@@ -823,6 +823,48 @@ START_TEST(test_no_listener_and_reject) {
 }
 END_TEST
 
+/* IPv6 addresses, and the CM alone (no QP on either side). */
+START_TEST(test_ipv6_cm_only) {
+    struct rdma_event_channel *lch = ops->create_event_channel(),
+                              *cch = ops->create_event_channel();
+    nonblock(lch->fd);
+    nonblock(cch->fd);
+    struct rdma_cm_id *lid, *cid;
+    ck_assert_int_eq(ops->create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+    ck_assert_int_eq(ops->create_id(cch, &cid, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    ck_assert_int_eq(ops->bind_addr(lid, (struct sockaddr *)&a), 0);
+    ck_assert_int_eq(ops->listen(lid, 4), 0);
+    memcpy(&a, ops->get_local_addr(lid), sizeof(a));
+    ck_assert_int_ne(a.sin6_port, 0);
+    ck_assert_int_eq(ops->resolve_addr(cid, NULL, (struct sockaddr *)&a, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    ck_assert_int_eq(ops->get_local_addr(cid)->sa_family, AF_INET6);
+    ck_assert_int_eq(ops->connect(cid, NULL), -1); /* the route is not resolved */
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(ops->resolve_route(cid, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    ck_assert_int_eq(ops->connect(cid, NULL), 0);
+    struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
+    struct rdma_cm_id *child = ev->id;
+    ck_assert_int_eq(child->route.addr.dst_addr.sa_family, AF_INET6);
+    ck_assert_int_eq(ops->ack_cm_event(ev), 0);
+    ck_assert_int_eq(ops->accept(child, NULL), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(lch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(ops->disconnect(child), 0);
+    cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    ck_assert_int_eq(ops->disconnect(lid), -1); /* a listener is not connected */
+    ck_assert_int_eq(ops->destroy_id(child), 0);
+    ck_assert_int_eq(ops->destroy_id(cid), 0);
+    ck_assert_int_eq(ops->destroy_id(lid), 0);
+    ops->destroy_event_channel(lch);
+    ops->destroy_event_channel(cch);
+    counts_zero();
+}
+END_TEST
+
 /* Garbage on the listener's socket: that connection is cut, the listener
  * keeps serving. */
 static int dial_raw(const struct sockaddr_in *a) {
@@ -1349,6 +1391,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_flush_sends);
     tcase_add_test(tc, test_no_listener_and_reject);
+    tcase_add_test(tc, test_ipv6_cm_only);
     tcase_add_test(tc, test_corrupt_frames);
     tcase_add_test(tc, test_faults);
     tcase_add_test(tc, test_fork);
