@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -1276,11 +1277,46 @@ START_TEST(test_threads) {
 }
 END_TEST
 
+static int run_self_asan(const char *mode, const char *env, const char *asan);
+
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+
+/* The fake inside a dlclose()d object: its destructor joins the NIC thread
+ * even with an object left alive. In a child of its own (probe-dlclose),
+ * where leak detection is off: the object left alive is the point. */
+static int dlclose_probe(void) {
+    int before = thread_count();
+    void *so = dlopen(FAKE_DL_PROBE, RTLD_NOW | RTLD_LOCAL);
+    if (!so) return 10;
+    int (*start)(void) = (int (*)(void))dlsym(so, "fake_dl_probe_start");
+    if (!start || start() != 0) return 11;
+    int during = thread_count(); /* TSan may have started a thread of its own too */
+    if (during <= before) return 12;
+    if (dlclose(so) != 0) return 13;
+    return thread_count() == during - 1 ? 0 : 14;
+}
+
+START_TEST(test_dlclose) {
+    ck_assert_int_eq(run_self_asan("probe-dlclose", "", "detect_leaks=0"), 0);
+}
+END_TEST
+
 /* KEEL_RDMA_FAKE, read by a fresh copy of this program (see main). */
-static int run_self(const char *mode, const char *env) {
+/* Runs this program in mode with KEEL_RDMA_FAKE=env (and ASAN_OPTIONS=asan
+ * if not NULL): its exit status, or 128 + the signal that ended it. */
+static int run_self_asan(const char *mode, const char *env, const char *asan) {
     pid_t pid = fork();
     if (pid == 0) {
         setenv("KEEL_RDMA_FAKE", env, 1);
+        if (asan) setenv("ASAN_OPTIONS", asan, 1);
         execl("/proc/self/exe", "check_rdma_fake", mode, (char *)NULL);
         _exit(127);
     }
@@ -1288,6 +1324,10 @@ static int run_self(const char *mode, const char *env) {
     waitpid(pid, &status, 0);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+static int run_self(const char *mode, const char *env) {
+    return run_self_asan(mode, env, NULL);
 }
 
 START_TEST(test_env) {
@@ -1323,6 +1363,7 @@ static int probe(const char *mode) {
             ops->create_id(ch, &id, NULL, RDMA_PS_TCP);
         return 0; /* not reached */
     }
+    if (!strcmp(mode, "probe-dlclose")) return dlclose_probe();
     if (!strcmp(mode, "probe-leak")) {
         ops->create_event_channel();
         return 0;
@@ -1399,6 +1440,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_peer_process_dies);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_stream_threads);
+    tcase_add_test(tc, test_dlclose);
     tcase_add_test(tc, test_env);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
