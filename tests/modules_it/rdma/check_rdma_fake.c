@@ -111,7 +111,9 @@ static void peer_resources(peer *p, uint32_t send_wr) {
     a.cap.max_recv_wr = NRECV;
     a.cap.max_send_sge = 2;
     a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 64;
     ck_assert_int_eq(ops->create_qp(p->id, p->pd, &a), 0);
+    ck_assert_uint_eq(a.cap.max_inline_data, 64);
     ck_assert_ptr_nonnull(p->id->qp);
     p->buf = aligned_alloc(4096, 3 * NRECV * BUFSZ);
     memset(p->buf, 0, 3 * NRECV * BUFSZ);
@@ -394,6 +396,69 @@ START_TEST(test_write_imm) {
     ck_assert_int_eq(ops->poll_cq(s.cq, 1, &wc), 0);
     cq_expect(c.cq, &wc);
     ck_assert_uint_eq(wc.wr_id, 2);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* SEND_WITH_IMM, an inline SEND (its source reusable at once), and a local
+ * sge outside its lkey's region: LOC_PROT_ERR and the QP in error. */
+START_TEST(test_imm_inline_local_error) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(post(&c, IBV_WR_SEND_WITH_IMM, 1, "imm", 4, 0, 0, htonl(42)), 0);
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    ck_assert_int_ne(wc.wc_flags & IBV_WC_WITH_IMM, 0);
+    ck_assert_uint_eq(ntohl(wc.imm_data), 42);
+    ck_assert_str_eq((char *)s.buf, "imm");
+    cq_expect(c.cq, &wc);
+
+    char stack_msg[] = "inline"; /* not registered: inline needs no lkey */
+    struct ibv_sge sge = {(uintptr_t)stack_msg, sizeof(stack_msg), 0};
+    struct ibv_send_wr wr = {.wr_id = 2,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                       *bad;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    memset(stack_msg, 'X', sizeof(stack_msg)); /* inline: taken at post time */
+    cq_expect(s.cq, &wc);
+    ck_assert_str_eq((char *)s.buf + BUFSZ, "inline");
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    static char big[65];
+    sge.addr = (uintptr_t)big;
+    sge.length = sizeof(big);
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), EINVAL); /* > max_inline_data */
+    ck_assert_ptr_eq(bad, &wr);
+    sge.addr = (uintptr_t)stack_msg;
+    sge.length = sizeof(stack_msg);
+    teardown_pair(&l, &c, &s);
+
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    sge.lkey = c.mr->lkey; /* a registered key, but not covering the stack */
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr_id = 3;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+    ck_assert_uint_eq(wc.wr_id, 3);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
     teardown_pair(&l, &c, &s);
     listener_close(&l);
     counts_zero();
@@ -1419,6 +1484,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_wildcard_listener);
     tcase_add_test(tc, test_write_imm);
     tcase_add_test(tc, test_bulk_writes);
+    tcase_add_test(tc, test_imm_inline_local_error);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);
