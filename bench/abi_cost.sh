@@ -45,7 +45,7 @@ config_args() { # config -> EXTRA_SERVER_ARGS
 
 # ir_for CONFIG TEST N: sets IR to the Ir of one server life serving N requests.
 ir_for() {
-    local cfg=$1 t=$2 n=$3 dir="$BENCH_TMP/cg-$1-$2-$3" pid w=0
+    local cfg=$1 t=$2 n=$3 dir="$BENCH_TMP/cg-$1-$2-$3" pid
     config_args "$cfg"
     start_server "keel-$cfg" "$dir" valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" -- "$KEEL" ||
         die "could not start keel ($cfg) under valgrind"
@@ -53,11 +53,7 @@ ir_for() {
     run_client 600 "$dir/b.csv" "$dir/b.err" redis-benchmark -h 127.0.0.1 -p "$SERVER_PORT" -P 16 -c 1 \
         -t "$t" -n "$n" --threads 1 --csv || die "redis-benchmark failed ($cfg $t)"
     redis-cli -h 127.0.0.1 -p "$SERVER_PORT" shutdown >/dev/null 2>&1 || true
-    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$dir/cg.out")
-    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for $cfg $t"
+    callgrind_total "$cfg $t" "$pid" "$dir/cg.out"
 }
 
 # rps_for CONFIG TEST: sets RPS from one redis-benchmark run.

@@ -88,7 +88,7 @@ mkdir -p "$(dirname "$OUT")"
 # measure IDX TEST N: sets IR to the total Ir of one server life serving N
 # requests. (Not run in $(...): the server must stay known to the EXIT trap.)
 measure() {
-    local i=$1 t=$2 n=$3 name=${NAMES[$1]} port dir cgout pid w=0
+    local i=$1 t=$2 n=$3 name=${NAMES[$1]} port dir cgout pid
     dir="$BENCH_TMP/$name-$t-$n"
     cgout="$dir/callgrind.out"
     start_server "$name" "$dir" \
@@ -109,13 +109,8 @@ measure() {
     else
         redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
     fi
-    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-    kill -0 "$pid" 2>/dev/null && die "$name did not exit after SHUTDOWN"
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-    [ -s "$cgout" ] || die "callgrind wrote no output for $name (see $dir/stdout.log)"
+    callgrind_total "$name" "$pid" "$cgout"
     [ -z "$KEEP" ] || cp "$cgout" "$KEEP/callgrind.$name.$t.d$SIZE.$n.out"
-    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$cgout")
     [[ "$IR" =~ ^[0-9]+$ ]] || die "no totals/summary line in $cgout"
 }
 

@@ -313,7 +313,7 @@ cg_setup() { # row
     esac
 }
 cg_measure() { # i row n: sets IR
-    local i=$1 row=$2 n=$3 name=${NAMES[$1]} dir pid w=0
+    local i=$1 row=$2 n=$3 name=${NAMES[$1]} dir pid
     dir="$BENCH_TMP/cg-$name-$row-$n"
     start_server "$name" "$dir" valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" -- "${BINS[$i]}" ||
         die "could not start $name under valgrind"
@@ -326,12 +326,7 @@ cg_measure() { # i row n: sets IR
         die "redis-benchmark failed against $name under valgrind ($row)"
     ! grep -q 'Error from server' "$dir/benchmark.log" || die "$name answers an error to ${CMD[*]}"
     cli shutdown nosave >/dev/null 2>&1 || true
-    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-    kill -0 "$pid" 2>/dev/null && die "$name did not exit after SHUTDOWN"
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$dir/cg.out")
-    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for $name ($row)"
+    callgrind_total "$name ($row)" "$pid" "$dir/cg.out"
 }
 instructions() {
     local head="| row (-c 1 -P 16) |" rule="| --- |" line row i n1 n2 ir1 per

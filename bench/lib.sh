@@ -219,3 +219,17 @@ server_version() { # binary
 }
 
 load_avg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# callgrind_total NAME PID CGOUT: once SHUTDOWN has been sent to a server
+# running under callgrind, waits for it to exit (60 s at most) and sets IR
+# to the instructions callgrind counted (its totals or summary line).
+callgrind_total() {
+    local name=$1 pid=$2 out=$3 w=0
+    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+    kill -0 "$pid" 2>/dev/null && die "$name did not exit after SHUTDOWN"
+    wait "$pid" 2>/dev/null || true
+    forget_pid "$pid"
+    [ -s "$out" ] || die "callgrind wrote no output for $name ($out)"
+    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$out")
+    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for $name in $out"
+}

@@ -114,7 +114,7 @@ done
 # measure_ir NAME TEST N [server args...]: sets IR to the total Ir of one
 # server life (under callgrind) serving N pipelined requests.
 measure_ir() {
-    local name=$1 t=$2 n=$3 w=0 pid port dir cgout; shift 3
+    local name=$1 t=$2 n=$3 pid port dir cgout; shift 3
     dir="$BENCH_TMP/$name-$t-$n"
     cgout="$dir/callgrind.out"
     mkdir -p "$dir"
@@ -136,12 +136,7 @@ measure_ir() {
         redis-benchmark -h 127.0.0.1 -p "$port" -P 16 -c 1 -t "$t" -n "$n" -d 64 --threads 1 --csv ||
         die "redis-benchmark failed against $name under valgrind"
     redis-cli -p "$port" shutdown >/dev/null 2>&1 || true
-    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-    kill -0 "$pid" 2>/dev/null && die "$name did not exit after SHUTDOWN"
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$cgout")
-    [[ "$IR" =~ ^[0-9]+$ ]] || die "no totals/summary line in $cgout"
+    callgrind_total "$name" "$pid" "$cgout"
 }
 
 if [ "$CALLGRIND" = 1 ]; then

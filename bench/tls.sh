@@ -630,7 +630,7 @@ CG_N1=10000
 CG_N2=50000
 declare -A CG_IR
 cg_measure() { # i transport n: sets IR
-    local i=$1 tr=$2 n=$3 k cgout pid w=0
+    local i=$1 tr=$2 n=$3 k cgout pid
     cgout="$BENCH_TMP/callgrind.${NAMES[$i]}.$tr.$n.out"
     start_tls_server "$i" 1 valgrind --tool=callgrind --callgrind-out-file="$cgout"
     k=$((${#SPIDS[@]} - 1))
@@ -642,12 +642,7 @@ cg_measure() { # i transport n: sets IR
     else
         redis-cli -h 127.0.0.1 -p "${PORTS[$k]}" shutdown nosave >/dev/null 2>&1 || true
     fi
-    while kill -0 "$pid" 2>/dev/null && [ "$w" -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-    kill -0 "$pid" 2>/dev/null && die "${NAMES[$i]} did not exit after SHUTDOWN"
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-    IR=$(awk '/^totals:/ { t = $2 } /^summary:/ { s = $2 } END { print (t != "" ? t : s) }' "$cgout")
-    [[ "$IR" =~ ^[0-9]+$ ]] || die "no callgrind totals for ${NAMES[$i]} (see $SERVER_DIR)"
+    callgrind_total "${NAMES[$i]}" "$pid" "$cgout"
 }
 part_callgrind() {
     command -v valgrind >/dev/null || die "valgrind not found (apt-get install valgrind)"
