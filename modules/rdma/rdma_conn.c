@@ -268,15 +268,15 @@ static void on_send_done(rdma_conn *c, uint64_t wr_id) {
 
 static int on_completion(rdma_conn *c, const struct ibv_wc *wc) {
     if (wc->status != IBV_WC_SUCCESS) {
-        /* After a disconnect every posted WR flushes: that is the end of
-         * the connection, not an error. */
-        if (!c->disconnected) {
-            atomic_fetch_add_explicit(&rdma.stats.completion_errors, 1, memory_order_relaxed);
-            char line[128];
-            snprintf(line, sizeof(line), "work completion error: %s",
-                     rdma.ops->wc_status_str(wc->status));
-            conn_log(KEEL_LOG_WARNING, c, line);
-        }
+        /* After a disconnect every posted WR flushes: the end of the
+         * connection, not an error, and what the peer wrote before it is
+         * still read (then end of stream). */
+        if (c->disconnected) return KEEL_OK;
+        atomic_fetch_add_explicit(&rdma.stats.completion_errors, 1, memory_order_relaxed);
+        char line[128];
+        snprintf(line, sizeof(line), "work completion error: %s",
+                 rdma.ops->wc_status_str(wc->status));
+        conn_log(KEEL_LOG_WARNING, c, line);
         c->failed = 1;
         return KEEL_ERR;
     }
@@ -416,8 +416,10 @@ rdma_conn *rdma_conn_from_request(struct rdma_cm_id *id) {
     id->context = c;
     addr_format(rdma.ops->get_peer_addr(id), c->peer, sizeof(c->peer));
     addr_format(rdma.ops->get_local_addr(id), c->local, sizeof(c->local));
-    /* Valkey's server side: one outstanding RDMA read each way (none is
-     * used), and the transport retries of its accept. */
+    /* Valkey's server side asks for one outstanding RDMA read each way
+     * (none is used) and 5 transport retries; the RNR retries are
+     * infinite (7) here, where Valkey's accept leaves them at 0: a write
+     * that meets a peer with no receive posted waits rather than fails. */
     struct rdma_conn_param param = {
         .responder_resources = 1, .initiator_depth = 1, .retry_count = 5, .rnr_retry_count = 7};
     int ok = conn_make_queues(c) == KEEL_OK && conn_make_buffers(c) == KEEL_OK;
