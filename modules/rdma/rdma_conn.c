@@ -268,10 +268,15 @@ static void on_send_done(rdma_conn *c, uint64_t wr_id) {
 
 static int on_completion(rdma_conn *c, const struct ibv_wc *wc) {
     if (wc->status != IBV_WC_SUCCESS) {
-        /* After a disconnect every posted WR flushes: the end of the
-         * connection, not an error, and what the peer wrote before it is
-         * still read (then end of stream). */
-        if (c->disconnected) return KEEL_OK;
+        /* A QP in the error state flushes every posted WR: after a
+         * disconnect (whose CM event may come later, on the other channel)
+         * that is the end of the connection, not an error, and what the
+         * peer wrote before it is still read, then end of stream. An error
+         * that moved the QP there completes first, with its own status. */
+        if (c->disconnected || wc->status == IBV_WC_WR_FLUSH_ERR) {
+            c->disconnected = 1;
+            return KEEL_OK;
+        }
         atomic_fetch_add_explicit(&rdma.stats.completion_errors, 1, memory_order_relaxed);
         char line[128];
         snprintf(line, sizeof(line), "work completion error: %s",
