@@ -120,7 +120,8 @@ struct rdma_conn {
     int reg_due;              /* our RegisterXferMemory waits for a free send slot */
     int accepted;             /* rdma_accept succeeded */
     int established;          /* ESTABLISHED seen */
-    int disconnected;         /* the CM said the connection is gone */
+    int disconnected;         /* gone: the CM said so, or the QP flushed */
+    int cm_gone;              /* the CM said so: no rdma_disconnect at close */
     int failed;               /* a protocol or completion error: close it */
     char peer[64], local[64]; /* fixed at the request (the addr hook) */
     rdma_conn *next, *prev;   /* rdma.conns (main thread) */

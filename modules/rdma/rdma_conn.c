@@ -447,7 +447,7 @@ rdma_conn *rdma_conn_from_request(struct rdma_cm_id *id) {
 void rdma_conn_free(rdma_conn *c) {
     conn_unlink(c);
     /* The peer learns of a close it did not start. */
-    if (c->accepted && !c->disconnected) rdma.ops->disconnect(c->id);
+    if (c->accepted && !c->cm_gone) rdma.ops->disconnect(c->id);
     conn_release(c);
     rdma.ops->destroy_id(c->id);
     pthread_mutex_destroy(&c->lock);
@@ -471,6 +471,7 @@ void rdma_conn_established(rdma_conn *c) {
 void rdma_conn_gone(rdma_conn *c, const char *why) {
     pthread_mutex_lock(&c->lock);
     c->disconnected = 1;
+    c->cm_gone = 1;
     pthread_mutex_unlock(&c->lock);
     conn_log(KEEL_LOG_VERBOSE, c, why);
     conn_wake(c);
