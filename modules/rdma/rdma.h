@@ -117,7 +117,9 @@ struct rdma_conn {
     uint64_t peer_addr;
     uint32_t peer_rkey, peer_len, peer_off;
     int peer_known;
-    int reg_due;              /* our RegisterXferMemory waits for a free send slot */
+    int reg_due;     /* our RegisterXferMemory waits for a free send slot */
+    int feature_due; /* a GetServerFeature reply waits for one (its select) */
+    uint16_t feature_select;
     int accepted;             /* rdma_accept succeeded */
     int established;          /* ESTABLISHED seen */
     int disconnected;         /* gone: the CM said so, or the QP flushed */

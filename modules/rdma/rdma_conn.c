@@ -195,16 +195,24 @@ static int rx_register(rdma_conn *c) {
 
 /* ---- control messages and data from the peer ---- */
 
-static int on_get_feature(rdma_conn *c, const unsigned char *msg) {
+/* The reply to GetServerFeature: the select echoed, no feature bits. With
+ * no send slot free now it is sent by the next poll (feature_due). */
+static int feature_reply(rdma_conn *c) {
     unsigned char reply[RDMA_CMD_LEN] = {0};
     put16(reply, RDMA_OP_GET_SERVER_FEATURE);
-    memcpy(reply + 2, msg + 2, 2); /* the select field, echoed */
-    put64(reply + 24, 0);          /* no feature bits */
-    if (send_cmd(c, reply) == KEEL_OK) return KEEL_OK;
-    /* Its reply cannot wait: a peer that fills every slot is broken. */
-    return errno == EAGAIN
-               ? conn_protocol_error(c, "no send slot left for a GetServerFeature reply")
-               : KEEL_ERR;
+    put16(reply + 2, c->feature_select);
+    put64(reply + 24, 0);
+    c->feature_due = 1;
+    if (send_cmd(c, reply) == KEEL_OK) {
+        c->feature_due = 0;
+        return KEEL_OK;
+    }
+    return errno == EAGAIN ? KEEL_OK : KEEL_ERR;
+}
+
+static int on_get_feature(rdma_conn *c, const unsigned char *msg) {
+    c->feature_select = get16(msg + 2);
+    return feature_reply(c);
 }
 
 /* The peer's buffer: our writes go there from its start, staged in a
@@ -320,6 +328,7 @@ static int conn_poll(rdma_conn *c) {
         for (int i = 0; i < n; i++)
             if (on_completion(c, &wc[i]) != KEEL_OK) return KEEL_ERR;
     if (n < 0) return conn_fail(c, "polling the CQ failed", EIO);
+    if (c->feature_due && feature_reply(c) != KEEL_OK) return KEEL_ERR;
     if (c->reg_due && c->established) return rx_register(c);
     return KEEL_OK;
 }
