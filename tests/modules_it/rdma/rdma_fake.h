@@ -73,7 +73,7 @@ typedef struct rdma_fake_faults {
     long fail_reg_mr;      /* > 0: the Nth reg_mr from now fails (ENOMEM) */
     long fail_post_send;   /* > 0: the Nth post_send from now fails (ENOMEM) */
     long fail_create_qp;   /* > 0: the Nth create_qp from now fails (ENOMEM) */
-    int rnr_retry;         /* >= 0 and < 7: overrides the QPs' rnr_retry_count */
+    int rnr_retry;         /* 1..6: overrides the QPs' rnr_retry_count (0: no override) */
     int leak_check;        /* at exit: objects alive -> listed, exit status 3 */
 } rdma_fake_faults;
 
