@@ -510,6 +510,7 @@ typedef enum {
     BAD_WRITE_PAST_END,
     BAD_WRITE_RKEY,
     BAD_IMM_LENGTH,
+    BAD_REGISTER_EMPTY,
 } rt_bad;
 
 static void rt_do_bad(rdma_client *c, rt_bad how) {
@@ -541,6 +542,9 @@ static void rt_do_bad(rdma_client *c, rt_bad how) {
     case BAD_WRITE_RKEY:
         rc = rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey ^ 0x5a5a, data, 14, 14);
         break;
+    case BAD_REGISTER_EMPTY: /* a RegisterXferMemory of length 0 */
+        rc = rdma_client_send_register(c, 4096, 0, 1);
+        break;
     case BAD_IMM_LENGTH: /* 14 bytes written, the immediate claims more than the buffer */
         rc = rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey, data, 14,
                                    st.server_rx_len + 1);
@@ -557,7 +561,7 @@ START_TEST(test_corrupt) {
     rt_expect(other, "+OK", "SET %s %s", "keep", "me");
     long long base = 2; /* tcp and other */
     rt_wait_clients(tcp, base);
-    for (int how = BAD_SHORT_CTRL; how <= BAD_IMM_LENGTH; how++) {
+    for (int how = BAD_SHORT_CTRL; how <= BAD_REGISTER_EMPTY; how++) {
         rdma_client *c = rt_open(rport);
         rt_expect(c, "+PONG", "PING");
         rt_wait_clients(tcp, base + 1);
@@ -569,7 +573,7 @@ START_TEST(test_corrupt) {
         /* The ones the server's protocol code sees (the others fail in the
          * device: a length or access error completion). */
         if (how == BAD_SHORT_CTRL || how == BAD_OPCODE || how == BAD_CLIENT_FEATURE ||
-            how == BAD_IMM_LENGTH)
+            how == BAD_IMM_LENGTH || how == BAD_REGISTER_EMPTY)
             ck_assert_int_eq(rt_rdma_info(tcp, "rdma_protocol_errors"), errors + 1);
         rt_close(c);
         rt_expect(other, "\"me\"", "GET %s", "keep");
