@@ -630,7 +630,6 @@ START_TEST(test_few_work_requests) {
         ck_assert_int_eq(r->len, 3000);
         ck_assert_int_eq(memcmp(r->str, v, 3000), 0);
     }
-    ck_assert_int_gt(rt_rdma_info(tcp, "rdma_write_stalls"), 0);
     /* Keepalives need send entries too; the connection stays up. */
     ck_assert_int_eq(rdma_client_pump(c, 3500), 0);
     rt_expect(c, "+PONG", "PING");
