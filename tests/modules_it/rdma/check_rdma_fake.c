@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -110,7 +111,9 @@ static void peer_resources(peer *p, uint32_t send_wr) {
     a.cap.max_recv_wr = NRECV;
     a.cap.max_send_sge = 2;
     a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 64;
     ck_assert_int_eq(ops->create_qp(p->id, p->pd, &a), 0);
+    ck_assert_uint_eq(a.cap.max_inline_data, 64);
     ck_assert_ptr_nonnull(p->id->qp);
     p->buf = aligned_alloc(4096, 3 * NRECV * BUFSZ);
     memset(p->buf, 0, 3 * NRECV * BUFSZ);
@@ -393,6 +396,69 @@ START_TEST(test_write_imm) {
     ck_assert_int_eq(ops->poll_cq(s.cq, 1, &wc), 0);
     cq_expect(c.cq, &wc);
     ck_assert_uint_eq(wc.wr_id, 2);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* SEND_WITH_IMM, an inline SEND (its source reusable at once), and a local
+ * sge outside its lkey's region: LOC_PROT_ERR and the QP in error. */
+START_TEST(test_imm_inline_local_error) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(post(&c, IBV_WR_SEND_WITH_IMM, 1, "imm", 4, 0, 0, htonl(42)), 0);
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    ck_assert_int_ne(wc.wc_flags & IBV_WC_WITH_IMM, 0);
+    ck_assert_uint_eq(ntohl(wc.imm_data), 42);
+    ck_assert_str_eq((char *)s.buf, "imm");
+    cq_expect(c.cq, &wc);
+
+    char stack_msg[] = "inline"; /* not registered: inline needs no lkey */
+    struct ibv_sge sge = {(uintptr_t)stack_msg, sizeof(stack_msg), 0};
+    struct ibv_send_wr wr = {.wr_id = 2,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                       *bad;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    memset(stack_msg, 'X', sizeof(stack_msg)); /* inline: taken at post time */
+    cq_expect(s.cq, &wc);
+    ck_assert_str_eq((char *)s.buf + BUFSZ, "inline");
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    static char big[65];
+    sge.addr = (uintptr_t)big;
+    sge.length = sizeof(big);
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), EINVAL); /* > max_inline_data */
+    ck_assert_ptr_eq(bad, &wr);
+    sge.addr = (uintptr_t)stack_msg;
+    sge.length = sizeof(stack_msg);
+    teardown_pair(&l, &c, &s);
+
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    sge.lkey = c.mr->lkey; /* a registered key, but not covering the stack */
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr_id = 3;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+    ck_assert_uint_eq(wc.wr_id, 3);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
     teardown_pair(&l, &c, &s);
     listener_close(&l);
     counts_zero();
@@ -775,13 +841,18 @@ START_TEST(test_no_listener_and_reject) {
     listener l;
     peer c, s;
     listener_open(&l);
-    struct sockaddr_in nobody = l.addr;
-    nobody.sin_port = htons((uint16_t)(ntohs(l.addr.sin_port) ^ 1));
+    /* an address bound and not listening: nobody else can listen there */
+    struct rdma_cm_id *idle;
+    ck_assert_int_eq(ops->create_id(l.ch, &idle, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in nobody = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(ops->bind_addr(idle, (struct sockaddr *)&nobody), 0);
+    memcpy(&nobody, ops->get_local_addr(idle), sizeof(nobody));
     client_start(&c, &nobody, 4, 7);
     struct rdma_cm_event *ev = cm_expect(c.ch, RDMA_CM_EVENT_REJECTED, 1);
     ck_assert_int_eq(ev->status, ECONNREFUSED);
     ck_assert_int_eq(ops->ack_cm_event(ev), 0);
     peer_free(&c, 1);
+    ck_assert_int_eq(ops->destroy_id(idle), 0);
 
     client_start(&c, &l.addr, 4, 7);
     ev = cm_expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
@@ -814,6 +885,48 @@ START_TEST(test_no_listener_and_reject) {
     ck_assert_int_eq(ops->ack_cm_event(ev), 0);
     peer_free(&s, 0);
     listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* IPv6 addresses, and the CM alone (no QP on either side). */
+START_TEST(test_ipv6_cm_only) {
+    struct rdma_event_channel *lch = ops->create_event_channel(),
+                              *cch = ops->create_event_channel();
+    nonblock(lch->fd);
+    nonblock(cch->fd);
+    struct rdma_cm_id *lid, *cid;
+    ck_assert_int_eq(ops->create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+    ck_assert_int_eq(ops->create_id(cch, &cid, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    ck_assert_int_eq(ops->bind_addr(lid, (struct sockaddr *)&a), 0);
+    ck_assert_int_eq(ops->listen(lid, 4), 0);
+    memcpy(&a, ops->get_local_addr(lid), sizeof(a));
+    ck_assert_int_ne(a.sin6_port, 0);
+    ck_assert_int_eq(ops->resolve_addr(cid, NULL, (struct sockaddr *)&a, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    ck_assert_int_eq(ops->get_local_addr(cid)->sa_family, AF_INET6);
+    ck_assert_int_eq(ops->connect(cid, NULL), -1); /* the route is not resolved */
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(ops->resolve_route(cid, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    ck_assert_int_eq(ops->connect(cid, NULL), 0);
+    struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
+    struct rdma_cm_id *child = ev->id;
+    ck_assert_int_eq(child->route.addr.dst_addr.sa_family, AF_INET6);
+    ck_assert_int_eq(ops->ack_cm_event(ev), 0);
+    ck_assert_int_eq(ops->accept(child, NULL), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(lch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(ops->disconnect(child), 0);
+    cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    ck_assert_int_eq(ops->disconnect(lid), -1); /* a listener is not connected */
+    ck_assert_int_eq(ops->destroy_id(child), 0);
+    ck_assert_int_eq(ops->destroy_id(cid), 0);
+    ck_assert_int_eq(ops->destroy_id(lid), 0);
+    ops->destroy_event_channel(lch);
+    ops->destroy_event_channel(cch);
     counts_zero();
 }
 END_TEST
@@ -1229,11 +1342,46 @@ START_TEST(test_threads) {
 }
 END_TEST
 
+static int run_self_asan(const char *mode, const char *env, const char *asan);
+
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+
+/* The fake inside a dlclose()d object: its destructor joins the NIC thread
+ * even with an object left alive. In a child of its own (probe-dlclose),
+ * where leak detection is off: the object left alive is the point. */
+static int dlclose_probe(void) {
+    int before = thread_count();
+    void *so = dlopen(FAKE_DL_PROBE, RTLD_NOW | RTLD_LOCAL);
+    if (!so) return 10;
+    int (*start)(void) = (int (*)(void))dlsym(so, "fake_dl_probe_start");
+    if (!start || start() != 0) return 11;
+    int during = thread_count(); /* TSan may have started a thread of its own too */
+    if (during <= before) return 12;
+    if (dlclose(so) != 0) return 13;
+    return thread_count() == during - 1 ? 0 : 14;
+}
+
+START_TEST(test_dlclose) {
+    ck_assert_int_eq(run_self_asan("probe-dlclose", "", "detect_leaks=0"), 0);
+}
+END_TEST
+
 /* KEEL_RDMA_FAKE, read by a fresh copy of this program (see main). */
-static int run_self(const char *mode, const char *env) {
+/* Runs this program in mode with KEEL_RDMA_FAKE=env (and ASAN_OPTIONS=asan
+ * if not NULL): its exit status, or 128 + the signal that ended it. */
+static int run_self_asan(const char *mode, const char *env, const char *asan) {
     pid_t pid = fork();
     if (pid == 0) {
         setenv("KEEL_RDMA_FAKE", env, 1);
+        if (asan) setenv("ASAN_OPTIONS", asan, 1);
         execl("/proc/self/exe", "check_rdma_fake", mode, (char *)NULL);
         _exit(127);
     }
@@ -1241,6 +1389,10 @@ static int run_self(const char *mode, const char *env) {
     waitpid(pid, &status, 0);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+static int run_self(const char *mode, const char *env) {
+    return run_self_asan(mode, env, NULL);
 }
 
 START_TEST(test_env) {
@@ -1259,7 +1411,10 @@ static int probe(const char *mode) {
     ops = rdma_ops_get();
     if (!strcmp(mode, "probe-no-device")) {
         int n;
-        return ops->get_device_list(&n) == NULL && errno == ENOSYS ? 0 : 1;
+        struct ibv_device **list = ops->get_device_list(&n);
+        if (!list) return errno == ENOSYS ? 0 : 2;
+        ops->free_device_list(list);
+        return 1;
     }
     if (!strcmp(mode, "probe-double-destroy") || !strcmp(mode, "probe-use-after-destroy")) {
         struct rdma_event_channel *ch = ops->create_event_channel();
@@ -1273,6 +1428,7 @@ static int probe(const char *mode) {
             ops->create_id(ch, &id, NULL, RDMA_PS_TCP);
         return 0; /* not reached */
     }
+    if (!strcmp(mode, "probe-dlclose")) return dlclose_probe();
     if (!strcmp(mode, "probe-leak")) {
         ops->create_event_channel();
         return 0;
@@ -1328,6 +1484,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_wildcard_listener);
     tcase_add_test(tc, test_write_imm);
     tcase_add_test(tc, test_bulk_writes);
+    tcase_add_test(tc, test_imm_inline_local_error);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);
@@ -1341,6 +1498,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_flush_sends);
     tcase_add_test(tc, test_no_listener_and_reject);
+    tcase_add_test(tc, test_ipv6_cm_only);
     tcase_add_test(tc, test_corrupt_frames);
     tcase_add_test(tc, test_faults);
     tcase_add_test(tc, test_fork);
@@ -1348,6 +1506,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_peer_process_dies);
     tcase_add_test(tc, test_threads);
     tcase_add_test(tc, test_stream_threads);
+    tcase_add_test(tc, test_dlclose);
     tcase_add_test(tc, test_env);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

@@ -53,6 +53,13 @@
  *    alive and exits with status 3 if KEEL_RDMA_FAKE contains
  *    "leak_check=1" (the test server's exit status then fails the test).
  *
+ * Limits: RC queue pairs only, no SRQ; post_send takes SEND, SEND_WITH_IMM,
+ * RDMA_WRITE and RDMA_WRITE_WITH_IMM of at most 64 MiB (else EINVAL). A
+ * completion that finds its CQ full is lost and poll_cq fails from then on
+ * (a CQ overrun). A fork()ed child must not use the fake (its wires are
+ * closed there). The leak check also runs when a module holding the fake is
+ * dlclose()d.
+ *
  * Thread safety: as libibverbs (calls on different objects from different
  * threads are fine; the fake locks internally).
  *

@@ -700,12 +700,19 @@ static int fake_ack_cm_event(struct rdma_cm_event *event) {
     return 0;
 }
 
+static struct sockaddr *fake_get_addr(struct rdma_cm_id *id, int peer) {
+    pthread_mutex_lock(&fake_lock);
+    fake_reg_check(id, FAKE_ID, "get_peer_addr/get_local_addr on an id not alive");
+    pthread_mutex_unlock(&fake_lock);
+    return peer ? &id->route.addr.dst_addr : &id->route.addr.src_addr;
+}
+
 static struct sockaddr *fake_get_peer_addr(struct rdma_cm_id *id) {
-    return &id->route.addr.dst_addr;
+    return fake_get_addr(id, 1);
 }
 
 static struct sockaddr *fake_get_local_addr(struct rdma_cm_id *id) {
-    return &id->route.addr.src_addr;
+    return fake_get_addr(id, 0);
 }
 
 /* ---- test controls ---- */
