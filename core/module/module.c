@@ -45,9 +45,13 @@ static void module_record_main_thread(void) {
     main_thread_set = 1;
 }
 
+int module_on_main_thread(void) {
+    return !main_thread_set || pthread_equal(main_thread, pthread_self());
+}
+
 #ifndef NDEBUG
 void module_assert_main_thread(void) {
-    assert(!main_thread_set || pthread_equal(main_thread, pthread_self()));
+    assert(module_on_main_thread());
 }
 #endif
 

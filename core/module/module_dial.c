@@ -152,8 +152,8 @@ keel_conn *mt_api_connect(keel_ctx *ctx, keel_transport *t, const char *host, in
                           int64_t timeout_ms, keel_conn_fn done, void *udata) {
     MODULE_ASSERT_MAIN();
     event_loop *el = module_env_get()->el;
-    if (!t || !t->def.connect || !host || !done || port < 1 || port > 65535 || timeout_ms < 0 ||
-        !el)
+    if (!t || !t->def.connect || (t->def.flags & KEEL_TRANSPORT_OWN_FD) || !host || !done ||
+        port < 1 || port > 65535 || timeout_ms < 0 || !el)
         return NULL;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     char service[16];

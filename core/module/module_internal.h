@@ -90,6 +90,10 @@ struct keel_type {
     keel_type *next;
 };
 
+/* Whether the caller is the main thread (for functions that refuse other
+ * threads rather than assert). */
+int module_on_main_thread(void);
+
 /* Debug builds check the SDK's thread rule on every main-thread function. */
 #ifndef NDEBUG
 void module_assert_main_thread(void);

@@ -80,6 +80,11 @@ static keel_listener *ml_open(keel_ctx *ctx, keel_transport *t, const char *cons
         module_reg_error(ctx, "listen: invalid transport, addresses or port");
         return NULL;
     }
+    if (t->def.flags & KEEL_TRANSPORT_OWN_FD) {
+        module_reg_error(ctx, "transport '%s' brings its own connections (KEEL_TRANSPORT_OWN_FD): "
+                              "the server cannot listen for it", t->name);
+        return NULL;
+    }
     keel_listener *ml = km_calloc(1, sizeof(*ml));
     ml->t = t;
     ml->follows_bind = addrs == NULL;

@@ -23,7 +23,15 @@
  *
  * A connection still in its handshake after the transport's
  * handshake_timeout_ms is logged and closed (a client that stops
- * mid-handshake holds nothing for longer). */
+ * mid-handshake holds nothing for longer).
+ *
+ * KEEL_TRANSPORT_OWN_FD transports (ABI 1.4, module_adopt.c starts their
+ * connections) bring a descriptor that only ever becomes readable (RDMA's
+ * completion channel): every direction an operation or a handshake waits
+ * for is readability, the server never closes the descriptor (the close
+ * hook does, after the server stopped watching it), and conn_wake lists a
+ * connection on the pending list to run as if it were readable; a wake that
+ * finds a step out on an I/O thread is kept until the step is back. */
 #include "module/module_transport.h"
 
 #include "common/common.h"
@@ -138,14 +146,15 @@ static void mt_unlink(keel_transport *t, module_conn *mc) {
     t->nconns--;
 }
 
+/* The loop stops watching before the close hook runs: an OWN_FD
+ * transport's hook closes the descriptor, whose number can be reused at
+ * once. The server closes only sockets. */
 static void mt_close_now(conn *cn) {
     keel_transport *t = mt_conn_transport(cn);
     module_conn *mc = mt_conn_record(cn);
+    if (cn->fd != -1) event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
     if (t->def.close) t->def.close((keel_conn *)cn, t->def.priv);
-    if (cn->fd != -1) {
-        event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
-        close(cn->fd);
-    }
+    if (cn->fd != -1 && !cn->type->not_socket) close(cn->fd);
     hs_unlink(t, mc);
     pending_remove(mc);
     mt_dial_free(mc);
@@ -225,12 +234,15 @@ static int mt_has_pending(conn *cn) {
 }
 
 /* The socket directions the handlers wait for: each operation's own unless
- * conn_wait asked for the other. */
+ * conn_wait asked for the other; always readability for an OWN_FD
+ * transport's descriptor, which never announces anything else. */
 static int mt_read_on(const module_conn *mc) {
+    if (mc->cn->type->not_socket) return EV_READABLE;
     return mc->read_wait ? mc->read_wait : EV_READABLE;
 }
 
 static int mt_write_on(const module_conn *mc) {
+    if (mc->cn->type->not_socket) return EV_READABLE;
     return mc->write_wait ? mc->write_wait : EV_WRITABLE;
 }
 
@@ -255,12 +267,29 @@ static void mt_watch(conn *cn) {
                   mt_conn_transport(cn)->name);
 }
 
+/* What a wake runs (module_conn.woken, wake_deferred). */
+#define MT_RUN_READ 1
+#define MT_RUN_WRITE 2
+
+/* Calls a handler, unless a step is out on an I/O thread (the handler
+ * would pass: one step at a time) and the descriptor will not say again
+ * what it said: an OWN_FD one's readability may be consumed by the step
+ * (the read that drained it), so the event is kept for when the step is
+ * back. A socket's level-triggered events repeat by themselves. */
+static void mt_call(conn *cn, conn_handler fn, int which) {
+    if (cn->io_out && cn->type->not_socket)
+        mt_conn_record(cn)->wake_deferred |= which;
+    else
+        fn(cn);
+}
+
 /* Runs the handlers waiting for `dir`, holding the connection open. */
 static void mt_dispatch(conn *cn, int dir) {
     module_conn *mc = mt_conn_record(cn);
     mc->refs++;
-    if (cn->read_handler && (mt_read_on(mc) & dir)) cn->read_handler(cn);
-    if (!mc->closing && cn->write_handler && (mt_write_on(mc) & dir)) cn->write_handler(cn);
+    if (cn->read_handler && (mt_read_on(mc) & dir)) mt_call(cn, cn->read_handler, MT_RUN_READ);
+    if (!mc->closing && cn->write_handler && (mt_write_on(mc) & dir))
+        mt_call(cn, cn->write_handler, MT_RUN_WRITE);
     mc->refs--;
     if (mc->closing && !mc->refs) mt_close_now(cn);
 }
@@ -290,12 +319,57 @@ static int mt_set_write_handler(conn *cn, conn_handler fn) {
     return K_OK;
 }
 
+static void mt_wake_resume(module_conn *mc);
+
 void mt_after_io(conn *cn) {
     module_conn *mc = mt_conn_record(cn);
     mc->read_wait = mc->read_wait_next;
     mc->write_wait = mc->write_wait_next;
     if (cn->state == CONN_STATE_CONNECTED && mt_has_pending(cn)) pending_add(mc);
     mt_watch(cn);
+    if (!cn->io_out) mt_wake_resume(mc);
+}
+
+/* A wake: the handshake step if it is in one, else the handlers it asks
+ * for (an OWN_FD connection's all wait for readability). What finds a step
+ * out on an I/O thread is kept for when the step is back: only what was
+ * skipped runs then, so a handler that starts a step does not make the
+ * others wait forever. */
+static void mt_run_wake(module_conn *mc) {
+    conn *cn = mc->cn;
+    int want = mc->woken;
+    mc->woken = 0;
+    if (cn->io_out) {
+        mc->wake_deferred |= want;
+        return;
+    }
+    if (mc->in_hs) {
+        mt_handshake_step(cn);
+        return;
+    }
+    mc->refs++;
+    if ((want & MT_RUN_READ) && cn->read_handler) mt_call(cn, cn->read_handler, MT_RUN_READ);
+    if ((want & MT_RUN_WRITE) && !mc->closing && cn->write_handler)
+        mt_call(cn, cn->write_handler, MT_RUN_WRITE);
+    mc->refs--;
+    if (mc->closing && !mc->refs) mt_close_now(cn);
+}
+
+static void mt_wake_some(module_conn *mc, int want) {
+    if (mc->closing) return;
+    mc->woken |= want;
+    pending_add(mc);
+}
+
+/* What was kept while a step was out: listed again now it is back. */
+static void mt_wake_resume(module_conn *mc) {
+    int want = mc->wake_deferred;
+    mc->wake_deferred = 0;
+    if (want) mt_wake_some(mc, want);
+}
+
+void mt_wake(conn *cn) {
+    mt_wake_some(mt_conn_record(cn), MT_RUN_READ | MT_RUN_WRITE);
 }
 
 void module_transport_before_sleep(void) {
@@ -307,6 +381,10 @@ void module_transport_before_sleep(void) {
         module_conn *mc = running_head;
         pending_remove(mc);
         conn *cn = mc->cn;
+        if (mc->woken) {
+            mt_run_wake(mc);
+            continue;
+        }
         if (!cn->read_handler) {
             mc->parked = 1;
             continue;
@@ -364,7 +442,7 @@ static void mt_handshake_apply(conn *cn) {
         else
             mc->accept_done(cn);
     } else if (rv == KEEL_CONN_WANT_READ || rv == KEEL_CONN_WANT_WRITE) {
-        int mask = rv == KEEL_CONN_WANT_READ ? EV_READABLE : EV_WRITABLE;
+        int mask = rv == KEEL_CONN_WANT_READ || cn->type->not_socket ? EV_READABLE : EV_WRITABLE;
         if (event_add(cn->el, cn->fd, mask, mt_handshake_event, cn) != K_OK) mt_fail(cn);
     } else {
         mt_fail(cn);
@@ -384,6 +462,7 @@ void mt_handshake_step(conn *cn) {
     event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
     if (io_threads_submit(IO_JOB_HANDSHAKE, cn, (uint64_t)cn->fd, IO_JOB_LARGE) == K_OK) {
         mc->refs++; /* a close meanwhile waits for the job */
+        cn->io_out = 1;
         return;
     }
     mt_handshake_run(cn);
@@ -398,10 +477,12 @@ static void mt_handshake_done(void *item) {
     conn *cn = item;
     module_conn *mc = mt_conn_record(cn);
     mc->refs--;
+    cn->io_out = 0;
     if (mc->closing) {
         if (!mc->refs) mt_close_now(cn);
         return;
     }
+    mt_wake_resume(mc); /* before apply, which may free the connection */
     mt_handshake_apply(cn);
 }
 
@@ -451,8 +532,16 @@ static int mt_accept(conn *cn, conn_handler accept_done) {
     return K_OK;
 }
 
+/* The transport's addr hook when it has one (ABI 1.4), else the TCP
+ * socket's address. */
 static int mt_addr(conn *cn, char *buf, size_t len, int remote) {
-    return conn_type_tcp.addr(cn, buf, len, remote);
+    keel_transport *t = mt_conn_transport(cn);
+    if (!t->def.addr) return conn_type_tcp.addr(cn, buf, len, remote);
+    if (len && t->def.addr((keel_conn *)cn, buf, len, remote != 0, t->def.priv) == KEEL_OK &&
+        memchr(buf, '\0', len))
+        return K_OK;
+    snprintf(buf, len, "?:0");
+    return K_ERR;
 }
 
 /* Listening is TCP's: the transport layers on TCP sockets. */
@@ -476,6 +565,10 @@ static int transport_check(keel_ctx *ctx, const keel_transport_def *d) {
         why = "name is built in";
     else if (d->handshake_timeout_ms < 0)
         why = "negative handshake_timeout_ms";
+    else if (d->flags & ~(uint32_t)KEEL_TRANSPORT_OWN_FD)
+        why = "unknown flags";
+    else if ((d->flags & KEEL_TRANSPORT_OWN_FD) && !d->addr)
+        why = "KEEL_TRANSPORT_OWN_FD requires an addr hook";
     for (keel_transport *t = transports; t && !why; t = t->next)
         if (!strcmp(t->name, d->name)) why = "name is already taken";
     if (why) module_reg_error(ctx, "transport '%s': %s", d->name ? d->name : "(null)", why);
@@ -498,6 +591,7 @@ static void transport_init_type(keel_transport *t) {
         .has_pending = mt_has_pending,
         .after_io = mt_after_io,
         .is_local = 0,
+        .not_socket = (t->def.flags & KEEL_TRANSPORT_OWN_FD) != 0,
     };
 }
 
@@ -582,6 +676,7 @@ static void transport_close_all(keel_transport *t) {
 
 void module_transports_release(module *m) {
     mt_listeners_release(m);
+    mt_fd_watches_release(m);
     for (keel_transport **pp = &transports; *pp;) {
         keel_transport *t = *pp;
         if (t->mod != m) {
@@ -618,4 +713,8 @@ const keel_api_transport module_api_transport = {
     .conn_host = mt_api_conn_host,
     .conn_local_port = api_conn_local_port,
     .transport_find = api_transport_find,
+    .fd_watch = mt_api_fd_watch,
+    .fd_unwatch = mt_api_fd_unwatch,
+    .conn_adopt = mt_api_conn_adopt,
+    .conn_wake = mt_api_conn_wake,
 };

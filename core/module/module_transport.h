@@ -7,6 +7,8 @@
  *                       timeout, closing
  *   module_listener.c   listening ports (listen, listener_open/close, bind)
  *   module_dial.c       outgoing connections (connect and its handlers)
+ *   module_adopt.c      module-owned descriptors (ABI 1.4): fd watches,
+ *                       adopted connections, conn_wake
  *
  * Threads: main thread, except where a function says otherwise. */
 #ifndef KEEL_MODULE_TRANSPORT_H
@@ -40,6 +42,10 @@ typedef struct module_conn {
     int pending; /* on the list of connections with buffered bytes */
     int parked;  /* had buffered bytes while no read handler was set */
     int in_hs;   /* on its transport's handshake list */
+    /* MT_RUN_* (module_transport.c): what conn_wake, or a handler skipped
+     * while a step was out on an I/O thread, left to run; woken: listed on
+     * the pending list for it, wake_deferred: until the step is back. */
+    int woken, wake_deferred;
     int64_t hs_start_ms;
     module_dial *dial; /* NULL for an accepted connection */
     struct module_conn *hs_prev, *hs_next;
@@ -68,6 +74,9 @@ void mt_close(conn *cn);
 /* After a read or write on the main thread: acts on conn_wait and on
  * bytes the transport buffered. */
 void mt_after_io(conn *cn);
+/* Runs cn before the loop next sleeps as if its descriptor were readable
+ * (conn_wake); a closing connection is left alone. */
+void mt_wake(conn *cn);
 /* The first registered transport, for walking them all. */
 keel_transport *mt_transports(void);
 
@@ -79,6 +88,9 @@ void mt_dial_free(module_conn *mc);
 
 /* module_listener.c */
 void mt_listeners_release(module *m);
+
+/* module_adopt.c: removes the fd watches m left. */
+void mt_fd_watches_release(module *m);
 
 /* The group's members module_listener.c and module_dial.c implement. */
 int mt_api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs, int naddrs, int port);
@@ -93,5 +105,9 @@ ssize_t mt_api_conn_read(keel_conn *kc, void *buf, size_t len);
 ssize_t mt_api_conn_write(keel_conn *kc, const void *buf, size_t len);
 void mt_api_conn_close(keel_conn *kc);
 const char *mt_api_conn_host(keel_conn *kc);
+keel_fd_watch *mt_api_fd_watch(keel_ctx *ctx, int fd, keel_fd_fn fn, void *udata);
+void mt_api_fd_unwatch(keel_fd_watch *w);
+int mt_api_conn_adopt(keel_ctx *ctx, keel_transport *t, int fd, int local_port, void *data);
+void mt_api_conn_wake(keel_conn *kc);
 
 #endif

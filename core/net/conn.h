@@ -83,6 +83,9 @@ struct conn_type {
      * direction an operation waits for, buffered bytes). May be NULL. */
     void (*after_io)(conn *c);
     int is_local; /* unix sockets: protected-mode does not apply */
+    /* The descriptor is not a socket (a module transport's own, ABI 1.4):
+     * no socket options are set on it. */
+    int not_socket;
 };
 
 struct conn {
@@ -95,6 +98,9 @@ struct conn {
     conn_handler write_handler;
     void *private_data; /* the client */
     void *type_data;    /* the transport's own state */
+    /* A step of it is out on an I/O thread (main thread only): a transport
+     * that learns of an event meanwhile runs it once the step is back. */
+    int io_out;
 };
 
 /* Dispatch helpers: the only way the core does I/O. */
@@ -136,7 +142,7 @@ extern const conn_type conn_type_unix;
  * transports layered on plain sockets, like TLS). */
 conn *conn_socket_create(const conn_type *type, event_loop *el, int fd);
 
-/* Socket options. */
+/* Socket options: K_ERR, touching nothing, for a type that is not_socket. */
 int conn_set_nodelay(conn *c, int on);
 int conn_set_keepalive(conn *c, int interval);
 /* Blocking write of everything, with a timeout; used for the rejection

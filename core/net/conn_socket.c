@@ -300,11 +300,13 @@ const conn_type conn_type_unix = {
 /* ---- options ---- */
 
 int conn_set_nodelay(conn *c, int on) {
+    if (c->type->not_socket) return K_ERR;
     return setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == -1 ? K_ERR : K_OK;
 }
 
 int conn_set_keepalive(conn *c, int interval) {
     int yes = 1;
+    if (c->type->not_socket) return K_ERR;
     if (setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &yes, sizeof(yes)) == -1) return K_ERR;
     /* Probes start after `interval` seconds and fail the link after about
      * another interval, as Valkey configures them. */
@@ -325,6 +327,7 @@ int conn_write_all_sync(conn *c, const void *buf, size_t len, int timeout_ms) {
             continue;
         }
         if (n < 0 && errno != EAGAIN && errno != EINTR) return K_ERR;
+        if (c->type->not_socket) return K_ERR; /* nothing to poll for writability */
         struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
         if (poll(&pfd, 1, timeout_ms) <= 0) return K_ERR;
     }

@@ -535,6 +535,7 @@ static void client_start_read(client *c) {
     size_t rest = c->big ? (size_t)c->parser.big_len - c->big_filled : 0;
     if (io_threads_submit(IO_JOB_READ, c, c->id, rest) == K_OK) {
         c->io_job = IO_JOB_READ;
+        c->conn->io_out = 1;
         if (rest >= IO_JOB_LARGE) client_unwatch(c);
         return;
     }
@@ -887,6 +888,7 @@ static void client_start_write(client *c) {
     size_t bytes = c->reply_bytes < c->io_write_max ? c->reply_bytes : c->io_write_max;
     if (io_threads_submit(IO_JOB_WRITE, c, c->id, bytes) == K_OK) {
         c->io_job = IO_JOB_WRITE;
+        c->conn->io_out = 1;
         if (bytes >= IO_JOB_LARGE) client_unwatch(c);
         else if (c->conn->write_handler) conn_set_write_handler(c->conn, NULL);
         return;
@@ -939,6 +941,7 @@ static void client_job_done(void *item) {
     client *c = item;
     int kind = c->io_job;
     c->io_job = 0;
+    c->conn->io_out = 0;
     if (c->flags & CLIENT_CLOSE_ASAP) return; /* client_free_closed frees it */
     if (!c->conn->read_handler && !busy_holds(c))
         conn_set_read_handler(c->conn, client_read_handler);

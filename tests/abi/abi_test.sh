@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# abi_test.sh -- ABI 1.0 to 1.3 stay loadable as the SDK grows (see README.md):
-#  1. the frozen headers are byte-for-byte the 1.0, 1.1, 1.2 and 1.3 ones
-#     (frozen-1.0.sha256 ... frozen-1.3.sha256);
-#  2. the current header keeps every 1.0 to 1.3 offset, member size and
+# abi_test.sh -- ABI 1.0 to 1.4 stay loadable as the SDK grows (see README.md):
+#  1. the frozen headers are byte-for-byte the 1.0, 1.1, 1.2, 1.3 and 1.4 ones
+#     (frozen-1.0.sha256 ... frozen-1.4.sha256);
+#  2. the current header keeps every 1.0 to 1.4 offset, member size and
 #     constant, no struct shrinks, the major is equal and the minor not smaller;
 #  3. fixture_v1_0.so, built against the frozen 1.0 header only, loads from the
 #     config file (args + a module config line) and everything it registered
@@ -15,24 +15,29 @@
 #     the new replies, INFO fields); fixture_v1_3.so likewise with some 1.3
 #     functions (a config family with a commit hook and a SENSITIVE
 #     parameter, a transport that opens and closes a listener at run time,
-#     dials out and is found by name);
+#     dials out and is found by name); fixture_v1_4.so likewise with the
+#     1.4 functions (an OWN_FD transport's connection over an eventfd:
+#     conn_adopt, the addr hook in CLIENT LIST, conn_wake ending it, the
+#     close hook once; fd_watch and fd_unwatch);
 #  4. fixture_v1_99.so and fixture_v2_0.so are refused by MODULE LOAD with the
 #     loader's messages (and a log line), the server keeps running, and at
 #     start-up a `loadmodule` of either stops the server with file:line:reason.
 #
 # Usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1>
-#                    <layout_frozen_1_2> <layout_frozen_1_3> <layout_current> <source dir>
+#                    <layout_frozen_1_2> <layout_frozen_1_3> <layout_frozen_1_4>
+#                    <layout_current> <source dir>
 set -uo pipefail
 
-usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_frozen_1_2> <layout_frozen_1_3> <layout_current> <source dir>"
+usage="usage: abi_test.sh <keel-server> <fixture dir> <layout_frozen> <layout_frozen_1_1> <layout_frozen_1_2> <layout_frozen_1_3> <layout_frozen_1_4> <layout_current> <source dir>"
 server=${1:?$usage}
 fixtures=${2:?$usage}
 layout_frozen=${3:?$usage}
 layout_frozen_1_1=${4:?$usage}
 layout_frozen_1_2=${5:?$usage}
 layout_frozen_1_3=${6:?$usage}
-layout_current=${7:?$usage}
-src=${8:?$usage}
+layout_frozen_1_4=${7:?$usage}
+layout_current=${8:?$usage}
+src=${9:?$usage}
 workdir=$(mktemp -d /tmp/keel-abi-XXXXXX)
 . "$src/tests/sdk/lib.sh"
 
@@ -40,6 +45,7 @@ v10=$fixtures/fixture_v1_0.so
 v11=$fixtures/fixture_v1_1.so
 v12=$fixtures/fixture_v1_2.so
 v13=$fixtures/fixture_v1_3.so
+v14=$fixtures/fixture_v1_4.so
 v199=$fixtures/fixture_v1_99.so
 v20=$fixtures/fixture_v2_0.so
 # The server's ABI is the current header's.
@@ -50,7 +56,7 @@ msg_v199="module $v199: ABI 1.99 is newer than this server's (ABI $smaj.$smin); 
 msg_v20="module $v20: ABI 2.0 is not supported by this server (ABI $smaj.$smin)"
 
 # ---- 1. the frozen headers ----
-for v in 1.0 1.1 1.2 1.3; do
+for v in 1.0 1.1 1.2 1.3 1.4; do
     log "frozen $v header checksum"
     (cd "$src/tests/abi" && sha256sum --quiet -c "frozen-$v.sha256") ||
         fail "the frozen ABI $v header in tests/abi was edited (see tests/abi/README.md)"
@@ -58,6 +64,7 @@ done
 # The first line names the version the header defines.
 for f in tests/abi/include/keel/keel_module.h:1.0 tests/abi/include-1.1/keel/keel_module.h:1.1 \
     tests/abi/include-1.2/keel/keel_module.h:1.2 tests/abi/include-1.3/keel/keel_module.h:1.3 \
+    tests/abi/include-1.4/keel/keel_module.h:1.4 \
     "sdk/include/keel/keel_module.h:$smaj.$smin"; do
     [ "$(head -1 "$src/${f%:*}")" = "/* keel_module.h -- the Keel module ABI, version ${f##*:}." ] ||
         fail "${f%:*}: its first line does not say version ${f##*:}"
@@ -95,6 +102,7 @@ check_layout "$layout_frozen" 1.0
 check_layout "$layout_frozen_1_1" 1.1
 check_layout "$layout_frozen_1_2" 1.2
 check_layout "$layout_frozen_1_3" 1.3
+check_layout "$layout_frozen_1_4" 1.4
 
 # ---- 3. the 1.0 fixture keeps loading and working ----
 conf=$workdir/keel.conf
@@ -262,6 +270,22 @@ expect "MODULE UNLOAD abifix13" "OK" "${cli[@]}" module unload abifix13
 expect "CONFIG GET rdma-cert after unload" "" "${cli[@]}" config get rdma-cert
 expect_contains "CONFIG SET rdma-cert after unload" "belongs to the rdma module, which is not loaded" \
     "${cli[@]}" config set rdma-cert a
+
+# ---- the 1.4 fixture ----
+expect "MODULE LOAD ABI 1.4 fixture" "OK" "${cli[@]}" module load "$v14"
+expect "ABIFIX14.PROBE (KEEL_API_HAS)" $'1\n1\n1\n0\n0' "${cli[@]}" abifix14.probe
+grep -q "<abifix14> abifix14 (ABI 1.4) loaded on server" "$workdir/server.log" || fail "abifix14's init log line is missing"
+# A connection over an eventfd: a client named by the addr hook, ended by
+# conn_wake, closed once; MODULE UNLOAD waits for it.
+expect "ABIFIX14.ADOPT (conn_adopt)" "OK" "${cli[@]}" abifix14.adopt
+expect_contains "CLIENT LIST (the addr hook)" "addr=127.0.0.1:1414 laddr=127.0.0.1:14" "${cli[@]}" client list
+expect_contains "MODULE UNLOAD with the connection open" "still has 1 open connection" \
+    "${cli[@]}" module unload abifix14
+expect "ABIFIX14.DROP (conn_wake)" "OK" "${cli[@]}" abifix14.drop
+eventually "abifix14's connection closed once" $'0\n1\n0' "${cli[@]}" abifix14.stats
+expect "ABIFIX14.WATCH (fd_watch)" "OK" "${cli[@]}" abifix14.watch
+eventually "abifix14's watch ran once" $'1\n1\n0' "${cli[@]}" abifix14.stats
+expect "MODULE UNLOAD abifix14" "OK" "${cli[@]}" module unload abifix14
 stop_server
 
 # ---- start-up refusals: file, line and reason ----

@@ -335,6 +335,19 @@ static void added_1_3(void) {
 #endif
 }
 
+/* Added in ABI 1.4. */
+static void added_1_4(void) {
+#if KEEL_ABI_MINOR >= 4
+    MEMBER(keel_transport_def, flags);
+    MEMBER(keel_transport_def, addr);
+    MEMBER(keel_api_transport, fd_watch);
+    MEMBER(keel_api_transport, fd_unwatch);
+    MEMBER(keel_api_transport, conn_adopt);
+    MEMBER(keel_api_transport, conn_wake);
+    CONST(KEEL_TRANSPORT_OWN_FD);
+#endif
+}
+
 static void constants(void) {
     CONST(KEEL_MODULE_MAGIC);
     printf("abi_major %d\n", KEEL_ABI_MAJOR);
@@ -378,6 +391,7 @@ int main(void) {
     added_1_1();
     added_1_2();
     added_1_3();
+    added_1_4();
     constants();
     return 0;
 }

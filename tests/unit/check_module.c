@@ -201,11 +201,11 @@ START_TEST(test_abi_minor_99) {
 }
 END_TEST
 
-/* The next minor is refused by name: this 1.3 server says 1.4 and 1.3. */
+/* The next minor is refused by name: this 1.4 server says 1.5 and 1.4. */
 START_TEST(test_abi_minor_next) {
-    ck_assert_int_eq(KEEL_ABI_MINOR, 3);
-    expect_refused(fixture("minor4"),
-                   ": ABI 1.4 is newer than this server's (ABI 1.3); upgrade the server");
+    ck_assert_int_eq(KEEL_ABI_MINOR, 4);
+    expect_refused(fixture("minor5"),
+                   ": ABI 1.5 is newer than this server's (ABI 1.4); upgrade the server");
 }
 END_TEST
 
