@@ -177,6 +177,11 @@ static long long rt_clients(redisContext *tcp) {
     return it_info_int(tcp, "clients", "connected_clients");
 }
 
+/* The module's own counters (INFO rdma). */
+static long long rt_rdma_info(redisContext *tcp, const char *field) {
+    return it_info_int(tcp, "rdma", field);
+}
+
 /* The server still serves: TCP and a fresh RDMA client. */
 static void rt_still_serving(it_server *s, int rport, redisContext *tcp) {
     expect_status(tcp, "PONG", "PING");
@@ -355,12 +360,17 @@ END_TEST
 static void rt_disconnect_at(it_server *s, int rport, redisContext *tcp, rdma_client_stage stage,
                              int vanish) {
     long long base = rt_clients(tcp);
+    long long rdma_base = rt_rdma_info(tcp, "rdma_connections_current");
     rdma_client *c = rt_new(rport, 0, 0);
     rt_connect(c, stage);
-    if (stage >= RDMA_CLIENT_REGISTERED) it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+    if (stage >= RDMA_CLIENT_REGISTERED) {
+        it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+        ck_assert_int_eq(rt_rdma_info(tcp, "rdma_connections_current"), rdma_base + 1);
+    }
     if (vanish) ck_assert_int_eq(rdma_fake_vanish(rdma_client_cm_id(c)), 0);
     rt_close(c);
     it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    it_wait_until(rt_rdma_info(tcp, "rdma_connections_current") == rdma_base, RT_WAIT_MS);
     rt_still_serving(s, rport, tcp);
 }
 
@@ -523,10 +533,16 @@ START_TEST(test_corrupt) {
         rdma_client *c = rt_open(rport);
         rt_expect(c, "+PONG", "PING");
         it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+        long long errors = rt_rdma_info(tcp, "rdma_protocol_errors");
         rt_do_bad(c, (rt_bad)how);
         ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS),
                       "bad message %d: the server kept the connection", how);
         it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+        /* The ones the server's protocol code sees (the others fail in the
+         * device: a length or access error completion). */
+        if (how == BAD_SHORT_CTRL || how == BAD_OPCODE || how == BAD_CLIENT_FEATURE ||
+            how == BAD_IMM_LENGTH)
+            ck_assert_int_eq(rt_rdma_info(tcp, "rdma_protocol_errors"), errors + 1);
         rt_close(c);
         rt_expect(other, "\"me\"", "GET %s", "keep");
     }
@@ -554,13 +570,25 @@ END_TEST
 
 /* ---- the device's limits and failures ---- */
 
-/* Traffic that needs many work requests on the server; the connection
- * either serves it all or is closed, never hangs, and the server lives. */
+/* Traffic that needs many work requests on the server: 200 GETs sent in
+ * 16-byte WRITE_WITH_IMMs (each one of the server's few receives), their
+ * 600 KB of replies through the client's 64 KiB buffer. The connection
+ * either serves it all or is closed, never hangs. */
 static void rt_heavy(rdma_client *c) {
     char *v = it_random_bytes(3000, 11);
     rt_expect(c, "+OK", "SET %s %b", "w", v, (size_t)3000);
-    for (int i = 0; i < 200; i++)
-        rt_send(c, "GET %s", "w");
+    size_t used = 0;
+    char *all = it_alloc(200 * 32);
+    for (int i = 0; i < 200; i++) {
+        static const char get[] = "*2\r\n$3\r\nGET\r\n$1\r\nw\r\n";
+        memcpy(all + used, get, sizeof(get) - 1);
+        used += sizeof(get) - 1;
+    }
+    if (rdma_client_write(c, all, used, 16)) {
+        ck_assert_msg(rdma_client_is_disconnected(c), "write neither done nor closed: %s",
+                      rdma_client_error(c));
+        return;
+    }
     for (int i = 0; i < 200; i++) {
         redisReply *r = NULL;
         if (rdma_client_read_reply(c, &r)) {
