@@ -170,6 +170,9 @@ START_TEST(test_maxclients) {
     int port = it_free_port();
     it_server *s = lt_start(port, "--maxclients", "2", NULL);
     redisContext *tcp = it_connect(s);
+    /* Only this TCP client (the harness's start-up probe may still be
+     * closing). */
+    it_wait_until(lt_clients(tcp) == 1, LT_WAIT_MS);
     rdma_client *in = lt_open(port);
     lt_expect(in, "+PONG", "PING");
     long long rejected = it_info_int(tcp, "stats", "rejected_connections");
