@@ -81,8 +81,10 @@ static keel_listener *ml_open(keel_ctx *ctx, keel_transport *t, const char *cons
         return NULL;
     }
     if (t->def.flags & KEEL_TRANSPORT_OWN_FD) {
-        module_reg_error(ctx, "transport '%s' brings its own connections (KEEL_TRANSPORT_OWN_FD): "
-                              "the server cannot listen for it", t->name);
+        module_reg_error(ctx,
+                         "transport '%s' brings its own connections (KEEL_TRANSPORT_OWN_FD): "
+                         "the server cannot listen for it",
+                         t->name);
         return NULL;
     }
     keel_listener *ml = km_calloc(1, sizeof(*ml));

@@ -283,9 +283,16 @@ static void mt_call(conn *cn, conn_handler fn, int which) {
         fn(cn);
 }
 
-/* Runs the handlers waiting for `dir`, holding the connection open. */
+/* Runs the handlers waiting for `dir`, holding the connection open. An
+ * OWN_FD descriptor's readability while a step is out stands for both
+ * directions: the write handler is not even set during a write step, and
+ * the read that runs first when the step is back may consume it. */
 static void mt_dispatch(conn *cn, int dir) {
     module_conn *mc = mt_conn_record(cn);
+    if (cn->io_out && cn->type->not_socket) {
+        mc->wake_deferred |= MT_RUN_READ | MT_RUN_WRITE;
+        return;
+    }
     mc->refs++;
     if (cn->read_handler && (mt_read_on(mc) & dir)) mt_call(cn, cn->read_handler, MT_RUN_READ);
     if (!mc->closing && cn->write_handler && (mt_write_on(mc) & dir))
@@ -348,7 +355,9 @@ static void mt_run_wake(module_conn *mc) {
         return;
     }
     mc->refs++;
-    if ((want & MT_RUN_READ) && cn->read_handler) mt_call(cn, cn->read_handler, MT_RUN_READ);
+    /* The list also stands for buffered bytes (has_pending): read them too. */
+    if ((want & MT_RUN_READ || mt_has_pending(cn)) && cn->read_handler)
+        mt_call(cn, cn->read_handler, MT_RUN_READ);
     if ((want & MT_RUN_WRITE) && !mc->closing && cn->write_handler)
         mt_call(cn, cn->write_handler, MT_RUN_WRITE);
     mc->refs--;
@@ -676,7 +685,6 @@ static void transport_close_all(keel_transport *t) {
 
 void module_transports_release(module *m) {
     mt_listeners_release(m);
-    mt_fd_watches_release(m);
     for (keel_transport **pp = &transports; *pp;) {
         keel_transport *t = *pp;
         if (t->mod != m) {
@@ -687,6 +695,8 @@ void module_transports_release(module *m) {
         *pp = t->next;
         km_free(t);
     }
+    /* After the connections: their close hooks may unwatch what they own. */
+    mt_fd_watches_release(m);
     if (!transports && hs_timer) {
         event_timer_del(module_env_get()->el, hs_timer);
         hs_timer = 0;

@@ -13,8 +13,11 @@
  *    per grant: then -1 with EAGAIN until the peer's next bytes arrive and
  *    grant another window (RDMA: the peer re-registering its buffer); bytes
  *    arriving while some of the window is left grant nothing, so a peer
- *    that counts what it received knows when the writer stopped. The
- *    server must retry the write when the eventfd is readable.
+ *    that counts what it received knows when the writer stopped. A byte
+ *    FP_GRANT from the peer is such a grant and no data (RDMA: a control
+ *    message), so the server has no request to answer, only a write to
+ *    retry when the eventfd becomes readable (the peer sends no FP_GRANT
+ *    byte as data).
  *  - The handshake waits for the peer's first bytes and answers
  *    KEEL_CONN_WANT_WRITE meanwhile, which for an OWN_FD transport means
  *    readability (an eventfd is always writable: a server waiting for
@@ -32,9 +35,9 @@
  * that unwatches itself (level-triggered: it would run every loop turn
  * otherwise); replies whether a second watch of the same fd and a watch of
  * -1 were refused. FDPIPE.REFUSED: whether listener_open and connect refuse
- * this transport. The listener's watch is left to the server at unload, and
- * its descriptor stays open (on purpose): a peer connecting after unload
- * would run a stale watch.
+ * this transport, and conn_adopt fd -1 and a watched fd. The listener's watch is left to the server
+ * at unload, and its descriptor stays open (on purpose): a peer connecting after unload would run a
+ * stale watch.
  *
  * loadmodule fdpipe.so <socket path> <window bytes> <local port> [noaddr:
  * registers without the addr hook, which must be refused]. Built against
@@ -52,6 +55,7 @@
 #include <unistd.h>
 
 #define FP_INBOX_MAX (16 * 1024 * 1024) /* a peer sending more is dropped */
+#define FP_GRANT 0x06
 
 typedef struct fp_conn {
     int sock, efd;
@@ -118,8 +122,8 @@ static void fp_on_data(int fd, void *udata) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     pthread_mutex_lock(&c->lock);
     if (n > 0 && fp_inbox_room(c, (size_t)n)) {
-        memcpy(c->in + c->in_len, buf, (size_t)n);
-        c->in_len += (size_t)n;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != FP_GRANT) c->in[c->in_len++] = buf[i];
         if (!c->credit) c->credit = window; /* the peer's bytes grant the next window */
         fp_signal(c);
         pthread_mutex_unlock(&c->lock);
@@ -255,7 +259,8 @@ static void fp_adopt(int sock) {
     last_efd = c->efd;
     /* From KEEL_OK on the server owns it: the close hook frees it, maybe
      * before conn_adopt returns. */
-    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK) fp_free(c);
+    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK)
+        fp_free(c);
 }
 
 /* Level-triggered: what is left in the backlog fires again next turn. */
@@ -275,7 +280,8 @@ static int fp_listen(keel_ctx *ctx, const char *path) {
     unlink(path);
     listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd == -1 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
-        listen(listen_fd, 128) == -1 || !api->transport->fd_watch(ctx, listen_fd, fp_on_listen, NULL))
+        listen(listen_fd, 128) == -1 ||
+        !api->transport->fd_watch(ctx, listen_fd, fp_on_listen, NULL))
         return KEEL_ERR;
     return KEEL_OK;
 }
@@ -283,8 +289,8 @@ static int fp_listen(keel_ctx *ctx, const char *path) {
 /* ---- commands ---- */
 
 static void cmd_stats(keel_ctx *ctx) {
-    long long v[] = {accepted, closes, __atomic_load_n(&hs_steps, __ATOMIC_RELAXED), last_efd,
-                     oneshot_calls, wakes};
+    long long v[] = {accepted, closes,        __atomic_load_n(&hs_steps, __ATOMIC_RELAXED),
+                     last_efd, oneshot_calls, wakes};
     api->command->reply_array(ctx, 6);
     for (int i = 0; i < 6; i++)
         api->command->reply_int(ctx, v[i]);
@@ -332,11 +338,15 @@ static void refused_done(keel_conn *conn, int status, void *udata) {
 }
 
 static void cmd_refused(keel_ctx *ctx) {
-    api->command->reply_array(ctx, 3);
+    api->command->reply_array(ctx, 4);
     api->command->reply_int(ctx, api->transport->listener_open(ctx, transport, NULL, 0, 1) == NULL);
-    api->command->reply_int(
-        ctx, api->transport->connect(ctx, transport, "127.0.0.1", 1, 0, refused_done, NULL) == NULL);
-    api->command->reply_int(ctx, api->transport->conn_adopt(ctx, transport, -1, 0, NULL) == KEEL_ERR);
+    api->command->reply_int(ctx, api->transport->connect(ctx, transport, "127.0.0.1", 1, 0,
+                                                         refused_done, NULL) == NULL);
+    api->command->reply_int(ctx,
+                            api->transport->conn_adopt(ctx, transport, -1, 0, NULL) == KEEL_ERR);
+    /* the listener's descriptor is watched: adopting it would steal it */
+    api->command->reply_int(ctx, api->transport->conn_adopt(ctx, transport, listen_fd, 0, NULL) ==
+                                     KEEL_ERR);
 }
 
 static int add_commands(keel_ctx *ctx) {

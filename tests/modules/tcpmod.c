@@ -53,7 +53,8 @@ static int tcp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *cons
         return KEEL_ERR;
     }
     keel_transport_def def = {sizeof(def), "tcpmod", tcp_accept, tcp_handshake, tcp_read,
-                              tcp_writev,  NULL,     tcp_close,  NULL, NULL, 0, 0, NULL};
+                              tcp_writev,  NULL,     tcp_close,  NULL,          NULL,
+                              0,           0,        NULL};
     keel_transport *t = api->transport->register_transport(ctx, &def);
     const char *addrs[] = {"127.0.0.1"};
     if (!t || api->transport->listen(ctx, t, addrs, 1, atoi(argv[0])) != KEEL_OK) return KEEL_ERR;
