@@ -12,9 +12,12 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,26 +92,32 @@ typedef struct peer {
     struct ibv_comp_channel *comp;
     struct ibv_cq *cq;
     struct ibv_mr *mr;
-    uint8_t *buf; /* NRECV receive slots of BUFSZ, then a region for writes */
+    uint8_t *buf; /* NRECV receive slots of BUFSZ, a region for writes, NRECV send slots */
+    unsigned txn; /* sends posted: which send slot is next */
 } peer;
+
+static int cq_size_override; /* > 0: the next CQs' size */
 
 static void peer_resources(peer *p, uint32_t send_wr) {
     p->pd = ops->alloc_pd(p->id->verbs);
     ck_assert_ptr_nonnull(p->pd);
     p->comp = ops->create_comp_channel(p->id->verbs);
     ck_assert_ptr_nonnull(p->comp);
-    p->cq = ops->create_cq(p->id->verbs, 4 * NRECV + 2 * (int)send_wr, p, p->comp, 0);
+    int cqe = cq_size_override ? cq_size_override : 4 * NRECV + 2 * (int)send_wr;
+    p->cq = ops->create_cq(p->id->verbs, cqe, p, p->comp, 0);
     ck_assert_ptr_nonnull(p->cq);
     struct ibv_qp_init_attr a = {.send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC};
     a.cap.max_send_wr = send_wr;
     a.cap.max_recv_wr = NRECV;
     a.cap.max_send_sge = 2;
     a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 64;
     ck_assert_int_eq(ops->create_qp(p->id, p->pd, &a), 0);
+    ck_assert_uint_eq(a.cap.max_inline_data, 64);
     ck_assert_ptr_nonnull(p->id->qp);
-    p->buf = aligned_alloc(4096, 2 * NRECV * BUFSZ);
-    memset(p->buf, 0, 2 * NRECV * BUFSZ);
-    p->mr = ops->reg_mr(p->pd, p->buf, 2 * NRECV * BUFSZ,
+    p->buf = aligned_alloc(4096, 3 * NRECV * BUFSZ);
+    memset(p->buf, 0, 3 * NRECV * BUFSZ);
+    p->mr = ops->reg_mr(p->pd, p->buf, 3 * NRECV * BUFSZ,
                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     ck_assert_ptr_nonnull(p->mr);
     ck_assert_uint_ne(p->mr->lkey, p->mr->rkey);
@@ -122,8 +131,10 @@ static void post_recv(peer *p, int slot) {
 
 static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src, uint32_t len,
                 uint64_t raddr, uint32_t rkey, uint32_t imm) {
-    memcpy(p->buf + NRECV * BUFSZ, src, len); /* the source lies in the region */
-    struct ibv_sge sge = {(uintptr_t)(p->buf + NRECV * BUFSZ), len, p->mr->lkey};
+    /* a slot of its own: the NIC reads it after post_send returns */
+    uint8_t *slot = p->buf + (2 * NRECV + p->txn++ % NRECV) * BUFSZ;
+    memcpy(slot, src, len);
+    struct ibv_sge sge = {(uintptr_t)slot, len, p->mr->lkey};
     struct ibv_send_wr wr = {.wr_id = wr_id,
                              .sg_list = &sge,
                              .num_sge = 1,
@@ -155,18 +166,25 @@ typedef struct listener {
     struct sockaddr_in addr;
 } listener;
 
-static void listener_open(listener *l) {
+static void listener_open_at(listener *l, uint32_t ip) {
     l->ch = ops->create_event_channel();
     ck_assert_ptr_nonnull(l->ch);
     nonblock(l->ch->fd);
     ck_assert_int_eq(ops->create_id(l->ch, &l->id, l, RDMA_PS_TCP), 0);
     memset(&l->addr, 0, sizeof(l->addr));
     l->addr.sin_family = AF_INET;
-    l->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    l->addr.sin_addr.s_addr = htonl(ip);
     ck_assert_int_eq(ops->bind_addr(l->id, (struct sockaddr *)&l->addr), 0);
     ck_assert_int_eq(ops->listen(l->id, 0), 0);
     memcpy(&l->addr, ops->get_local_addr(l->id), sizeof(l->addr));
     ck_assert_int_ne(l->addr.sin_port, 0);
+    /* as librdmacm: an id bound to the wildcard has no device yet */
+    ck_assert(ip == INADDR_ANY ? !l->id->verbs : l->id->verbs != NULL);
+    if (ip == INADDR_ANY) l->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* dial that */
+}
+
+static void listener_open(listener *l) {
+    listener_open_at(l, INADDR_LOOPBACK);
 }
 
 static void listener_close(listener *l) {
@@ -288,6 +306,69 @@ START_TEST(test_connect_send_recv) {
 }
 END_TEST
 
+START_TEST(test_wildcard_listener) {
+    listener l, l2;
+    peer c, s;
+    listener_open_at(&l, INADDR_ANY);
+    l2.ch = ops->create_event_channel();
+    ck_assert_int_eq(ops->create_id(l2.ch, &l2.id, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in same = {.sin_family = AF_INET, .sin_port = l.addr.sin_port};
+    ck_assert_int_eq(ops->bind_addr(l2.id, (struct sockaddr *)&same), -1);
+    ck_assert_int_eq(errno, EADDRINUSE);
+    listener_close(&l2);
+    connect_pair(&l, &c, &s, 8, 7, NRECV);
+    ck_assert_ptr_nonnull(s.id->verbs);
+    struct sockaddr_in *local = (struct sockaddr_in *)ops->get_local_addr(s.id);
+    ck_assert_uint_eq(ntohl(local->sin_addr.s_addr), INADDR_LOOPBACK);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* Writes far beyond what a socket buffers: the NIC queues them and resumes
+ * when the wire drains (post_send never blocks on it). */
+START_TEST(test_bulk_writes) {
+    enum { CHUNK = 4 << 20, NWR = 16 };
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, NWR + 1, 7, NRECV);
+    uint8_t *src = malloc(CHUNK), *dst = calloc(1, CHUNK);
+    for (int i = 0; i < CHUNK; i++)
+        src[i] = (uint8_t)(i * 7);
+    struct ibv_mr *smr = ops->reg_mr(c.pd, src, CHUNK, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr *dmr =
+        ops->reg_mr(s.pd, dst, CHUNK, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct ibv_sge sge = {(uintptr_t)src, CHUNK, smr->lkey};
+    for (int i = 0; i < NWR; i++) {
+        struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode =
+                                     i == NWR - 1 ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE},
+                           *bad;
+        wr.wr.rdma.remote_addr = (uintptr_t)dst;
+        wr.wr.rdma.rkey = dmr->rkey;
+        wr.imm_data = htonl(CHUNK);
+        ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    }
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+    ck_assert_uint_eq(wc.byte_len, CHUNK);
+    ck_assert_int_eq(memcmp(src, dst, CHUNK), 0);
+    ck_assert_int_eq(ops->poll_cq(c.cq, 1, &wc), 0); /* none signalled */
+    ck_assert_int_eq(ops->dereg_mr(smr), 0);
+    ck_assert_int_eq(ops->dereg_mr(dmr), 0);
+    free(src);
+    free(dst);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 START_TEST(test_write_imm) {
     listener l;
     peer c, s;
@@ -321,6 +402,69 @@ START_TEST(test_write_imm) {
 }
 END_TEST
 
+/* SEND_WITH_IMM, an inline SEND (its source reusable at once), and a local
+ * sge outside its lkey's region: LOC_PROT_ERR and the QP in error. */
+START_TEST(test_imm_inline_local_error) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(post(&c, IBV_WR_SEND_WITH_IMM, 1, "imm", 4, 0, 0, htonl(42)), 0);
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    ck_assert_int_ne(wc.wc_flags & IBV_WC_WITH_IMM, 0);
+    ck_assert_uint_eq(ntohl(wc.imm_data), 42);
+    ck_assert_str_eq((char *)s.buf, "imm");
+    cq_expect(c.cq, &wc);
+
+    char stack_msg[] = "inline"; /* not registered: inline needs no lkey */
+    struct ibv_sge sge = {(uintptr_t)stack_msg, sizeof(stack_msg), 0};
+    struct ibv_send_wr wr = {.wr_id = 2,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                       *bad;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    memset(stack_msg, 'X', sizeof(stack_msg)); /* inline: taken at post time */
+    cq_expect(s.cq, &wc);
+    ck_assert_str_eq((char *)s.buf + BUFSZ, "inline");
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    static char big[65];
+    sge.addr = (uintptr_t)big;
+    sge.length = sizeof(big);
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), EINVAL); /* > max_inline_data */
+    ck_assert_ptr_eq(bad, &wr);
+    sge.addr = (uintptr_t)stack_msg;
+    sge.length = sizeof(stack_msg);
+    teardown_pair(&l, &c, &s);
+
+    client_start(&c, &l.addr, 8, 7);
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    sge.lkey = c.mr->lkey; /* a registered key, but not covering the stack */
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr_id = 3;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+    ck_assert_uint_eq(wc.wr_id, 3);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 /* A remote write that its rkey does not allow: REM_ACCESS_ERR, both QPs in
  * error, what was posted flushed with its wr_id. */
 static void bad_write(int wrong_key) {
@@ -329,7 +473,7 @@ static void bad_write(int wrong_key) {
     listener_open(&l);
     connect_pair(&l, &c, &s, 8, 7, 2);
     uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
-    uint64_t raddr = wrong_key ? region : region + NRECV * BUFSZ - 4;
+    uint64_t raddr = wrong_key ? region : region + 2 * NRECV * BUFSZ - 4; /* past the end */
     uint32_t rkey = wrong_key ? s.mr->rkey + 2 : s.mr->rkey;
     ck_assert_int_eq(post(&c, IBV_WR_RDMA_WRITE_WITH_IMM, 5, "12345678", 8, raddr, rkey, 1), 0);
     struct ibv_wc wc;
@@ -398,6 +542,17 @@ START_TEST(test_rnr) {
     ck_assert_uint_eq(wc.wr_id, 2);
     ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
     ck_assert_str_eq(ops->wc_status_str(wc.status), "RNR retry counter exceeded");
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    teardown_pair(&l, &c, &s);
+
+    rdma_fake_set_faults(&(rdma_fake_faults){.rnr_retry = 2}); /* overrides the 7 asked */
+    connect_pair(&l, &c, &s, 8, 7, 0);
+    ck_assert_int_eq(post(&c, IBV_WR_SEND, 3, "x", 1, 0, 0, 0), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+    rdma_fake_set_faults(&(rdma_fake_faults){0});
     ck_assert_int_eq(ops->disconnect(c.id), 0);
     cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
     cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
@@ -542,6 +697,29 @@ START_TEST(test_cq_events) {
 }
 END_TEST
 
+/* More completions than the CQ holds: an error of that CQ, not a crash. */
+START_TEST(test_cq_overrun) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    client_start(&c, &l.addr, 8, 7);
+    cq_size_override = 2;
+    server_accept(&s, &l, 8, 7, 3);
+    cq_size_override = 0;
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    struct ibv_wc wc;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(post(&c, IBV_WR_SEND, (uint64_t)i, "a", 1, 0, 0, 0), 0);
+        cq_expect(c.cq, &wc); /* so the server's three completions are in */
+    }
+    ck_assert_int_lt(ops->poll_cq(s.cq, 1, &wc), 0);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 START_TEST(test_destroy_id_drops_events) {
     struct rdma_event_channel *ch = ops->create_event_channel();
     struct rdma_cm_id *id;
@@ -663,13 +841,18 @@ START_TEST(test_no_listener_and_reject) {
     listener l;
     peer c, s;
     listener_open(&l);
-    struct sockaddr_in nobody = l.addr;
-    nobody.sin_port = htons((uint16_t)(ntohs(l.addr.sin_port) ^ 1));
+    /* an address bound and not listening: nobody else can listen there */
+    struct rdma_cm_id *idle;
+    ck_assert_int_eq(ops->create_id(l.ch, &idle, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in nobody = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(ops->bind_addr(idle, (struct sockaddr *)&nobody), 0);
+    memcpy(&nobody, ops->get_local_addr(idle), sizeof(nobody));
     client_start(&c, &nobody, 4, 7);
     struct rdma_cm_event *ev = cm_expect(c.ch, RDMA_CM_EVENT_REJECTED, 1);
     ck_assert_int_eq(ev->status, ECONNREFUSED);
     ck_assert_int_eq(ops->ack_cm_event(ev), 0);
     peer_free(&c, 1);
+    ck_assert_int_eq(ops->destroy_id(idle), 0);
 
     client_start(&c, &l.addr, 4, 7);
     ev = cm_expect(l.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
@@ -702,6 +885,48 @@ START_TEST(test_no_listener_and_reject) {
     ck_assert_int_eq(ops->ack_cm_event(ev), 0);
     peer_free(&s, 0);
     listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* IPv6 addresses, and the CM alone (no QP on either side). */
+START_TEST(test_ipv6_cm_only) {
+    struct rdma_event_channel *lch = ops->create_event_channel(),
+                              *cch = ops->create_event_channel();
+    nonblock(lch->fd);
+    nonblock(cch->fd);
+    struct rdma_cm_id *lid, *cid;
+    ck_assert_int_eq(ops->create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+    ck_assert_int_eq(ops->create_id(cch, &cid, NULL, RDMA_PS_TCP), 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    ck_assert_int_eq(ops->bind_addr(lid, (struct sockaddr *)&a), 0);
+    ck_assert_int_eq(ops->listen(lid, 4), 0);
+    memcpy(&a, ops->get_local_addr(lid), sizeof(a));
+    ck_assert_int_ne(a.sin6_port, 0);
+    ck_assert_int_eq(ops->resolve_addr(cid, NULL, (struct sockaddr *)&a, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+    ck_assert_int_eq(ops->get_local_addr(cid)->sa_family, AF_INET6);
+    ck_assert_int_eq(ops->connect(cid, NULL), -1); /* the route is not resolved */
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(ops->resolve_route(cid, 100), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    ck_assert_int_eq(ops->connect(cid, NULL), 0);
+    struct rdma_cm_event *ev = cm_expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, 1);
+    struct rdma_cm_id *child = ev->id;
+    ck_assert_int_eq(child->route.addr.dst_addr.sa_family, AF_INET6);
+    ck_assert_int_eq(ops->ack_cm_event(ev), 0);
+    ck_assert_int_eq(ops->accept(child, NULL), 0);
+    cm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    cm_expect(lch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    ck_assert_int_eq(ops->disconnect(child), 0);
+    cm_expect(lch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    ck_assert_int_eq(ops->disconnect(lid), -1); /* a listener is not connected */
+    ck_assert_int_eq(ops->destroy_id(child), 0);
+    ck_assert_int_eq(ops->destroy_id(cid), 0);
+    ck_assert_int_eq(ops->destroy_id(lid), 0);
+    ops->destroy_event_channel(lch);
+    ops->destroy_event_channel(cch);
     counts_zero();
 }
 END_TEST
@@ -829,6 +1054,42 @@ static int child_server(int port_fd) {
 
 static int child_fd;
 
+enum { SINK_SIZE = 4 << 20, SINK_WR = 16 };
+
+/* A server that advertises a SINK_SIZE region by a SEND (address, rkey),
+ * then only waits for the disconnect. */
+static int child_sink(int port_fd) {
+    listener l;
+    peer s;
+    listener_open(&l);
+    if (write(port_fd, &l.addr, sizeof(l.addr)) != sizeof(l.addr)) return 1;
+    server_accept(&s, &l, 8, 7, NRECV);
+    cm_expect(l.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    uint8_t *sink = malloc(SINK_SIZE);
+    struct ibv_mr *mr =
+        ops->reg_mr(s.pd, sink, SINK_SIZE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    uint8_t msg[12];
+    uint64_t addr = (uintptr_t)sink;
+    memcpy(msg, &addr, 8);
+    memcpy(msg + 8, &mr->rkey, 4);
+    if (post(&s, IBV_WR_SEND, 1, msg, sizeof(msg), 0, 0, 0)) return 2;
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    struct ibv_wc wc;
+    while (ops->poll_cq(s.cq, 1, &wc) > 0) {
+    }
+    ops->dereg_mr(mr);
+    free(sink);
+    peer_free(&s, 0);
+    listener_close(&l);
+    counts_zero();
+    return 0;
+}
+
+START_TEST(test_child_sink) {
+    ck_assert_int_eq(child_sink(child_fd), 0);
+}
+END_TEST
+
 START_TEST(test_child_server) {
     ck_assert_int_eq(child_server(child_fd), 0);
 }
@@ -882,6 +1143,65 @@ START_TEST(test_fork) {
 }
 END_TEST
 
+/* A peer that stops reading (its process is stopped): post_send queues in
+ * the NIC and returns, ENOMEM past max_send_wr, and everything completes
+ * once the peer reads again. */
+START_TEST(test_stopped_peer) {
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = spawn_self("sink", p[1]);
+    ck_assert_int_ge(pid, 0);
+    close(p[1]);
+    struct sockaddr_in addr;
+    ck_assert_int_eq(read(p[0], &addr, sizeof(addr)), (ssize_t)sizeof(addr));
+    close(p[0]);
+    peer c;
+    client_start(&c, &addr, SINK_WR, 7);
+    cm_expect(c.ch, RDMA_CM_EVENT_ESTABLISHED, 0);
+    struct ibv_wc wc;
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    uint64_t raddr;
+    uint32_t rkey;
+    memcpy(&raddr, c.buf + (wc.wr_id - 100) * BUFSZ, 8);
+    memcpy(&rkey, c.buf + (wc.wr_id - 100) * BUFSZ + 8, 4);
+    uint8_t *src = calloc(1, SINK_SIZE);
+    struct ibv_mr *smr = ops->reg_mr(c.pd, src, SINK_SIZE, IBV_ACCESS_LOCAL_WRITE);
+    ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    struct ibv_sge sge = {(uintptr_t)src, SINK_SIZE, smr->lkey};
+    struct ibv_send_wr wr = {.sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    for (int i = 0; i < SINK_WR; i++) {
+        wr.wr_id = (uint64_t)i;
+        ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), 0);
+    }
+    ck_assert_int_eq(ops->post_send(c.id->qp, &wr, &bad), ENOMEM);
+    ck_assert_int_eq(kill(pid, SIGCONT), 0);
+    for (int i = 0; i < SINK_WR; i++) {
+        cq_expect(c.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+        ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+    }
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+    while (ops->poll_cq(c.cq, 1, &wc) > 0) {
+    }
+    ck_assert_int_eq(ops->dereg_mr(smr), 0);
+    free(src);
+    peer_free(&c, 1);
+    counts_zero();
+}
+END_TEST
+
 /* A peer process that dies: the survivor sees DISCONNECTED and flushes. */
 static int child_dies(int port_fd) {
     listener l;
@@ -923,11 +1243,145 @@ START_TEST(test_peer_process_dies) {
 }
 END_TEST
 
+/* Objects made and destroyed from several threads at once, so that the NIC
+ * thread starts and stops under them (TSan watches). No ck_assert in the
+ * threads: check's marks are not thread-safe. */
+static void *churn(void *arg) {
+    long bad = 0;
+    static char mem[256];
+    for (int i = 0; i < 200; i++) {
+        struct rdma_event_channel *ch = ops->create_event_channel();
+        struct rdma_cm_id *id;
+        struct rdma_cm_event *ev;
+        struct sockaddr_in dst = {
+            .sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        bad += !ch || ops->create_id(ch, &id, arg, RDMA_PS_TCP);
+        bad += ops->resolve_addr(id, NULL, (struct sockaddr *)&dst, 100) != 0;
+        bad += ops->get_cm_event(ch, &ev) != 0 || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED;
+        bad += ops->ack_cm_event(ev) != 0;
+        struct ibv_pd *pd = ops->alloc_pd(id->verbs);
+        struct ibv_mr *mr = ops->reg_mr(pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE);
+        bad += !mr || ops->dereg_mr(mr) != 0;
+        bad += ops->dealloc_pd(pd) != 0;
+        bad += ops->destroy_id(id) != 0;
+        ops->destroy_event_channel(ch);
+    }
+    return (void *)bad;
+}
+
+/* A sender thread keeps up to 8 SENDs in flight, each from its own slot,
+ * reusing a slot only after its completion. */
+enum { STREAM_N = 3000, STREAM_DEPTH = 8 };
+
+static void *stream_sender(void *arg) {
+    peer *c = arg;
+    long bad = 0;
+    uint32_t done = 0;
+    for (uint32_t seq = 0; seq < STREAM_N || done < STREAM_N;) {
+        if (seq < STREAM_N && seq - done < STREAM_DEPTH) {
+            uint8_t *slot = c->buf + (2 * NRECV + seq % STREAM_DEPTH) * BUFSZ;
+            memcpy(slot, &seq, sizeof(seq));
+            struct ibv_sge sge = {(uintptr_t)slot, sizeof(seq), c->mr->lkey};
+            struct ibv_send_wr wr = {.wr_id = seq,
+                                     .sg_list = &sge,
+                                     .num_sge = 1,
+                                     .opcode = IBV_WR_SEND,
+                                     .send_flags = IBV_SEND_SIGNALED},
+                               *bw;
+            bad += ops->post_send(c->id->qp, &wr, &bw) != 0;
+            seq++;
+            continue;
+        }
+        struct ibv_wc wc;
+        int n = ops->poll_cq(c->cq, 1, &wc);
+        if (n == 1) {
+            bad += wc.status != IBV_WC_SUCCESS || wc.wr_id != done;
+            done++;
+        } else if (n < 0 || bad) {
+            break;
+        }
+    }
+    return (void *)bad;
+}
+
+START_TEST(test_stream_threads) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, STREAM_DEPTH, 7, NRECV);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, stream_sender, &c), 0);
+    for (uint32_t want = 0; want < STREAM_N; want++) {
+        struct ibv_wc wc;
+        cq_expect(s.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+        uint32_t got;
+        memcpy(&got, s.buf + (wc.wr_id - 100) * BUFSZ, sizeof(got));
+        ck_assert_uint_eq(got, want); /* in order, intact */
+        post_recv(&s, (int)(wc.wr_id - 100));
+    }
+    void *bad;
+    pthread_join(t, &bad);
+    ck_assert_ptr_null(bad);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+START_TEST(test_threads) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad;
+        pthread_join(t[i], &bad);
+        ck_assert_ptr_null(bad);
+    }
+    counts_zero();
+}
+END_TEST
+
+static int run_self_asan(const char *mode, const char *env, const char *asan);
+
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Threads:", 8)) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+
+/* The fake inside a dlclose()d object: its destructor joins the NIC thread
+ * even with an object left alive. In a child of its own (probe-dlclose),
+ * where leak detection is off: the object left alive is the point. */
+static int dlclose_probe(void) {
+    int before = thread_count();
+    void *so = dlopen(FAKE_DL_PROBE, RTLD_NOW | RTLD_LOCAL);
+    if (!so) return 10;
+    int (*start)(void) = (int (*)(void))dlsym(so, "fake_dl_probe_start");
+    if (!start || start() != 0) return 11;
+    int during = thread_count(); /* TSan may have started a thread of its own too */
+    if (during <= before) return 12;
+    if (dlclose(so) != 0) return 13;
+    return thread_count() == during - 1 ? 0 : 14;
+}
+
+START_TEST(test_dlclose) {
+    ck_assert_int_eq(run_self_asan("probe-dlclose", "", "detect_leaks=0"), 0);
+}
+END_TEST
+
 /* KEEL_RDMA_FAKE, read by a fresh copy of this program (see main). */
-static int run_self(const char *mode, const char *env) {
+/* Runs this program in mode with KEEL_RDMA_FAKE=env (and ASAN_OPTIONS=asan
+ * if not NULL): its exit status, or 128 + the signal that ended it. */
+static int run_self_asan(const char *mode, const char *env, const char *asan) {
     pid_t pid = fork();
     if (pid == 0) {
         setenv("KEEL_RDMA_FAKE", env, 1);
+        if (asan) setenv("ASAN_OPTIONS", asan, 1);
         execl("/proc/self/exe", "check_rdma_fake", mode, (char *)NULL);
         _exit(127);
     }
@@ -937,6 +1391,10 @@ static int run_self(const char *mode, const char *env) {
     return WEXITSTATUS(status);
 }
 
+static int run_self(const char *mode, const char *env) {
+    return run_self_asan(mode, env, NULL);
+}
+
 START_TEST(test_env) {
     ck_assert_int_eq(run_self("probe-no-device", "no_device=1"), 0);
     ck_assert_int_eq(run_self("probe-no-device", "max_send_wr=3"), 1);
@@ -944,6 +1402,8 @@ START_TEST(test_env) {
     ck_assert_int_eq(run_self("probe-leak", "leak_check=1"), 3);
     ck_assert_int_eq(run_self("probe-leak", "leak_check=0"), 0);
     ck_assert_int_eq(run_self("probe-no-device", "bogus=1"), 128 + 6); /* SIGABRT */
+    ck_assert_int_eq(run_self("probe-double-destroy", ""), 128 + 6);
+    ck_assert_int_eq(run_self("probe-use-after-destroy", ""), 128 + 6);
 }
 END_TEST
 
@@ -951,8 +1411,24 @@ static int probe(const char *mode) {
     ops = rdma_ops_get();
     if (!strcmp(mode, "probe-no-device")) {
         int n;
-        return ops->get_device_list(&n) == NULL && errno == ENOSYS ? 0 : 1;
+        struct ibv_device **list = ops->get_device_list(&n);
+        if (!list) return errno == ENOSYS ? 0 : 2;
+        ops->free_device_list(list);
+        return 1;
     }
+    if (!strcmp(mode, "probe-double-destroy") || !strcmp(mode, "probe-use-after-destroy")) {
+        struct rdma_event_channel *ch = ops->create_event_channel();
+        struct rdma_event_channel *keep = ops->create_event_channel(); /* not reused */
+        (void)keep;
+        ops->destroy_event_channel(ch);
+        struct rdma_cm_id *id;
+        if (!strcmp(mode, "probe-double-destroy"))
+            ops->destroy_event_channel(ch);
+        else
+            ops->create_id(ch, &id, NULL, RDMA_PS_TCP);
+        return 0; /* not reached */
+    }
+    if (!strcmp(mode, "probe-dlclose")) return dlclose_probe();
     if (!strcmp(mode, "probe-leak")) {
         ops->create_event_channel();
         return 0;
@@ -988,7 +1464,9 @@ int main(int argc, char **argv) {
         Suite *su = suite_create("rdma_fake_child");
         TCase *tc = tcase_create("child");
         tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, !strcmp(argv[1], "server") ? test_child_server : test_child_dies);
+        tcase_add_test(tc, !strcmp(argv[1], "server") ? test_child_server
+                           : !strcmp(argv[1], "sink") ? test_child_sink
+                                                      : test_child_dies);
         suite_add_tcase(su, tc);
         SRunner *sr = srunner_create(su);
         srunner_set_fork_status(sr, CK_NOFORK);
@@ -1003,23 +1481,32 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("fake");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_connect_send_recv);
+    tcase_add_test(tc, test_wildcard_listener);
     tcase_add_test(tc, test_write_imm);
+    tcase_add_test(tc, test_bulk_writes);
+    tcase_add_test(tc, test_imm_inline_local_error);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);
     tcase_add_test(tc, test_max_send_wr);
     tcase_add_test(tc, test_create_qp_caps);
     tcase_add_test(tc, test_cq_events);
+    tcase_add_test(tc, test_cq_overrun);
     tcase_add_test(tc, test_destroy_id_drops_events);
     tcase_add_test(tc, test_disconnect);
     tcase_add_test(tc, test_qp_error);
     tcase_add_test(tc, test_vanish);
     tcase_add_test(tc, test_flush_sends);
     tcase_add_test(tc, test_no_listener_and_reject);
+    tcase_add_test(tc, test_ipv6_cm_only);
     tcase_add_test(tc, test_corrupt_frames);
     tcase_add_test(tc, test_faults);
     tcase_add_test(tc, test_fork);
+    tcase_add_test(tc, test_stopped_peer);
     tcase_add_test(tc, test_peer_process_dies);
+    tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_stream_threads);
+    tcase_add_test(tc, test_dlclose);
     tcase_add_test(tc, test_env);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);

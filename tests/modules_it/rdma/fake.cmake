@@ -15,3 +15,12 @@ target_link_libraries(check_rdma_fake PRIVATE keel_rdma_fake PkgConfig::CHECK)
 add_test(NAME modules.check_rdma_fake COMMAND check_rdma_fake)
 set_tests_properties(modules.check_rdma_fake PROPERTIES ENVIRONMENT "CK_FORK=no"
                      LABELS "modules" TIMEOUT 120)
+
+# A shared object with its own copy of the fake, which check_rdma_fake
+# dlopen()s and dlclose()s: the NIC thread must not outlive the code.
+add_library(rdma_fake_dl_probe MODULE ${CMAKE_CURRENT_LIST_DIR}/fake_dl_probe.c)
+target_link_libraries(rdma_fake_dl_probe PRIVATE keel_rdma_fake)
+target_compile_definitions(check_rdma_fake PRIVATE
+    FAKE_DL_PROBE="$<TARGET_FILE:rdma_fake_dl_probe>")
+target_link_libraries(check_rdma_fake PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(check_rdma_fake rdma_fake_dl_probe)

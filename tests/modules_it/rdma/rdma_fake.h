@@ -53,6 +53,13 @@
  *    alive and exits with status 3 if KEEL_RDMA_FAKE contains
  *    "leak_check=1" (the test server's exit status then fails the test).
  *
+ * Limits: RC queue pairs only, no SRQ; post_send takes SEND, SEND_WITH_IMM,
+ * RDMA_WRITE and RDMA_WRITE_WITH_IMM of at most 64 MiB (else EINVAL). A
+ * completion that finds its CQ full is lost and poll_cq fails from then on
+ * (a CQ overrun). A fork()ed child must not use the fake (its wires are
+ * closed there). The leak check also runs when a module holding the fake is
+ * dlclose()d.
+ *
  * Thread safety: as libibverbs (calls on different objects from different
  * threads are fine; the fake locks internally).
  *
@@ -73,7 +80,7 @@ typedef struct rdma_fake_faults {
     long fail_reg_mr;      /* > 0: the Nth reg_mr from now fails (ENOMEM) */
     long fail_post_send;   /* > 0: the Nth post_send from now fails (ENOMEM) */
     long fail_create_qp;   /* > 0: the Nth create_qp from now fails (ENOMEM) */
-    int rnr_retry;         /* >= 0 and < 7: overrides the QPs' rnr_retry_count */
+    int rnr_retry;         /* 1..6: overrides the QPs' rnr_retry_count (0: no override) */
     int leak_check;        /* at exit: objects alive -> listed, exit status 3 */
 } rdma_fake_faults;
 

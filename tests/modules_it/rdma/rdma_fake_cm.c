@@ -71,7 +71,9 @@ void fake_cm_queue(fake_id *id, fake_id *listen_id, enum rdma_cm_event_type type
         ev->pub.param.conn = *param;
         if (param->private_data_len && param->private_data)
             memcpy(ev->pdata, param->private_data, param->private_data_len);
-        ev->pub.param.conn.private_data = param->private_data_len ? ev->pdata : NULL;
+        int has = param->private_data_len && param->private_data;
+        ev->pub.param.conn.private_data = has ? ev->pdata : NULL;
+        ev->pub.param.conn.private_data_len = has ? param->private_data_len : 0;
     }
     fake_channel *ch = (fake_channel *)id->pub.channel;
     if (ch->tail)
@@ -99,9 +101,7 @@ static void fake_channel_drop(fake_channel *ch, int (*drop)(fake_cm_event *, voi
     fake_eventfd_set(ch->pub.fd, &ch->signalled, ch->head != NULL);
 }
 
-/* Waits for a descriptor to be readable: 0 to try again, -1 with EAGAIN if
- * it is non-blocking. */
-static int fake_fd_wait(int fd) {
+int fake_fd_wait(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK)) {
         errno = EAGAIN;
@@ -115,7 +115,7 @@ static int fake_fd_wait(int fd) {
 
 /* ---- sockets ---- */
 
-void fake_sock_link(fake_sock *s) {
+static void fake_sock_link(fake_sock *s) {
     s->next = fake_socks;
     fake_socks = s;
 }
@@ -125,6 +125,12 @@ static fake_sock *fake_sock_new(int fd) {
     if (!s) fake_die("out of memory");
     s->fd = fd;
     return s;
+}
+
+void fake_sock_final_flush(fake_sock *s) {
+    if (s->fd >= 0 && !s->listening && s->out_off < s->out_len)
+        (void)!send(s->fd, s->out + s->out_off, s->out_len - s->out_off,
+                    MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void fake_sock_free(fake_sock *s) {
@@ -270,8 +276,7 @@ static int fake_check_sa(const struct sockaddr *sa) {
 /* ---- the CM calls ---- */
 
 static struct rdma_event_channel *fake_create_event_channel(void) {
-    fake_init_once();
-    if (fake_faults.no_device) {
+    if (fake_no_device()) {
         errno = ENODEV;
         return NULL;
     }
@@ -695,12 +700,19 @@ static int fake_ack_cm_event(struct rdma_cm_event *event) {
     return 0;
 }
 
+static struct sockaddr *fake_get_addr(struct rdma_cm_id *id, int peer) {
+    pthread_mutex_lock(&fake_lock);
+    fake_reg_check(id, FAKE_ID, "get_peer_addr/get_local_addr on an id not alive");
+    pthread_mutex_unlock(&fake_lock);
+    return peer ? &id->route.addr.dst_addr : &id->route.addr.src_addr;
+}
+
 static struct sockaddr *fake_get_peer_addr(struct rdma_cm_id *id) {
-    return &id->route.addr.dst_addr;
+    return fake_get_addr(id, 1);
 }
 
 static struct sockaddr *fake_get_local_addr(struct rdma_cm_id *id) {
-    return &id->route.addr.src_addr;
+    return fake_get_addr(id, 0);
 }
 
 /* ---- test controls ---- */
@@ -829,9 +841,10 @@ static void fake_park(fake_sock *s, const fake_frame_hdr *h, const uint8_t *payl
     f->hdr = *h;
     memcpy(f->payload, payload, h->len);
     if (!s->parked) {
-        const fake_data_hdr *d = (const fake_data_hdr *)payload;
+        fake_data_hdr d;
+        memcpy(&d, payload, sizeof(d));
         s->rnr_deadline_ms =
-            d->rnr_retry >= 7 ? 0 : fake_now_ms() + 1 + (uint64_t)d->rnr_retry * FAKE_RNR_STEP_MS;
+            d.rnr_retry >= 7 ? 0 : fake_now_ms() + 1 + (uint64_t)d.rnr_retry * FAKE_RNR_STEP_MS;
         s->parked = f;
     } else {
         s->parked_tail->next = f;
@@ -1006,18 +1019,29 @@ static void fake_sock_unpark(fake_sock *s, uint64_t now) {
     }
 }
 
+/* Transmits what s's QP has posted while the socket takes it; a full
+ * socket resumes on EPOLLOUT. */
+static void fake_sock_pump(fake_sock *s) {
+    for (;;) {
+        fake_qp *qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
+        if (qp) fake_qp_transmit(qp);
+        fake_sock_flush(s);
+        qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
+        if (s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
+    }
+}
+
 void fake_nic_pass(void) {
     uint64_t now = fake_now_ms();
-    for (fake_sock *s = fake_socks; s; s = s->next) {
-        if (s->dead || s->listening) continue;
-        if (s->parked) fake_sock_unpark(s, now);
-        if (s->id && s->id->pub.qp && s->id->state == ID_ESTABLISHED)
-            fake_qp_transmit(fake_id_qp(s->id));
-    }
     fake_sock **pp = &fake_socks;
     while (*pp) {
         fake_sock *s = *pp;
-        if (!s->listening && (!s->dead || s->linger)) fake_sock_flush(s);
+        if (!s->dead && !s->listening) {
+            if (s->parked) fake_sock_unpark(s, now);
+            fake_sock_pump(s);
+        } else if (s->dead && s->linger) {
+            fake_sock_flush(s);
+        }
         if (s->dead && (!s->linger || s->out_off == s->out_len)) {
             *pp = s->next;
             fake_sock_free(s);

@@ -53,6 +53,8 @@ void fake_eventfd_set(int fd, int *signalled, int on) {
     }
 }
 
+static int fake_nic_running; /* the NIC thread's state: see below */
+
 /* ---- faults ---- */
 
 static void fake_parse_env(void) {
@@ -92,12 +94,39 @@ static void fake_parse_env(void) {
     free(copy);
 }
 
+/* A forked child (BGSAVE and the like) inherits the fake's memory but not
+ * its NIC thread: it must not join a thread it does not have, nor report
+ * its parent's objects as leaks, and it lets go of the parent's wires so
+ * that the peers see them close when the parent closes them. */
+static int fake_in_child;
+
+static void fake_atfork_child(void) {
+    fake_in_child = 1;
+    fake_nic_running = 0;
+    if (pthread_mutex_trylock(&fake_lock) == 0) { /* else the list was mid-change */
+        for (fake_sock *s = fake_socks; s; s = s->next) {
+            close(s->fd);
+            s->fd = -1;
+        }
+        pthread_mutex_unlock(&fake_lock);
+    }
+}
+
 static void fake_init(void) {
     fake_parse_env();
+    pthread_atfork(NULL, NULL, fake_atfork_child);
 }
 
 void fake_init_once(void) {
     pthread_once(&fake_once, fake_init);
+}
+
+int fake_no_device(void) {
+    fake_init_once();
+    pthread_mutex_lock(&fake_lock);
+    int v = fake_faults.no_device;
+    pthread_mutex_unlock(&fake_lock);
+    return v;
 }
 
 void rdma_fake_set_faults(const rdma_fake_faults *faults) {
@@ -170,7 +199,7 @@ void fake_reg_add(void *obj, fake_kind kind) {
     fake_live_total++;
 }
 
-int fake_reg_has(const void *obj, fake_kind kind) {
+static int fake_reg_has(const void *obj, fake_kind kind) {
     const fake_slot *s = obj ? fake_slot_find(obj) : NULL;
     return s && s->kind == (int)kind;
 }
@@ -202,7 +231,7 @@ void rdma_fake_live(rdma_fake_counts *out) {
 /* ---- the NIC thread ---- */
 
 static pthread_t fake_nic;
-static int fake_nic_running, fake_nic_stop;
+static int fake_nic_stop;
 static int fake_epfd = -1, fake_wakefd = -1;
 static const char fake_wake_tag; /* epoll data of the wake eventfd */
 
@@ -249,9 +278,10 @@ static void *fake_nic_main(void *arg) {
         }
         fake_nic_pass();
     }
-    while (fake_socks) {
+    while (fake_socks) { /* all ids are gone: a last try at their goodbyes */
         fake_sock *s = fake_socks;
         fake_socks = s->next;
+        fake_sock_final_flush(s);
         fake_sock_free(s);
     }
     pthread_mutex_unlock(&fake_lock);
@@ -305,6 +335,7 @@ static void fake_leak_report(void) {
 }
 
 __attribute__((destructor)) static void fake_fini(void) {
+    if (fake_in_child) return;
     pthread_mutex_lock(&fake_life);
     if (fake_nic_running) fake_nic_join();
     pthread_mutex_unlock(&fake_life);

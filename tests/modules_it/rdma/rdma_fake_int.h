@@ -95,6 +95,7 @@ typedef struct fake_cq {
     struct ibv_wc *wc; /* ring of pub.cqe entries */
     size_t head, len;
     int armed;
+    int overrun;              /* a completion found it full: poll_cq fails from then on */
     unsigned long got, acked; /* events fetched / acked */
     long qps;
 } fake_cq;
@@ -110,7 +111,6 @@ typedef struct fake_swr {
     struct ibv_sge *sge;  /* max_send_sge of them */
     uint8_t *inline_data; /* IBV_SEND_INLINE: copied at post time */
     uint32_t inline_len;
-    int sent;
 } fake_swr;
 
 typedef struct fake_rwr {
@@ -134,6 +134,9 @@ struct fake_qp {
 
 #define FAKE_FRAME_MAGIC 0x4b524631u /* "KRF1" */
 #define FAKE_FRAME_MAX (64u << 20)   /* a larger length is a corrupt frame */
+/* The largest message post_send takes (hardware allows 2 GiB; the module
+ * moves at most rdma-rx-size, 16 MiB, at once). */
+#define FAKE_MSG_MAX (FAKE_FRAME_MAX - 64u)
 
 typedef enum fake_frame_type {
     FR_CONNECT = 1,
@@ -184,16 +187,20 @@ void fake_life_end(void);
 void fake_reg_add(void *obj, fake_kind kind);
 void fake_reg_del(void *obj, fake_kind kind, const char *what);
 void fake_reg_check(const void *obj, fake_kind kind, const char *what);
-int fake_reg_has(const void *obj, fake_kind kind);
 /* Wakes the NIC thread (post_send, post_recv, a socket to close). */
 void fake_nic_kick(void);
 void fake_nic_add_fd(fake_sock *s);
 void fake_nic_want_out(fake_sock *s, int on);
-void fake_sock_link(fake_sock *s);
 uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
+/* The no_device fault (reads the environment first). */
+int fake_no_device(void);
 void fake_eventfd_set(int fd, int *signalled, int on);
+/* For get_cm_event/get_cq_event on an empty channel: waits until its fd is
+ * readable and returns 0 (try again), or -1 with EAGAIN if it is
+ * non-blocking. Called without fake_lock. */
+int fake_fd_wait(int fd);
 
 /* ---- CM and wire (rdma_fake_cm.c), under fake_lock ---- */
 void fake_cm_queue(fake_id *id, fake_id *listen_id, enum rdma_cm_event_type type, int status,
@@ -209,11 +216,12 @@ void fake_nic_sock_event(fake_sock *s, uint32_t events);
 void fake_nic_pass(void);
 uint64_t fake_nic_next_deadline(void);
 void fake_sock_free(fake_sock *s);
+/* What is still unsent, written once without waiting (the NIC is stopping). */
+void fake_sock_final_flush(fake_sock *s);
 extern fake_sock *fake_socks;
 
 /* ---- verbs (rdma_fake_verbs.c), under fake_lock ---- */
 extern struct ibv_context fake_context;
-void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc);
 void fake_qp_set_error(fake_qp *qp);
 void fake_qp_transmit(fake_qp *qp);
 /* An ACK of the oldest WR sent: 0, or -1 when there is no such WR. */

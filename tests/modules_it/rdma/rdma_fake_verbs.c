@@ -8,8 +8,6 @@
 #include "rdma_fake_int.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +45,8 @@ static uint32_t fake_next_key, fake_next_qpn, fake_next_handle;
 /* ---- devices ---- */
 
 struct ibv_device **fake_get_device_list(int *num) {
-    fake_init_once();
     if (num) *num = 0;
-    if (fake_faults.no_device) {
+    if (fake_no_device()) {
         errno = ENOSYS;
         return NULL;
     }
@@ -261,6 +258,7 @@ struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context
     if (ibch) {
         fake_reg_check(ibch, FAKE_COMP, "create_cq on a completion channel not alive");
         ((fake_comp *)ibch)->cqs++;
+        ibch->refcnt++;
     }
     cq->pub.context = ctx;
     cq->pub.channel = ibch;
@@ -291,6 +289,7 @@ int fake_destroy_cq(struct ibv_cq *ibcq) {
             ch->ev_len = kept;
             fake_eventfd_set(ch->pub.fd, &ch->signalled, kept > 0);
             ch->cqs--;
+            ch->pub.refcnt--;
         }
         fake_reg_del(cq, FAKE_CQ, "destroy_cq of a cq not alive");
         free(cq->wc);
@@ -317,8 +316,13 @@ static void fake_comp_push(fake_comp *ch, fake_cq *cq) {
     fake_eventfd_set(ch->pub.fd, &ch->signalled, 1);
 }
 
-void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc) {
-    if (cq->len == (size_t)cq->pub.cqe) fake_die("CQ overrun: more completions than its cqe");
+static void fake_cq_push(fake_cq *cq, const struct ibv_wc *wc) {
+    if (cq->len == (size_t)cq->pub.cqe) {
+        /* as hardware: the CQ is in error (IBV_EVENT_CQ_ERR), the CQE lost */
+        if (!cq->overrun) fprintf(stderr, "rdma_fake: CQ overrun (cqe %d)\n", cq->pub.cqe);
+        cq->overrun = 1;
+        return;
+    }
     cq->wc[(cq->head + cq->len++) % (size_t)cq->pub.cqe] = *wc;
     if (cq->armed && cq->pub.channel) {
         cq->armed = 0;
@@ -354,14 +358,7 @@ int fake_get_cq_event(struct ibv_comp_channel *ibch, struct ibv_cq **out, void *
         }
         int fd = ch->pub.fd;
         pthread_mutex_unlock(&fake_lock);
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && (fl & O_NONBLOCK)) {
-            errno = EAGAIN;
-            return -1;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        while (poll(&p, 1, -1) < 0 && errno == EINTR) {
-        }
+        if (fake_fd_wait(fd) < 0) return -1;
     }
 }
 
@@ -370,6 +367,7 @@ void fake_ack_cq_events(struct ibv_cq *ibcq, unsigned int n) {
     fake_cq *cq = (fake_cq *)ibcq;
     fake_reg_check(cq, FAKE_CQ, "ack_cq_events on a cq not alive");
     cq->acked += n;
+    cq->pub.comp_events_completed += n;
     if (cq->acked > cq->got) fake_die("ack_cq_events acks more events than get_cq_event gave");
     pthread_mutex_unlock(&fake_lock);
 }
@@ -378,8 +376,8 @@ int fake_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc) {
     pthread_mutex_lock(&fake_lock);
     fake_cq *cq = (fake_cq *)ibcq;
     fake_reg_check(cq, FAKE_CQ, "poll_cq on a cq not alive");
-    int got = 0;
-    while (got < n && cq->len) {
+    int got = cq->overrun ? -EOVERFLOW : 0;
+    while (got >= 0 && got < n && cq->len) {
         wc[got++] = cq->wc[cq->head];
         cq->head = (cq->head + 1) % (size_t)cq->pub.cqe;
         cq->len--;
@@ -582,7 +580,6 @@ static int fake_post_send_one(fake_qp *qp, struct ibv_send_wr *wr) {
         return 0;
     }
     w->seq = qp->next_seq++;
-    w->sent = 0;
     qp->stail++;
     return 0;
 }
@@ -663,7 +660,6 @@ void fake_qp_transmit(fake_qp *qp) {
                 p += w->sge[i].length;
             }
         }
-        w->sent = 1;
         qp->stx++;
     }
 }
