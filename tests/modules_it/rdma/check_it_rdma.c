@@ -37,8 +37,8 @@ static const rdma_ops *ops;
 
 static rdma_client *clients[RT_MAX_CLIENTS];
 static int nclients;
-static redisReply *replies[1024];
-static int nreplies;
+static redisReply **replies;
+static int nreplies, capreplies;
 
 static void rt_free_clients(void) {
     for (int i = 0; i < nclients; i++)
@@ -50,7 +50,9 @@ static void rt_teardown(void) {
     rt_free_clients();
     for (int i = 0; i < nreplies; i++)
         freeReplyObject(replies[i]);
-    nreplies = 0;
+    free(replies);
+    replies = NULL;
+    nreplies = capreplies = 0;
     it_teardown();
 }
 
@@ -66,10 +68,13 @@ static void rt_close(rdma_client *c) {
 }
 
 static redisReply *rt_track(redisReply *r) {
-    if (r) {
-        ck_assert_int_lt(nreplies, (int)(sizeof(replies) / sizeof(*replies)));
-        replies[nreplies++] = r;
+    if (!r) return r;
+    if (nreplies == capreplies) {
+        capreplies = capreplies ? capreplies * 2 : 256;
+        replies = realloc(replies, (size_t)capreplies * sizeof(*replies));
+        ck_assert_ptr_nonnull(replies);
     }
+    replies[nreplies++] = r;
     return r;
 }
 
@@ -177,17 +182,31 @@ static long long rt_clients(redisContext *tcp) {
     return it_info_int(tcp, "clients", "connected_clients");
 }
 
+/* Waits until the server counts want clients; fails with what it has. */
+static void rt_wait_clients_at(int line, redisContext *tcp, long long want) {
+    long long end = it_mstime() + RT_WAIT_MS, n;
+    while ((n = rt_clients(tcp)) != want && it_mstime() < end)
+        it_sleep_ms(10);
+    if (n == want) return;
+    redisReply *list = it_cmd(tcp, "CLIENT LIST");
+    ck_abort_msg("line %d: %lld clients, want %lld:\n%.1500s", line, n, want, list->str);
+}
+#define rt_wait_clients(tcp, want) rt_wait_clients_at(__LINE__, tcp, want)
+
 /* The module's own counters (INFO rdma). */
 static long long rt_rdma_info(redisContext *tcp, const char *field) {
     return it_info_int(tcp, "rdma", field);
 }
 
-/* The server still serves: TCP and a fresh RDMA client. */
-static void rt_still_serving(it_server *s, int rport, redisContext *tcp) {
+/* The server still serves: TCP and a fresh RDMA client, which is gone
+ * again when this returns. base: the clients the server has meanwhile. */
+static void rt_still_serving(int rport, redisContext *tcp, long long base) {
     expect_status(tcp, "PONG", "PING");
+    rt_wait_clients(tcp, base);
     rdma_client *c = rt_open(rport);
     rt_expect(c, "+PONG", "PING");
     rt_close(c);
+    rt_wait_clients(tcp, base);
 }
 
 /* ---- the handshake ---- */
@@ -196,7 +215,8 @@ START_TEST(test_handshake) {
     int rport;
     it_server *s = rt_start(&rport, NULL, NULL);
     redisContext *tcp = it_connect(s);
-    long long base = rt_clients(tcp);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
     rdma_client *c = rt_open(rport);
     rdma_client_stats st;
     rdma_client_get_stats(c, &st);
@@ -208,7 +228,7 @@ START_TEST(test_handshake) {
     rt_expect(c, "+PONG", "PING");
     rt_expect(c, "+OK", "SET %s %s", "rk", "rv");
     rt_expect(c, "\"rv\"", "GET %s", "rk");
-    it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + 1);
     /* Without the feature exchange, as libvalkey's client connects. */
     rdma_client *plain = rt_new(rport, 0, 1);
     rt_connect(plain, RDMA_CLIENT_READY);
@@ -221,7 +241,7 @@ START_TEST(test_handshake) {
     ck_assert_int_eq(st.feature_replies, 2);
     rt_close(plain);
     rt_close(c);
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     it_stop(s);
 }
 END_TEST
@@ -357,21 +377,24 @@ END_TEST
 
 /* ---- disconnect in every state ---- */
 
-static void rt_disconnect_at(it_server *s, int rport, redisContext *tcp, rdma_client_stage stage,
-                             int vanish) {
-    long long base = rt_clients(tcp);
-    long long rdma_base = rt_rdma_info(tcp, "rdma_connections_current");
+/* base: the clients open meanwhile, of which rdma_base over RDMA. */
+static void rt_disconnect_at(int rport, redisContext *tcp, long long base, long long rdma_base,
+                             rdma_client_stage stage, int vanish) {
     rdma_client *c = rt_new(rport, 0, 0);
     rt_connect(c, stage);
     if (stage >= RDMA_CLIENT_REGISTERED) {
-        it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+        rt_wait_clients(tcp, base + 1);
         ck_assert_int_eq(rt_rdma_info(tcp, "rdma_connections_current"), rdma_base + 1);
     }
     if (vanish) ck_assert_int_eq(rdma_fake_vanish(rdma_client_cm_id(c)), 0);
     rt_close(c);
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    long long end = it_mstime() + RT_WAIT_MS;
+    while (rt_clients(tcp) != base && it_mstime() < end)
+        it_sleep_ms(10);
+    ck_assert_msg(rt_clients(tcp) == base, "stage %d%s: clients %lld, want %lld", (int)stage,
+                  vanish ? " (vanished)" : "", rt_clients(tcp), base);
     it_wait_until(rt_rdma_info(tcp, "rdma_connections_current") == rdma_base, RT_WAIT_MS);
-    rt_still_serving(s, rport, tcp);
+    rt_still_serving(rport, tcp, base);
 }
 
 START_TEST(test_disconnect_stages) {
@@ -380,16 +403,17 @@ START_TEST(test_disconnect_stages) {
     redisContext *tcp = it_connect(s);
     rdma_client *other = rt_open(rport);
     for (int st = RDMA_CLIENT_RESOLVED; st <= RDMA_CLIENT_READY; st++)
-        rt_disconnect_at(s, rport, tcp, (rdma_client_stage)st, 0);
+        rt_disconnect_at(rport, tcp, 2, 1, (rdma_client_stage)st, 0);
     for (int st = RDMA_CLIENT_ESTABLISHED; st <= RDMA_CLIENT_READY; st++)
-        rt_disconnect_at(s, rport, tcp, (rdma_client_stage)st, 1);
+        rt_disconnect_at(rport, tcp, 2, 1, (rdma_client_stage)st, 1);
     /* A device error on the client's QP: both sides see DISCONNECTED. */
-    long long base = rt_clients(tcp);
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
     rdma_client *c = rt_open(rport);
-    it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + 1);
     ck_assert_int_eq(rdma_fake_qp_error(rdma_client_cm_id(c)), 0);
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     rt_close(c);
     rt_expect(other, "+PONG", "PING");
     it_stop(s);
@@ -401,7 +425,8 @@ START_TEST(test_disconnect_mid_request) {
     it_server *s = rt_start(&rport, NULL, NULL);
     redisContext *tcp = it_connect(s);
     rdma_client *other = rt_open(rport);
-    long long base = rt_clients(tcp);
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
     for (int vanish = 0; vanish <= 1; vanish++) {
         rdma_client *c = rt_open(rport);
         /* A SET announcing 200000 bytes of which 100000 arrive (more than
@@ -413,11 +438,11 @@ START_TEST(test_disconnect_mid_request) {
         rdma_client_pump(c, 50);
         if (vanish) ck_assert_int_eq(rdma_fake_vanish(rdma_client_cm_id(c)), 0);
         rt_close(c);
-        it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+        rt_wait_clients(tcp, base);
         expect_int(tcp, 0, "EXISTS hal");
     }
     rt_expect(other, "+PONG", "PING");
-    rt_still_serving(s, rport, tcp);
+    rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 END_TEST
@@ -442,7 +467,7 @@ static void rt_block_reader(rdma_client *c) {
 
 static rdma_client *rt_blocked_reader(int rport, redisContext *tcp, long long base) {
     rdma_client *c = rt_open(rport);
-    it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + 1);
     rt_block_reader(c);
     return c;
 }
@@ -454,13 +479,14 @@ START_TEST(test_disconnect_mid_reply) {
     char *v = it_random_bytes(300000, 3);
     expect_ok(tcp, "SET huge %b", v, (size_t)300000);
     rdma_client *other = rt_open(rport);
-    long long base = rt_clients(tcp);
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
     for (int vanish = 0; vanish <= 1; vanish++) {
         rdma_client *c = rt_blocked_reader(rport, tcp, base);
         rt_expect(other, "+PONG", "PING");
         if (vanish) ck_assert_int_eq(rdma_fake_vanish(rdma_client_cm_id(c)), 0);
         rt_close(c);
-        it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+        rt_wait_clients(tcp, base);
     }
     /* Consuming again, the blocked reply completes byte-exact. */
     rdma_client *c = rt_blocked_reader(rport, tcp, base);
@@ -468,7 +494,8 @@ START_TEST(test_disconnect_mid_reply) {
     redisReply *r = rt_read(c);
     ck_assert_int_eq(r->len, 300000);
     ck_assert_int_eq(memcmp(r->str, v, 300000), 0);
-    rt_still_serving(s, rport, tcp);
+    rt_close(c);
+    rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 END_TEST
@@ -483,6 +510,7 @@ typedef enum {
     BAD_WRITE_PAST_END,
     BAD_WRITE_RKEY,
     BAD_IMM_LENGTH,
+    BAD_REGISTER_EMPTY,
 } rt_bad;
 
 static void rt_do_bad(rdma_client *c, rt_bad how) {
@@ -514,6 +542,9 @@ static void rt_do_bad(rdma_client *c, rt_bad how) {
     case BAD_WRITE_RKEY:
         rc = rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey ^ 0x5a5a, data, 14, 14);
         break;
+    case BAD_REGISTER_EMPTY: /* a RegisterXferMemory of length 0 */
+        rc = rdma_client_send_register(c, 4096, 0, 1);
+        break;
     case BAD_IMM_LENGTH: /* 14 bytes written, the immediate claims more than the buffer */
         rc = rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey, data, 14,
                                    st.server_rx_len + 1);
@@ -528,25 +559,26 @@ START_TEST(test_corrupt) {
     redisContext *tcp = it_connect(s);
     rdma_client *other = rt_open(rport);
     rt_expect(other, "+OK", "SET %s %s", "keep", "me");
-    long long base = rt_clients(tcp);
-    for (int how = BAD_SHORT_CTRL; how <= BAD_IMM_LENGTH; how++) {
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
+    for (int how = BAD_SHORT_CTRL; how <= BAD_REGISTER_EMPTY; how++) {
         rdma_client *c = rt_open(rport);
         rt_expect(c, "+PONG", "PING");
-        it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+        rt_wait_clients(tcp, base + 1);
         long long errors = rt_rdma_info(tcp, "rdma_protocol_errors");
         rt_do_bad(c, (rt_bad)how);
         ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS),
                       "bad message %d: the server kept the connection", how);
-        it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+        rt_wait_clients(tcp, base);
         /* The ones the server's protocol code sees (the others fail in the
          * device: a length or access error completion). */
         if (how == BAD_SHORT_CTRL || how == BAD_OPCODE || how == BAD_CLIENT_FEATURE ||
-            how == BAD_IMM_LENGTH)
+            how == BAD_IMM_LENGTH || how == BAD_REGISTER_EMPTY)
             ck_assert_int_eq(rt_rdma_info(tcp, "rdma_protocol_errors"), errors + 1);
         rt_close(c);
         rt_expect(other, "\"me\"", "GET %s", "keep");
     }
-    rt_still_serving(s, rport, tcp);
+    rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 END_TEST
@@ -556,25 +588,33 @@ START_TEST(test_corrupt_early) {
     int rport;
     it_server *s = rt_start(&rport, NULL, NULL);
     redisContext *tcp = it_connect(s);
-    long long base = rt_clients(tcp);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
     rdma_client *c = rt_new(rport, 0, 0);
     rt_connect(c, RDMA_CLIENT_ESTABLISHED);
     ck_assert_int_eq(rdma_client_send_ctrl(c, 0x7777, 0, 0), 0);
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
     rt_close(c);
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
-    rt_still_serving(s, rport, tcp);
+    rt_wait_clients(tcp, base);
+    rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 END_TEST
 
 /* ---- the device's limits and failures ---- */
 
-/* Traffic that needs many work requests on the server: 200 GETs sent in
- * 16-byte WRITE_WITH_IMMs (each one of the server's few receives), their
- * 600 KB of replies through the client's 64 KiB buffer. The connection
- * either serves it all or is closed, never hangs. */
-static void rt_heavy(rdma_client *c) {
+/* Traffic that needs many work requests on a server whose QPs have 8 send
+ * and 16 receive entries: 200 GETs sent in 16-byte WRITE_WITH_IMMs (each
+ * one of the server's few receives: the client waits receiver-not-ready),
+ * their 600 KB of replies through the client's 64 KiB buffer (the server
+ * waits for send entries). Backpressure both ways: all of it served. */
+START_TEST(test_few_work_requests) {
+    int rport;
+    it_server *s = rt_start(&rport, "max_send_wr=8,max_recv_wr=16", NULL);
+    redisContext *tcp = it_connect(s);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
+    rdma_client *c = rt_open(rport);
     char *v = it_random_bytes(3000, 11);
     rt_expect(c, "+OK", "SET %s %b", "w", v, (size_t)3000);
     size_t used = 0;
@@ -584,79 +624,75 @@ static void rt_heavy(rdma_client *c) {
         memcpy(all + used, get, sizeof(get) - 1);
         used += sizeof(get) - 1;
     }
-    if (rdma_client_write(c, all, used, 16)) {
-        ck_assert_msg(rdma_client_is_disconnected(c), "write neither done nor closed: %s",
-                      rdma_client_error(c));
-        return;
-    }
+    ck_assert_msg(rdma_client_write(c, all, used, 16) == 0, "%s", rdma_client_error(c));
     for (int i = 0; i < 200; i++) {
-        redisReply *r = NULL;
-        if (rdma_client_read_reply(c, &r)) {
-            ck_assert_msg(rdma_client_is_disconnected(c), "reply %d neither came nor closed: %s", i,
-                          rdma_client_error(c));
-            return;
-        }
-        rt_track(r);
+        redisReply *r = rt_read(c);
         ck_assert_int_eq(r->len, 3000);
         ck_assert_int_eq(memcmp(r->str, v, 3000), 0);
     }
-}
-
-START_TEST(test_few_work_requests) {
-    int rport;
-    it_server *s = rt_start(&rport, "max_send_wr=8,max_recv_wr=16", NULL);
-    redisContext *tcp = it_connect(s);
-    long long base = rt_clients(tcp);
-    rdma_client *c = rt_new(rport, 0, 0);
-    if (rdma_client_connect(c, RDMA_CLIENT_READY) == 0) {
-        rt_heavy(c);
-        /* Keepalives need send work requests too. */
-        rdma_client_pump(c, 3500);
-    }
+    /* Keepalives need send entries too; the connection stays up. */
+    ck_assert_int_eq(rdma_client_pump(c, 3500), 0);
+    rt_expect(c, "+PONG", "PING");
     rt_close(c);
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
-    expect_status(tcp, "PONG", "PING");
+    rt_wait_clients(tcp, base);
+    rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 END_TEST
 
-/* The Nth post_send, reg_mr or create_qp of the server fails: that
- * connection is refused or closed, the next one works. */
-static void rt_injected(const char *fault) {
+/* The Nth post_send, reg_mr or create_qp of the server fails. `refused`:
+ * the connection request must be rejected (INFO counts it); `fails`: the
+ * connection must not survive; neither: it is served or closed. The next
+ * connections work either way. */
+static void rt_injected(const char *fault, int refused, int fails) {
     int rport;
     it_server *s = rt_start(&rport, fault, NULL);
     redisContext *tcp = it_connect(s);
-    long long base = rt_clients(tcp);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
     rdma_client *c = rt_new(rport, 0, 0);
-    if (rdma_client_connect(c, RDMA_CLIENT_READY) == 0) {
-        for (int i = 0; i < 10 && !rdma_client_is_disconnected(c); i++) {
-            redisReply *r = NULL;
-            if (rdma_client_write(c, "*1\r\n$4\r\nPING\r\n", 14, 0) ||
-                rdma_client_read_reply(c, &r))
-                break;
-            freeReplyObject(r);
-        }
+    int up = rdma_client_connect(c, RDMA_CLIENT_READY) == 0, served = 0;
+    for (; up && served < 10; served++) {
+        redisReply *r = NULL;
+        if (rdma_client_write(c, "*1\r\n$4\r\nPING\r\n", 14, 0) || rdma_client_read_reply(c, &r))
+            break;
+        ck_assert_str_eq(rt_render(rt_track(r)), "+PONG");
     }
+    int gone = !up || rdma_client_wait_disconnected(c, fails ? RT_WAIT_MS : 0);
+    if (fails || refused)
+        ck_assert_msg(gone, "%s: the connection survived (%d PINGs served)", fault, served);
+    else
+        ck_assert_msg(served == 10 || gone, "%s: neither served nor closed: %s", fault,
+                      rdma_client_error(c));
+    ck_assert_int_eq(rt_rdma_info(tcp, "rdma_connections_refused"), refused);
     rt_close(c);
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
-    /* A fresh connection, after a failure with the same counter spent. */
+    rt_wait_clients(tcp, base);
     for (int i = 0; i < 3; i++)
-        rt_still_serving(s, rport, tcp);
+        rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
 
+/* The server's first send (its RegisterXferMemory on ESTABLISHED) fails
+ * with nothing in flight: that connection ends. */
+START_TEST(test_fail_first_post_send) {
+    rt_injected("fail_post_send=1", 0, 1);
+}
+END_TEST
+
+/* A later one, maybe with sends in flight (then it is a full queue, and
+ * retried). */
 START_TEST(test_fail_post_send) {
-    rt_injected("fail_post_send=4");
+    rt_injected("fail_post_send=4", 0, 0);
 }
 END_TEST
 
 START_TEST(test_fail_reg_mr) {
-    rt_injected("fail_reg_mr=2");
+    rt_injected("fail_reg_mr=2", 1, 1);
 }
 END_TEST
 
 START_TEST(test_fail_create_qp) {
-    rt_injected("fail_create_qp=1");
+    rt_injected("fail_create_qp=1", 1, 1);
 }
 END_TEST
 
@@ -674,16 +710,17 @@ START_TEST(test_client_kill) {
     redisContext *tcp = it_connect(s);
     char *v = it_random_bytes(300000, 4);
     expect_ok(tcp, "SET huge %b", v, (size_t)300000);
-    long long base = rt_clients(tcp);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
     rdma_client *other = rt_open(rport);
     base++;
     /* An idle client. */
     rdma_client *c = rt_open(rport);
     long long id = rt_client_id(c);
-    it_wait_until(rt_clients(tcp) == base + 1, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + 1);
     expect_int(tcp, 1, "CLIENT KILL ID %lld", id);
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     rt_close(c);
     /* A client the server is blocked writing to (its buffer full). */
     c = rt_open(rport);
@@ -691,7 +728,7 @@ START_TEST(test_client_kill) {
     rt_block_reader(c);
     expect_int(tcp, 1, "CLIENT KILL ID %lld", id);
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     rt_close(c);
     /* Killed by address too (CLIENT LIST shows it like any client). */
     c = rt_open(rport);
@@ -708,7 +745,7 @@ START_TEST(test_client_kill) {
     ck_assert_ptr_nonnull(end);
     expect_ok(tcp, "CLIENT KILL %b", addr, (size_t)(end - addr));
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     rt_close(c);
     rt_expect(other, "+PONG", "PING");
     it_stop(s);
@@ -721,12 +758,13 @@ START_TEST(test_many) {
     int rport;
     it_server *s = rt_start(&rport, NULL, NULL);
     redisContext *tcp = it_connect(s);
-    long long base = rt_clients(tcp);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
     enum { N = 50 };
     rdma_client *c[N];
     for (int i = 0; i < N; i++)
         c[i] = rt_open(rport);
-    it_wait_until(rt_clients(tcp) == base + N, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + N);
     /* Traffic on all of them at once: each sends before any reads. */
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N; i++) {
@@ -747,11 +785,11 @@ START_TEST(test_many) {
     expect_int(tcp, N, "DBSIZE");
     for (int i = 0; i < N; i += 2)
         rt_close(c[i]);
-    it_wait_until(rt_clients(tcp) == base + N / 2, RT_WAIT_MS);
+    rt_wait_clients(tcp, base + N / 2);
     for (int i = 1; i < N; i += 2)
         rt_expect(c[i], "+PONG", "PING");
     rt_free_clients();
-    it_wait_until(rt_clients(tcp) == base, RT_WAIT_MS);
+    rt_wait_clients(tcp, base);
     it_stop(s);
 }
 END_TEST
@@ -810,7 +848,7 @@ START_TEST(test_side_by_side) {
     rt_expect(c, "+OK", "CLIENT SETNAME %s", "over-rdma");
     redisReply *list = it_cmd(tcp, "CLIENT LIST");
     ck_assert_ptr_nonnull(strstr(list->str, "name=over-rdma"));
-    expect_int(tcp, 200, "DBSIZE");
+    expect_int(tcp, 201, "DBSIZE");
     it_stop(s);
 }
 END_TEST
@@ -878,6 +916,7 @@ static Suite *rdma_suite(void) {
         {"corrupt", test_corrupt},
         {"corrupt_early", test_corrupt_early},
         {"few_work_requests", test_few_work_requests},
+        {"fail_first_post_send", test_fail_first_post_send},
         {"fail_post_send", test_fail_post_send},
         {"fail_reg_mr", test_fail_reg_mr},
         {"fail_create_qp", test_fail_create_qp},

@@ -8,6 +8,7 @@
 # modules.rdma_hardware: the shipped module (rdma.so) and the same client
 # over the real librdmacm/libibverbs (modules/rdma/rdma_ops_verbs.c), run
 # only where an RDMA device exists; elsewhere it prints why and is skipped.
+# modules.rdma_hardware_fake: that program built on the fake instead.
 set(keel_rdma_dir ${PROJECT_SOURCE_DIR}/modules/rdma)
 
 if(TARGET keel_rdma_fake AND TARGET rdma_fake_module)
@@ -21,6 +22,18 @@ if(TARGET keel_rdma_fake AND TARGET rdma_fake_module)
     set_tests_properties(integration.rdma PROPERTIES
         ENVIRONMENT "KEEL_SERVER=$<TARGET_FILE:keel-server>;KEEL_RDMA_MODULE=$<TARGET_FILE:rdma_fake_module>;CK_FORK=no"
         TIMEOUT 300 LABELS "integration;modules")
+    # The hardware tier's program on the fake device (its rdma_ops_get() is
+    # the fake's) against the module built on it: checks the tier's checks.
+    add_executable(check_rdma_hardware_fake ${CMAKE_CURRENT_SOURCE_DIR}/check_rdma_hardware.c
+                   ${CMAKE_CURRENT_SOURCE_DIR}/rdma_client.c)
+    target_include_directories(check_rdma_hardware_fake PRIVATE
+                               ${PROJECT_SOURCE_DIR}/tests/integration ${CMAKE_CURRENT_SOURCE_DIR})
+    target_link_libraries(check_rdma_hardware_fake PRIVATE keel_it_harness keel_rdma_fake)
+    add_dependencies(check_rdma_hardware_fake keel-server rdma_fake_module)
+    add_test(NAME modules.rdma_hardware_fake COMMAND check_rdma_hardware_fake)
+    set_tests_properties(modules.rdma_hardware_fake PROPERTIES
+        ENVIRONMENT "KEEL_SERVER=$<TARGET_FILE:keel-server>;KEEL_RDMA_MODULE=$<TARGET_FILE:rdma_fake_module>;KEEL_RDMA_HW_ADDR=127.0.0.1;CK_FORK=no"
+        TIMEOUT 120 LABELS "integration;modules")
 else()
     message(STATUS "the fake RDMA device or the module built on it is missing: integration.rdma is not built")
 endif()
