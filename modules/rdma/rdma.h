@@ -61,6 +61,12 @@ typedef struct rdma_stats {
 
 typedef struct rdma_conn rdma_conn;
 
+/* The listening CM ids of one rdma-port and rdma-bind, one per address. */
+typedef struct rdma_listen_set {
+    struct rdma_cm_id *ids[RDMA_MAX_BIND];
+    int n;
+} rdma_listen_set;
+
 typedef struct rdma_state {
     keel_ctx *ctx;
     const keel_api *api;
@@ -72,9 +78,8 @@ typedef struct rdma_state {
      * inherit their listener's channel), so it lives until unload. */
     struct rdma_event_channel *channel;
     keel_fd_watch *watch;
-    struct rdma_cm_id *listen_ids[RDMA_MAX_BIND];
-    int nlisten;
-    int listen_port;   /* what listen_ids listen on; 0: not listening */
+    rdma_listen_set listen;
+    int listen_port;   /* what listen listens on; 0: not listening */
     char *listen_bind; /* the bind string they were opened with (owned) */
     keel_timer *keepalive;
     rdma_conn *conns; /* every connection from its request to its close */

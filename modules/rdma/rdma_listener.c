@@ -178,32 +178,33 @@ static int listen_one(const char *addr, int port, struct rdma_cm_id **out) {
     return KEEL_ERR;
 }
 
-static void ids_close(void) {
-    for (int i = 0; i < rdma.nlisten; i++)
-        rdma.ops->destroy_id(rdma.listen_ids[i]);
-    rdma.nlisten = 0;
+static void ids_close(rdma_listen_set *set) {
+    for (int i = 0; i < set->n; i++)
+        rdma.ops->destroy_id(set->ids[i]);
+    set->n = 0;
 }
 
 /* Listens on every address of bind (space-separated; "" is Valkey's
  * default, "*" and "-::*"); a leading '-' makes one optional. */
-static int ids_open(int port, const char *bind) {
+static int ids_open(rdma_listen_set *set, int port, const char *bind) {
     char copy[1024];
     snprintf(copy, sizeof(copy), "%s", bind && *bind ? bind : "* -::*");
     char *save = NULL;
+    set->n = 0;
     for (char *a = strtok_r(copy, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
         int optional = a[0] == '-';
-        if (rdma.nlisten == RDMA_MAX_BIND) break;
-        if (listen_one(a + optional, port, &rdma.listen_ids[rdma.nlisten]) == KEEL_OK) {
-            rdma.nlisten++;
+        if (set->n == RDMA_MAX_BIND) break;
+        if (listen_one(a + optional, port, &set->ids[set->n]) == KEEL_OK) {
+            set->n++;
         } else if (optional) {
             rdma.api->core->log(rdma.ctx, KEEL_LOG_NOTICE, "%s (optional, skipped)",
                                 rdma.last_error);
         } else {
-            ids_close();
+            ids_close(set);
             return KEEL_ERR;
         }
     }
-    if (rdma.nlisten) return KEEL_OK;
+    if (set->n) return KEEL_OK;
     snprintf(rdma.last_error, sizeof(rdma.last_error), "RDMA: no address to listen on");
     return KEEL_ERR;
 }
@@ -224,6 +225,33 @@ static void listen_record(int port, const char *bind) {
     rdma.listen_port = port;
 }
 
+/* The same port on new addresses: the old ids go first (a new one may need
+ * an address they hold), and come back if the new ones cannot listen. */
+static int relisten_in_place(int port, const char *bind) {
+    ids_close(&rdma.listen);
+    if (ids_open(&rdma.listen, port, bind) == KEEL_OK) return KEEL_OK;
+    char why[sizeof(rdma.last_error)];
+    memcpy(why, rdma.last_error, sizeof(why));
+    if (ids_open(&rdma.listen, rdma.listen_port, rdma.listen_bind) != KEEL_OK) {
+        rdma.api->core->log(rdma.ctx, KEEL_LOG_WARNING,
+                            "RDMA: the previous listener could not be restored: %s",
+                            rdma.last_error);
+        listen_record(0, NULL);
+    }
+    memcpy(rdma.last_error, why, sizeof(why));
+    return KEEL_ERR;
+}
+
+/* Another port (or none): the new ids are opened before the old go, so a
+ * failure leaves the old listener as it was. */
+static int relisten_moved(int port, const char *bind) {
+    rdma_listen_set fresh = {0};
+    if (port && ids_open(&fresh, port, bind) != KEEL_OK) return KEEL_ERR;
+    ids_close(&rdma.listen);
+    rdma.listen = fresh;
+    return KEEL_OK;
+}
+
 int rdma_listener_sync(void) {
     const keel_api *api = rdma.api;
     int port = (int)rdma.cfg.port;
@@ -233,19 +261,10 @@ int rdma_listener_sync(void) {
         api->core->log(rdma.ctx, KEEL_LOG_WARNING, "%s", rdma.last_error);
         return KEEL_ERR;
     }
-    /* The old ids go first: the new ones may need their port. */
-    ids_close();
-    if (port && ids_open(port, bind) != KEEL_OK) {
+    int rv = port && port == rdma.listen_port ? relisten_in_place(port, bind)
+                                              : relisten_moved(port, bind);
+    if (rv != KEEL_OK) {
         api->core->log(rdma.ctx, KEEL_LOG_WARNING, "%s", rdma.last_error);
-        char why[sizeof(rdma.last_error)];
-        memcpy(why, rdma.last_error, sizeof(why));
-        if (rdma.listen_port && ids_open(rdma.listen_port, rdma.listen_bind) != KEEL_OK) {
-            api->core->log(rdma.ctx, KEEL_LOG_WARNING,
-                           "RDMA: the previous listener could not be restored: %s",
-                           rdma.last_error);
-            listen_record(0, NULL);
-        }
-        memcpy(rdma.last_error, why, sizeof(why));
         return KEEL_ERR;
     }
     listen_record(port, bind);
@@ -258,7 +277,7 @@ int rdma_listener_sync(void) {
 }
 
 void rdma_listener_teardown(void) {
-    ids_close();
+    ids_close(&rdma.listen);
     listen_record(0, NULL);
     rdma.api->transport->fd_unwatch(rdma.watch);
     rdma.watch = NULL;

@@ -96,10 +96,10 @@ void rdma_info_section(keel_info *info, void *priv) {
     (void)priv;
     const keel_api *api = rdma.api;
     rdma_stats *s = &rdma.stats;
-    api->info->field(info, "rdma_enabled:%d", rdma.nlisten > 0);
+    api->info->field(info, "rdma_enabled:%d", rdma.listen.n > 0);
     api->info->field(info, "rdma_port:%d", rdma.listen_port);
     api->info->field(info, "rdma_bind:%s", rdma.listen_bind ? rdma.listen_bind : "");
-    api->info->field(info, "rdma_listeners:%d", rdma.nlisten);
+    api->info->field(info, "rdma_listeners:%d", rdma.listen.n);
     api->info->field(info, "rdma_rx_size:%lld", rdma.cfg.rx_size);
     api->info->field(info, "rdma_device_ops:%s", rdma.ops->name);
     api->info->field(info, "rdma_connections_accepted:%lld", rdma_load(&s->accepted));

@@ -4,6 +4,9 @@
  * ships; the test build links the fake's table instead. */
 #include "rdma_ops.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 static int verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad) {
     return ibv_post_send(qp, wr, bad);
 }
@@ -81,6 +84,19 @@ static const rdma_ops verbs_ops = {
     .wc_status_str = ibv_wc_status_str,
 };
 
+/* libibverbs and librdmacm keep process-wide state they never free (the
+ * device list, the fork protection, the provider libraries they loaded):
+ * once the module has loaded them they stay loaded, so that MODULE UNLOAD
+ * does not unmap that state (a leak, and under ibv_fork_init the pages it
+ * protects). The handles are kept for the process's life on purpose. */
+static void verbs_pin(void) {
+    static const char *const libs[] = {"libibverbs.so.1", "librdmacm.so.1"};
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+        dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 const rdma_ops *rdma_ops_get(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, verbs_pin);
     return &verbs_ops;
 }

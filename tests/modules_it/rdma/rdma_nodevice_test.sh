@@ -55,7 +55,9 @@ expect_contains "LOADEX with a port" "no RDMA device" cli module loadex "$module
 log_has "no RDMA device" || fail "the log does not say that no RDMA device exists"
 expect "PING after the refused load" PONG cli ping
 expect "MODULE LIST after the refused load" "" cli module list
-expect_contains "rdma-port without the module" "rdma" cli config get rdma-port
+expect "CONFIG GET rdma-port without the module" "" cli config get rdma-port
+expect_contains "CONFIG SET rdma-port without the module" "belongs to the rdma module" \
+    cli config set rdma-port "$rport"
 
 log "MODULE LOAD with rdma-port 0: the listener is off"
 expect "MODULE LOAD" OK cli module load "$module"
