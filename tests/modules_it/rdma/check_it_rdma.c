@@ -730,6 +730,19 @@ START_TEST(test_client_kill) {
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
     rt_wait_clients(tcp, base);
     rt_close(c);
+    /* Killed with requests still coming in (more than the server's buffer)
+     * and megabytes of replies going out. */
+    c = rt_open(rport);
+    id = rt_client_id(c);
+    char *ten = it_random_bytes(10000, 6);
+    for (int i = 0; i < 30; i++)
+        rt_send(c, "SET k%d %b", i, ten, (size_t)10000);
+    for (int i = 0; i < 30; i++)
+        rt_send(c, "GET %s", "huge");
+    expect_int(tcp, 1, "CLIENT KILL ID %lld", id);
+    ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
+    rt_wait_clients(tcp, base);
+    rt_close(c);
     /* Killed by address too (CLIENT LIST shows it like any client). */
     c = rt_open(rport);
     rt_expect(c, "+OK", "CLIENT SETNAME %s", "victim");
