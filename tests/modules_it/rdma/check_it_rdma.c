@@ -570,6 +570,12 @@ START_TEST(test_corrupt) {
         ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS),
                       "bad message %d: the server kept the connection", how);
         rt_wait_clients(tcp, base);
+        /* The device's verdict on the client's side, as hardware gives it. */
+        rdma_client_stats st;
+        rdma_client_get_stats(c, &st);
+        if (how == BAD_LONG_CTRL) ck_assert_int_eq(st.last_wc_status, IBV_WC_REM_INV_REQ_ERR);
+        if (how == BAD_WRITE_PAST_END || how == BAD_WRITE_RKEY)
+            ck_assert_int_eq(st.last_wc_status, IBV_WC_REM_ACCESS_ERR);
         /* The ones the server's protocol code sees (the others fail in the
          * device: a length or access error completion). */
         if (how == BAD_SHORT_CTRL || how == BAD_OPCODE || how == BAD_CLIENT_FEATURE ||

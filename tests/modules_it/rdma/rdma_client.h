@@ -74,7 +74,6 @@ void rdma_client_free(rdma_client *c);
 
 /* Advances the connection up to stage `upto` (from wherever it is). */
 int rdma_client_connect(rdma_client *c, rdma_client_stage upto);
-rdma_client_stage rdma_client_stage_of(const rdma_client *c);
 const char *rdma_client_error(const rdma_client *c);
 struct rdma_cm_id *rdma_client_cm_id(rdma_client *c);
 
@@ -82,10 +81,9 @@ struct rdma_cm_id *rdma_client_cm_id(rdma_client *c);
  * chunks of at most max_chunk bytes (0: as large as the buffer allows),
  * waiting for re-registration when it is full. */
 int rdma_client_write(rdma_client *c, const void *buf, size_t len, size_t max_chunk);
-/* Sends a command (hiredis format / argv) and reads its reply. The reply
- * is the caller's (freeReplyObject). NULL on failure. */
+/* Sends a command (hiredis format) and reads its reply. The reply is the
+ * caller's (freeReplyObject). NULL on failure. */
 redisReply *rdma_client_cmd(rdma_client *c, const char *fmt, ...);
-redisReply *rdma_client_cmd_argv(rdma_client *c, int argc, const char **argv, const size_t *lens);
 /* Reads the next reply; 0 with *out set, -1 on timeout, protocol error or
  * disconnect. */
 int rdma_client_read_reply(rdma_client *c, redisReply **out);
@@ -119,7 +117,6 @@ typedef struct rdma_client_stats {
     uint64_t server_features; /* the last answer's feature bits */
     long server_registers;    /* RegisterXferMemory received */
     long own_registers;       /* RegisterXferMemory sent (first one included) */
-    long writes;              /* WRITE_WITH_IMM posted */
     long bytes_in;            /* data bytes received */
     uint64_t server_rx_addr;  /* the server's advertised buffer */
     uint32_t server_rx_len, server_rx_rkey, server_rx_offset;
