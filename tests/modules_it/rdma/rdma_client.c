@@ -8,7 +8,6 @@
 #include "rdma_client.h"
 
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
