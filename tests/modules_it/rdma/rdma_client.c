@@ -655,6 +655,12 @@ redisReply *rdma_client_cmd(rdma_client *c, const char *fmt, ...) {
     return rc_send_formatted(c, cmd, len);
 }
 
+redisReply *rdma_client_cmd_argv(rdma_client *c, int argc, const char **argv, const size_t *lens) {
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    return rc_send_formatted(c, cmd, len);
+}
+
 void rdma_client_set_consume(rdma_client *c, int on) {
     c->consume = on;
 }

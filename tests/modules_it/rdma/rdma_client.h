@@ -81,9 +81,10 @@ struct rdma_cm_id *rdma_client_cm_id(rdma_client *c);
  * chunks of at most max_chunk bytes (0: as large as the buffer allows),
  * waiting for re-registration when it is full. */
 int rdma_client_write(rdma_client *c, const void *buf, size_t len, size_t max_chunk);
-/* Sends a command (hiredis format) and reads its reply. The reply is the
- * caller's (freeReplyObject). NULL on failure. */
+/* Sends a command (hiredis format / argv) and reads its reply. The reply
+ * is the caller's (freeReplyObject). NULL on failure. */
 redisReply *rdma_client_cmd(rdma_client *c, const char *fmt, ...);
+redisReply *rdma_client_cmd_argv(rdma_client *c, int argc, const char **argv, const size_t *lens);
 /* Reads the next reply; 0 with *out set, -1 on timeout, protocol error or
  * disconnect. */
 int rdma_client_read_reply(rdma_client *c, redisReply **out);
