@@ -1,13 +1,14 @@
 /* check_it_rdma.c -- the RDMA module over the fake device in a real
- * keel-server (--loadmodule $KEEL_RDMA_MODULE, the module built on
- * tests/modules_it/rdma/rdma_fake.c), driven by rdma_client.c over the fake
- * in this process: the feature handshake, requests and replies of every
- * size up to several times rdma-rx-size (buffer full and re-registration
- * both ways), pipelines, keepalive, disconnect in every stage of a
- * connection, corrupt control messages and WRITE_WITH_IMM, the device's
- * work requests running out, injected device failures, CLIENT KILL, many
- * connections, MULTI/EXEC and BLPOP, TCP and RDMA side by side, and a load
- * without a device.
+ * keel-server (--loadmodule $KEEL_RDMA_MODULE: rdma_fake_module, the
+ * module's sources built on the fake of rdma_fake.h), driven by
+ * rdma_client.c over the fake in this process: the feature handshake,
+ * requests and replies of every size up to several times rdma-rx-size
+ * (buffer full and re-registration both ways), pipelines, keepalive,
+ * disconnect, vanish and device errors in every stage of a connection,
+ * corrupt control messages and WRITE_WITH_IMMs, work requests running out
+ * on either side, receiver-not-ready retries exhausted, injected device
+ * failures, CLIENT KILL, many connections, MULTI/EXEC and BLPOP, TCP and
+ * RDMA side by side, and a load without a device.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
