@@ -534,29 +534,36 @@ static int hook_handshake(keel_conn *kc, void *priv) {
 
 /* The peer's bytes from the RX buffer; once a full buffer is consumed it is
  * advertised again from its start. */
+static ssize_t conn_read_locked(rdma_conn *c, void *buf, size_t len) {
+    conn_poll(c);
+    size_t avail = c->rx_off - c->rx_pos;
+    if (c->failed) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    if (!avail) {
+        if (c->disconnected) return 0;
+        errno = EAGAIN;
+        return -1;
+    }
+    size_t n = avail < len ? avail : len;
+    memcpy(buf, c->rx.addr + c->rx_pos, n);
+    c->rx_pos += (uint32_t)n;
+    if (c->rx_pos == c->rx.len && rx_register(c) != KEEL_OK) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
 static ssize_t hook_read(keel_conn *kc, void *buf, size_t len, void *priv) {
     (void)priv;
     rdma_conn *c = conn_of(kc);
     pthread_mutex_lock(&c->lock);
-    conn_poll(c);
-    size_t avail = c->rx_off - c->rx_pos;
-    ssize_t rv = -1;
-    if (c->failed) {
-        errno = ECONNRESET;
-    } else if (avail) {
-        size_t n = avail < len ? avail : len;
-        memcpy(buf, c->rx.addr + c->rx_pos, n);
-        c->rx_pos += (uint32_t)n;
-        if (c->rx_pos == c->rx.len && rx_register(c) != KEEL_OK)
-            errno = ECONNRESET;
-        else
-            rv = (ssize_t)n;
-    } else if (c->disconnected) {
-        rv = 0;
-    } else {
-        errno = EAGAIN;
-    }
+    ssize_t rv = conn_read_locked(c, buf, len);
+    int saved = errno;
     pthread_mutex_unlock(&c->lock);
+    errno = saved;
     return rv;
 }
 
