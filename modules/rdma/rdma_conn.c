@@ -195,24 +195,26 @@ static int rx_register(rdma_conn *c) {
 
 /* ---- control messages and data from the peer ---- */
 
-/* The reply to GetServerFeature: the select echoed, no feature bits. With
- * no send slot free now it is sent by the next poll (feature_due). */
-static int feature_reply(rdma_conn *c) {
+/* Sends the GetServerFeature replies owed (the select echoed, no feature
+ * bits) while send slots are free; the rest go from a later poll, when a
+ * send's completion has freed one. */
+static int feature_replies(rdma_conn *c) {
     unsigned char reply[RDMA_CMD_LEN] = {0};
     put16(reply, RDMA_OP_GET_SERVER_FEATURE);
     put16(reply + 2, c->feature_select);
     put64(reply + 24, 0);
-    c->feature_due = 1;
-    if (send_cmd(c, reply) == KEEL_OK) {
-        c->feature_due = 0;
-        return KEEL_OK;
-    }
-    return errno == EAGAIN ? KEEL_OK : KEEL_ERR;
+    for (; c->feature_due > 0; c->feature_due--)
+        if (send_cmd(c, reply) != KEEL_OK) return errno == EAGAIN ? KEEL_OK : KEEL_ERR;
+    return KEEL_OK;
 }
 
 static int on_get_feature(rdma_conn *c, const unsigned char *msg) {
+    /* More owed than there are receives: a peer that does not wait for
+     * its answers. */
+    if (++c->feature_due > RDMA_MAX_WQE)
+        return conn_protocol_error(c, "GetServerFeature requests faster than their replies");
     c->feature_select = get16(msg + 2);
-    return feature_reply(c);
+    return feature_replies(c);
 }
 
 /* The peer's buffer: our writes go there from its start, staged in a
@@ -328,7 +330,7 @@ static int conn_poll(rdma_conn *c) {
         for (int i = 0; i < n; i++)
             if (on_completion(c, &wc[i]) != KEEL_OK) return KEEL_ERR;
     if (n < 0) return conn_fail(c, "polling the CQ failed", EIO);
-    if (c->feature_due && feature_reply(c) != KEEL_OK) return KEEL_ERR;
+    if (c->feature_due && feature_replies(c) != KEEL_OK) return KEEL_ERR;
     if (c->reg_due && c->established) return rx_register(c);
     return KEEL_OK;
 }
