@@ -123,7 +123,7 @@ struct rdma_conn {
     uint32_t peer_rkey, peer_len, peer_off;
     int peer_known;
     int reg_due;     /* our RegisterXferMemory waits for a free send slot */
-    int feature_due; /* a GetServerFeature reply waits for one (its select) */
+    int feature_due; /* GetServerFeature replies owed (no send slot yet) */
     uint16_t feature_select;
     int accepted;             /* rdma_accept succeeded */
     int established;          /* ESTABLISHED seen */

@@ -195,24 +195,26 @@ static int rx_register(rdma_conn *c) {
 
 /* ---- control messages and data from the peer ---- */
 
-/* The reply to GetServerFeature: the select echoed, no feature bits. With
- * no send slot free now it is sent by the next poll (feature_due). */
-static int feature_reply(rdma_conn *c) {
+/* Sends the GetServerFeature replies owed (the select echoed, no feature
+ * bits) while send slots are free; the rest go from a later poll, when a
+ * send's completion has freed one. */
+static int feature_replies(rdma_conn *c) {
     unsigned char reply[RDMA_CMD_LEN] = {0};
     put16(reply, RDMA_OP_GET_SERVER_FEATURE);
     put16(reply + 2, c->feature_select);
     put64(reply + 24, 0);
-    c->feature_due = 1;
-    if (send_cmd(c, reply) == KEEL_OK) {
-        c->feature_due = 0;
-        return KEEL_OK;
-    }
-    return errno == EAGAIN ? KEEL_OK : KEEL_ERR;
+    for (; c->feature_due > 0; c->feature_due--)
+        if (send_cmd(c, reply) != KEEL_OK) return errno == EAGAIN ? KEEL_OK : KEEL_ERR;
+    return KEEL_OK;
 }
 
 static int on_get_feature(rdma_conn *c, const unsigned char *msg) {
+    /* More owed than there are receives: a peer that does not wait for
+     * its answers. */
+    if (++c->feature_due > RDMA_MAX_WQE)
+        return conn_protocol_error(c, "GetServerFeature requests faster than their replies");
     c->feature_select = get16(msg + 2);
-    return feature_reply(c);
+    return feature_replies(c);
 }
 
 /* The peer's buffer: our writes go there from its start, staged in a
@@ -328,7 +330,7 @@ static int conn_poll(rdma_conn *c) {
         for (int i = 0; i < n; i++)
             if (on_completion(c, &wc[i]) != KEEL_OK) return KEEL_ERR;
     if (n < 0) return conn_fail(c, "polling the CQ failed", EIO);
-    if (c->feature_due && feature_reply(c) != KEEL_OK) return KEEL_ERR;
+    if (c->feature_due && feature_replies(c) != KEEL_OK) return KEEL_ERR;
     if (c->reg_due && c->established) return rx_register(c);
     return KEEL_OK;
 }
@@ -534,29 +536,36 @@ static int hook_handshake(keel_conn *kc, void *priv) {
 
 /* The peer's bytes from the RX buffer; once a full buffer is consumed it is
  * advertised again from its start. */
+static ssize_t conn_read_locked(rdma_conn *c, void *buf, size_t len) {
+    conn_poll(c);
+    size_t avail = c->rx_off - c->rx_pos;
+    if (c->failed) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    if (!avail) {
+        if (c->disconnected) return 0;
+        errno = EAGAIN;
+        return -1;
+    }
+    size_t n = avail < len ? avail : len;
+    memcpy(buf, c->rx.addr + c->rx_pos, n);
+    c->rx_pos += (uint32_t)n;
+    if (c->rx_pos == c->rx.len && rx_register(c) != KEEL_OK) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
 static ssize_t hook_read(keel_conn *kc, void *buf, size_t len, void *priv) {
     (void)priv;
     rdma_conn *c = conn_of(kc);
     pthread_mutex_lock(&c->lock);
-    conn_poll(c);
-    size_t avail = c->rx_off - c->rx_pos;
-    ssize_t rv = -1;
-    if (c->failed) {
-        errno = ECONNRESET;
-    } else if (avail) {
-        size_t n = avail < len ? avail : len;
-        memcpy(buf, c->rx.addr + c->rx_pos, n);
-        c->rx_pos += (uint32_t)n;
-        if (c->rx_pos == c->rx.len && rx_register(c) != KEEL_OK)
-            errno = ECONNRESET;
-        else
-            rv = (ssize_t)n;
-    } else if (c->disconnected) {
-        rv = 0;
-    } else {
-        errno = EAGAIN;
-    }
+    ssize_t rv = conn_read_locked(c, buf, len);
+    int saved = errno;
     pthread_mutex_unlock(&c->lock);
+    errno = saved;
     return rv;
 }
 

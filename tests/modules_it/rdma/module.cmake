@@ -11,7 +11,7 @@
 # $<TARGET_FILE:rdma_fake_module>. It loads like rdma.so (module name
 # "rdma", the same directives) and logs "device ops: fake" at load.
 #
-# Also registers integration.rdma_listen (check_it_rdma_listen.c) and
+# Also registers integration.rdma_server (check_it_rdma_server.c) and
 # modules.rdma_nodevice: the shipped rdma.so in a real
 # keel-server on this machine, which has no RDMA device (rdma_nodevice_test.sh).
 get_property(keel_rdma_sources GLOBAL PROPERTY KEEL_RDMA_MODULE_SOURCES)
@@ -28,19 +28,19 @@ else()
     message(STATUS "keel_rdma_fake (fake.cmake) not defined: rdma_fake_module is not built")
 endif()
 
-# integration.rdma_listen: the listener (CONFIG SET rdma-port/rdma-bind,
+# integration.rdma_server: the listener (CONFIG SET rdma-port/rdma-bind,
 # the restore after a failed one, MODULE UNLOAD with connections open) and
 # the server's rules for RDMA connections (maxclients, timeout), with the
 # suite's client (rdma_client.c, suite.cmake's) on the fake device.
 if(TARGET rdma_fake_module AND TARGET keel_it_harness AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/rdma_client.c)
-    add_executable(check_it_rdma_listen ${CMAKE_CURRENT_SOURCE_DIR}/check_it_rdma_listen.c
+    add_executable(check_it_rdma_server ${CMAKE_CURRENT_SOURCE_DIR}/check_it_rdma_server.c
                    ${CMAKE_CURRENT_SOURCE_DIR}/rdma_client.c)
-    target_include_directories(check_it_rdma_listen PRIVATE ${PROJECT_SOURCE_DIR}/tests/integration
+    target_include_directories(check_it_rdma_server PRIVATE ${PROJECT_SOURCE_DIR}/tests/integration
                                ${CMAKE_CURRENT_SOURCE_DIR} ${keel_rdma_dir})
-    target_link_libraries(check_it_rdma_listen PRIVATE keel_it_harness keel_rdma_fake)
-    add_dependencies(check_it_rdma_listen keel-server rdma_fake_module)
-    add_test(NAME integration.rdma_listen COMMAND check_it_rdma_listen)
-    set_tests_properties(integration.rdma_listen PROPERTIES
+    target_link_libraries(check_it_rdma_server PRIVATE keel_it_harness keel_rdma_fake)
+    add_dependencies(check_it_rdma_server keel-server rdma_fake_module)
+    add_test(NAME integration.rdma_server COMMAND check_it_rdma_server)
+    set_tests_properties(integration.rdma_server PROPERTIES
         ENVIRONMENT "KEEL_SERVER=$<TARGET_FILE:keel-server>;KEEL_RDMA_MODULE=$<TARGET_FILE:rdma_fake_module>;CK_FORK=no"
         TIMEOUT 300 LABELS "integration;modules")
 endif()

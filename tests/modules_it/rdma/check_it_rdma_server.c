@@ -1,11 +1,13 @@
-/* check_it_rdma_listen.c -- the RDMA module's listener and the server's
+/* check_it_rdma_server.c -- the RDMA module's listener and the server's
  * rules for its connections, over the fake device in a real keel-server
  * (rdma_fake_module) with the suite's client (rdma_client.c): CONFIG SET
  * rdma-port moves the listener (the old port refuses, open connections
  * stay), a CONFIG SET that cannot listen is refused and leaves the
  * listener as it was, two addresses, rdma-port 0 closes it, MODULE UNLOAD is
  * refused while an RDMA connection is open, maxclients refuses an RDMA
- * connection beyond the limit, `timeout` closes an idle one. Every server
+ * connection beyond the limit, `timeout` closes an idle one, and a burst of
+ * GetServerFeature requests on a device with few send WRs is answered in
+ * full. Every server
  * runs with KEEL_RDMA_FAKE="leak_check=1": a device object the module
  * leaks fails its exit status, and it_stop the test. */
 #include "harness.h"
@@ -33,7 +35,7 @@ static void lt_teardown(void) {
     it_teardown();
 }
 
-static it_server *lt_start(int rport, const char *arg, ...) {
+static it_server *lt_start_faults(int rport, const char *faults, const char *arg, ...) {
     const char *extra[5] = {0};
     va_list ap;
     va_start(ap, arg);
@@ -52,11 +54,17 @@ static it_server *lt_start(int rport, const char *arg, ...) {
     return s;
 }
 
+#define lt_start(rport, ...) lt_start_faults(rport, NULL, __VA_ARGS__)
+
 /* A client through the handshake to rport; NULL (and freed) if it cannot
  * connect. */
-static rdma_client *lt_try_open(int rport) {
-    rdma_client_opts o = {
-        .ops = ops, .host = "127.0.0.1", .port = rport, .rx_size = 65536, .timeout_ms = LT_WAIT_MS};
+static rdma_client *lt_try_open_slots(int rport, int recv_slots) {
+    rdma_client_opts o = {.ops = ops,
+                          .host = "127.0.0.1",
+                          .port = rport,
+                          .rx_size = 65536,
+                          .recv_slots = recv_slots,
+                          .timeout_ms = LT_WAIT_MS};
     rdma_client *c = rdma_client_new(&o);
     ck_assert_ptr_nonnull(c);
     if (rdma_client_connect(c, RDMA_CLIENT_READY) != 0) {
@@ -66,6 +74,10 @@ static rdma_client *lt_try_open(int rport) {
     ck_assert_int_lt(nclients, LT_MAX);
     clients[nclients++] = c;
     return c;
+}
+
+static rdma_client *lt_try_open(int rport) {
+    return lt_try_open_slots(rport, 0);
 }
 
 static rdma_client *lt_open(int rport) {
@@ -205,8 +217,37 @@ START_TEST(test_idle_timeout) {
 }
 END_TEST
 
+/* A burst of GetServerFeature requests, with the server's device allowing 2
+ * send WRs in flight and the client posting 2 receives: every request is
+ * answered, none counts as an error, the connection stays. (Whether a reply
+ * has to wait for a send slot depends on how fast the fake completes the
+ * sends; the module defers it then rather than closing.) */
+START_TEST(test_feature_burst) {
+    int port = it_free_port();
+    it_server *s = lt_start_faults(port, "max_send_wr=2", NULL);
+    rdma_client *c = lt_try_open_slots(port, 2);
+    ck_assert_ptr_nonnull(c);
+    rdma_client_stats st;
+    rdma_client_get_stats(c, &st);
+    long before = st.feature_replies;
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(rdma_client_send_ctrl(c, RDMA_OP_GET_SERVER_FEATURE, 0, 0), 0);
+    redisContext *tcp = it_connect(s);
+    long long end = it_mstime() + LT_WAIT_MS;
+    do {
+        ck_assert_int_eq(rdma_client_pump(c, 20), 0);
+        rdma_client_get_stats(c, &st);
+    } while (st.feature_replies < before + 8 && it_mstime() < end);
+    ck_assert_int_eq(st.feature_replies, before + 8);
+    ck_assert_int_eq(st.server_features, 0);
+    lt_expect(c, "+PONG", "PING");
+    ck_assert_int_eq(lt_rdma(tcp, "rdma_protocol_errors"), 0);
+    it_stop(s);
+}
+END_TEST
+
 static Suite *listen_suite(void) {
-    Suite *s = suite_create("rdma_listen");
+    Suite *s = suite_create("rdma_server");
     struct {
         const char *name;
         const TTest *fn;
@@ -214,6 +255,7 @@ static Suite *listen_suite(void) {
         {"relisten", test_relisten},
         {"maxclients", test_maxclients},
         {"idle_timeout", test_idle_timeout},
+        {"feature_burst", test_feature_burst},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);
@@ -228,7 +270,7 @@ static Suite *listen_suite(void) {
 int main(void) {
     module_path = getenv("KEEL_RDMA_MODULE");
     if (!module_path || access(module_path, R_OK) != 0) {
-        fprintf(stderr, "check_it_rdma_listen: KEEL_RDMA_MODULE is not set or not built: %s\n",
+        fprintf(stderr, "check_it_rdma_server: KEEL_RDMA_MODULE is not set or not built: %s\n",
                 module_path ? module_path : "(unset)");
         return EXIT_FAILURE;
     }
