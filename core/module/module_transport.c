@@ -30,8 +30,10 @@
  * completion channel): every direction an operation or a handshake waits
  * for is readability, the server never closes the descriptor (the close
  * hook does, after the server stopped watching it), and conn_wake lists a
- * connection on the pending list to run as if it were readable; a wake that
- * finds a step out on an I/O thread is kept until the step is back. */
+ * connection on the pending list to run as if it were readable. Such a
+ * descriptor may not announce again what it announced (the step that reads
+ * consumes it), so a wake or a readability that finds a step out on an I/O
+ * thread is kept (wake_deferred) and run once the step is back. */
 #include "module/module_transport.h"
 
 #include "common/common.h"
