@@ -1,13 +1,14 @@
 /* check_it_rdma.c -- the RDMA module over the fake device in a real
- * keel-server (--loadmodule $KEEL_RDMA_MODULE, the module built on
- * tests/modules_it/rdma/rdma_fake.c), driven by rdma_client.c over the fake
- * in this process: the feature handshake, requests and replies of every
- * size up to several times rdma-rx-size (buffer full and re-registration
- * both ways), pipelines, keepalive, disconnect in every stage of a
- * connection, corrupt control messages and WRITE_WITH_IMM, the device's
- * work requests running out, injected device failures, CLIENT KILL, many
- * connections, MULTI/EXEC and BLPOP, TCP and RDMA side by side, and a load
- * without a device.
+ * keel-server (--loadmodule $KEEL_RDMA_MODULE: rdma_fake_module, the
+ * module's sources built on the fake of rdma_fake.h), driven by
+ * rdma_client.c over the fake in this process: the feature handshake,
+ * requests and replies of every size up to several times rdma-rx-size
+ * (buffer full and re-registration both ways), pipelines, keepalive,
+ * disconnect, vanish and device errors in every stage of a connection,
+ * corrupt control messages and WRITE_WITH_IMMs, work requests running out
+ * on either side, receiver-not-ready retries exhausted, injected device
+ * failures, CLIENT KILL, many connections, MULTI/EXEC and BLPOP, TCP and
+ * RDMA side by side, and a load without a device.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
@@ -113,6 +114,23 @@ static rdma_client *rt_new(int rport, uint32_t rx_size, int no_feature) {
                           .rx_size = rx_size ? rx_size : RT_RX_SIZE,
                           .timeout_ms = RT_WAIT_MS,
                           .no_feature = no_feature};
+    ck_assert_int_lt(nclients, RT_MAX_CLIENTS);
+    rdma_client *c = rdma_client_new(&o);
+    ck_assert_ptr_nonnull(c);
+    clients[nclients++] = c;
+    return c;
+}
+
+/* A client with only recv_slots receives posted and send_slots send
+ * entries. */
+static rdma_client *rt_new_small(int rport, int recv_slots, int send_slots) {
+    rdma_client_opts o = {.ops = ops,
+                          .host = "127.0.0.1",
+                          .port = rport,
+                          .rx_size = RT_RX_SIZE,
+                          .recv_slots = recv_slots,
+                          .send_slots = send_slots,
+                          .timeout_ms = RT_WAIT_MS};
     ck_assert_int_lt(nclients, RT_MAX_CLIENTS);
     rdma_client *c = rdma_client_new(&o);
     ck_assert_ptr_nonnull(c);
@@ -570,6 +588,12 @@ START_TEST(test_corrupt) {
         ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS),
                       "bad message %d: the server kept the connection", how);
         rt_wait_clients(tcp, base);
+        /* The device's verdict on the client's side, as hardware gives it. */
+        rdma_client_stats st;
+        rdma_client_get_stats(c, &st);
+        if (how == BAD_LONG_CTRL) ck_assert_int_eq(st.last_wc_status, IBV_WC_REM_INV_REQ_ERR);
+        if (how == BAD_WRITE_PAST_END || how == BAD_WRITE_RKEY)
+            ck_assert_int_eq(st.last_wc_status, IBV_WC_REM_ACCESS_ERR);
         /* The ones the server's protocol code sees (the others fail in the
          * device: a length or access error completion). */
         if (how == BAD_SHORT_CTRL || how == BAD_OPCODE || how == BAD_CLIENT_FEATURE ||
@@ -635,6 +659,63 @@ START_TEST(test_few_work_requests) {
     rt_expect(c, "+PONG", "PING");
     rt_close(c);
     rt_wait_clients(tcp, base);
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
+/* A client with two receives and two send entries: every server write
+ * waits receiver-not-ready until the client reposts (rnr_retry 7, as
+ * Valkey's connect sets it), every client write for a free entry. */
+START_TEST(test_client_few_work_requests) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
+    char *v = it_random_bytes(300000, 12);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *c = rt_new_small(rport, 2, 2);
+    rt_connect(c, RDMA_CLIENT_READY);
+    redisReply *r = rt_cmd(c, "GET %s", "huge");
+    ck_assert_int_eq(r->len, 300000);
+    ck_assert_int_eq(memcmp(r->str, v, 300000), 0);
+    for (int i = 0; i < 50; i++)
+        rt_send(c, "ECHO %d", i);
+    for (int i = 0; i < 50; i++)
+        ck_assert_str_eq(rt_render(rt_read(c)), it_fmt("\"%d\"", i));
+    rt_close(c);
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
+/* The server's QPs give up on receiver-not-ready after one retry
+ * (rnr_retry=1): a client with one receive posted that stops taking its
+ * completions makes the server's second reply fail. That connection
+ * closes; the others stay. */
+START_TEST(test_rnr_exceeded) {
+    int rport;
+    it_server *s = rt_start(&rport, "rnr_retry=1", NULL);
+    redisContext *tcp = it_connect(s);
+    rdma_client *other = rt_open(rport);
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
+    rdma_client *c = rt_new_small(rport, 1, 0);
+    rt_connect(c, RDMA_CLIENT_READY);
+    rt_wait_clients(tcp, base + 1);
+    /* One PING at a time, so each reply is a write of its own; the client
+     * polls nothing in between (a write with room in the server's buffer
+     * and its own send queue does not wait). */
+    for (int i = 0; i < 10; i++) {
+        rt_send(c, "PING");
+        it_sleep_ms(20);
+    }
+    ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
+    rt_wait_clients(tcp, base);
+    ck_assert_int_ge(rt_rdma_info(tcp, "rdma_completion_errors"), 1);
+    rt_close(c);
+    rt_expect(other, "+PONG", "PING");
     rt_still_serving(rport, tcp, base);
     it_stop(s);
 }
@@ -726,6 +807,19 @@ START_TEST(test_client_kill) {
     c = rt_open(rport);
     id = rt_client_id(c);
     rt_block_reader(c);
+    expect_int(tcp, 1, "CLIENT KILL ID %lld", id);
+    ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
+    rt_wait_clients(tcp, base);
+    rt_close(c);
+    /* Killed with requests still coming in (more than the server's buffer)
+     * and megabytes of replies going out. */
+    c = rt_open(rport);
+    id = rt_client_id(c);
+    char *ten = it_random_bytes(10000, 6);
+    for (int i = 0; i < 30; i++)
+        rt_send(c, "SET k%d %b", i, ten, (size_t)10000);
+    for (int i = 0; i < 30; i++)
+        rt_send(c, "GET %s", "huge");
     expect_int(tcp, 1, "CLIENT KILL ID %lld", id);
     ck_assert(rdma_client_wait_disconnected(c, RT_WAIT_MS));
     rt_wait_clients(tcp, base);
@@ -916,6 +1010,8 @@ static Suite *rdma_suite(void) {
         {"corrupt", test_corrupt},
         {"corrupt_early", test_corrupt_early},
         {"few_work_requests", test_few_work_requests},
+        {"client_few_work_requests", test_client_few_work_requests},
+        {"rnr_exceeded", test_rnr_exceeded},
         {"fail_first_post_send", test_fail_first_post_send},
         {"fail_post_send", test_fail_post_send},
         {"fail_reg_mr", test_fail_reg_mr},

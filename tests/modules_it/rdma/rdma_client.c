@@ -8,7 +8,6 @@
 #include "rdma_client.h"
 
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -526,9 +525,6 @@ int rdma_client_connect(rdma_client *c, rdma_client_stage upto) {
     return 0;
 }
 
-rdma_client_stage rdma_client_stage_of(const rdma_client *c) {
-    return c->stage;
-}
 const char *rdma_client_error(const rdma_client *c) {
     return c->err;
 }
@@ -580,9 +576,7 @@ static int rc_post_write(rdma_client *c, uint32_t local_off, uint64_t raddr, uin
                              .imm_data = htonl(imm)};
     wr.wr.rdma.remote_addr = raddr;
     wr.wr.rdma.rkey = rkey;
-    if (rc_post_send(c, &wr)) return -1;
-    c->st.writes++;
-    return 0;
+    return rc_post_send(c, &wr);
 }
 
 static int rc_can_write(rdma_client *c) {
@@ -671,10 +665,6 @@ void rdma_client_set_consume(rdma_client *c, int on) {
     c->consume = on;
 }
 
-static int rc_is_gone(rdma_client *c) {
-    return c->disconnected;
-}
-
 int rdma_client_wait_disconnected(rdma_client *c, int ms) {
     long long end = rc_now_ms() + ms;
     while (!c->disconnected && !c->broken) {
@@ -682,7 +672,7 @@ int rdma_client_wait_disconnected(rdma_client *c, int ms) {
         if (left <= 0) break;
         if (rc_wait_events(c, (int)left) < 0) break;
     }
-    return rc_is_gone(c);
+    return c->disconnected;
 }
 
 int rdma_client_is_disconnected(const rdma_client *c) {

@@ -74,7 +74,6 @@ void rdma_client_free(rdma_client *c);
 
 /* Advances the connection up to stage `upto` (from wherever it is). */
 int rdma_client_connect(rdma_client *c, rdma_client_stage upto);
-rdma_client_stage rdma_client_stage_of(const rdma_client *c);
 const char *rdma_client_error(const rdma_client *c);
 struct rdma_cm_id *rdma_client_cm_id(rdma_client *c);
 
@@ -119,7 +118,6 @@ typedef struct rdma_client_stats {
     uint64_t server_features; /* the last answer's feature bits */
     long server_registers;    /* RegisterXferMemory received */
     long own_registers;       /* RegisterXferMemory sent (first one included) */
-    long writes;              /* WRITE_WITH_IMM posted */
     long bytes_in;            /* data bytes received */
     uint64_t server_rx_addr;  /* the server's advertised buffer */
     uint32_t server_rx_len, server_rx_rkey, server_rx_offset;
