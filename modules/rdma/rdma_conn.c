@@ -185,6 +185,7 @@ static int rx_register(rdma_conn *c) {
     put32(msg + 24, (uint32_t)c->rx.len);
     put32(msg + 28, c->rx.mr->rkey);
     c->rx_off = c->rx_pos = 0;
+    if (c->disconnected) return KEEL_OK; /* no one to tell, nothing more comes */
     c->reg_due = 1;
     if (send_cmd(c, msg) == KEEL_OK) {
         c->reg_due = 0;
@@ -330,6 +331,7 @@ static int conn_poll(rdma_conn *c) {
         for (int i = 0; i < n; i++)
             if (on_completion(c, &wc[i]) != KEEL_OK) return KEEL_ERR;
     if (n < 0) return conn_fail(c, "polling the CQ failed", EIO);
+    if (c->disconnected) return KEEL_OK; /* what is owed can no longer be sent */
     if (c->feature_due && feature_replies(c) != KEEL_OK) return KEEL_ERR;
     if (c->reg_due && c->established) return rx_register(c);
     return KEEL_OK;
