@@ -683,6 +683,10 @@ static void transport_close_all(keel_transport *t) {
         else
             mt_close(mc->cn);
     }
+    /* One whose handshake step is out on an I/O thread (a failed init
+     * adopted it) is only marked closing: the step runs the module's hook
+     * and comes back to t, and both go once this returns. */
+    if (t->nconns) io_threads_drain();
 }
 
 void module_transports_release(module *m) {

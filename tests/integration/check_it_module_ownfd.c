@@ -427,6 +427,23 @@ START_TEST(test_watches_and_refusals) {
 }
 END_TEST
 
+/* A load that fails after init adopted a connection: the connection is
+ * closed (its close hook runs) before the module's code and transport go,
+ * also while its handshake step is out on an I/O thread (the server's own
+ * argument: a handshake step always goes to a thread when there is one). */
+START_TEST(test_init_fails_with_an_adopted_connection) {
+    it_server *s = it_start("--enable-module-command", "yes", "--io-threads", "4", NULL);
+    redisContext *c = it_connect(s);
+    for (int i = 0; i < 3; i++) {
+        expect_error_prefix(c, "ERR", "MODULE LOAD %s %s %d %s adoptfail", FDPIPE, sock_path(),
+                            WINDOW, LOCAL_PORT);
+        for (int j = 0; j < 5; j++)
+            expect_status(c, "PONG", "PING");
+    }
+    ck_assert_msg(strstr(it_read_file(s->log), "fdpipe: adoptfail"), "%s", it_log_tail(s));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("module_ownfd");
     TCase *tc = it_tcase_bare(s, "ownfd");
@@ -440,5 +457,6 @@ int main(void) {
     tcase_add_test(tc, test_peer_close_wakes);
     tcase_add_test(tc, test_unload);
     tcase_add_test(tc, test_watches_and_refusals);
+    tcase_add_test(tc, test_init_fails_with_an_adopted_connection);
     return it_run(s);
 }

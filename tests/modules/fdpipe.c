@@ -40,8 +40,8 @@
  * stale watch.
  *
  * loadmodule fdpipe.so <socket path> <window bytes> <local port> [noaddr:
- * registers without the addr hook, which must be refused]. Built against
- * sdk/include only. */
+ * registers without the addr hook, which must be refused | adoptfail: init
+ * adopts a connection, then fails]. Built against sdk/include only. */
 #include <keel/keel_module.h>
 
 #include <errno.h>
@@ -368,6 +368,19 @@ static int add_commands(keel_ctx *ctx) {
     return KEEL_OK;
 }
 
+/* adoptfail: init adopts a connection (its handshake step may then be out
+ * on an I/O thread) and refuses the load; the server closes the
+ * connection, running its close hook, before the module goes. */
+static int fp_adopt_and_fail(keel_ctx *ctx) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0) {
+        fp_adopt(sv[0]);
+        close(sv[1]);
+    }
+    api->core->set_error(ctx, "fdpipe: adoptfail");
+    return KEEL_ERR;
+}
+
 static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const *argv) {
     api = a;
     mod_ctx = ctx;
@@ -380,7 +393,8 @@ static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
         return KEEL_ERR;
     }
     if (argc < 3 || argc > 4 || atoll(argv[1]) < 1) {
-        api->core->set_error(ctx, "usage: fdpipe.so <socket path> <window> <local port> [noaddr]");
+        api->core->set_error(
+            ctx, "usage: fdpipe.so <socket path> <window> <local port> [noaddr|adoptfail]");
         return KEEL_ERR;
     }
     window = (size_t)atoll(argv[1]);
@@ -400,6 +414,7 @@ static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
         api->core->set_error(ctx, "fdpipe: cannot listen on the socket path");
         return KEEL_ERR;
     }
+    if (argc == 4 && !strcmp(argv[3], "adoptfail")) return fp_adopt_and_fail(ctx);
     return add_commands(ctx);
 }
 
