@@ -155,6 +155,7 @@ static void mt_close_now(conn *cn) {
     keel_transport *t = mt_conn_transport(cn);
     module_conn *mc = mt_conn_record(cn);
     if (cn->fd != -1) event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
+    if (cn->type->not_socket) mt_adopted_forget(cn->fd);
     if (t->def.close) t->def.close((keel_conn *)cn, t->def.priv);
     if (cn->fd != -1 && !cn->type->not_socket) close(cn->fd);
     hs_unlink(t, mc);
@@ -703,6 +704,7 @@ void module_transports_release(module *m) {
     }
     /* After the connections: their close hooks may unwatch what they own. */
     mt_fd_watches_release(m);
+    if (!transports) mt_adopted_free();
     if (!transports && hs_timer) {
         event_timer_del(module_env_get()->el, hs_timer);
         hs_timer = 0;

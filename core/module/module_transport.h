@@ -89,8 +89,12 @@ void mt_dial_free(module_conn *mc);
 /* module_listener.c */
 void mt_listeners_release(module *m);
 
-/* module_adopt.c: removes the fd watches m left. */
+/* module_adopt.c: removes the fd watches m left; an adopted connection's
+ * descriptor is no longer its own (it closes), or none is (no transport
+ * is left). */
 void mt_fd_watches_release(module *m);
+void mt_adopted_forget(int fd);
+void mt_adopted_free(void);
 
 /* The group's members module_listener.c and module_dial.c implement. */
 int mt_api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs, int naddrs, int port);

@@ -427,6 +427,24 @@ START_TEST(test_watches_and_refusals) {
 }
 END_TEST
 
+/* An adopted connection's descriptor is watched as long as it is open:
+ * fd_watch refuses it, also while the handshake step is out on an I/O
+ * thread (the server's own argument: a step always goes to a thread when
+ * there is one), when the loop itself does not watch it. */
+START_TEST(test_connection_fd_not_watchable) {
+    char *path = sock_path();
+    it_server *s = start_fdpipe(path, "--io-threads", "4", NULL, NULL);
+    redisContext *c = it_connect(s);
+    fp_peer *fd = fp_connect(path);
+    it_wait_until(stat_of(c, ST_ACCEPTED) == 1, 10000);
+    expect_int(c, 0, "FDPIPE.CONNFD");
+    fp_sendstr(fd, "PING\r\n");
+    fp_expect(fd, "+PONG\r\n");
+    fp_close(fd);
+    it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
+}
+END_TEST
+
 /* A load that fails after init adopted a connection: the connection is
  * closed (its close hook runs) before the module's code and transport go,
  * also while its handshake step is out on an I/O thread (the server's own
@@ -458,5 +476,6 @@ int main(void) {
     tcase_add_test(tc, test_unload);
     tcase_add_test(tc, test_watches_and_refusals);
     tcase_add_test(tc, test_init_fails_with_an_adopted_connection);
+    tcase_add_test(tc, test_connection_fd_not_watchable);
     return it_run(s);
 }
