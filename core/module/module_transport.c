@@ -690,6 +690,15 @@ static void transport_close_all(keel_transport *t) {
     if (t->nconns) io_threads_drain();
 }
 
+/* Before deinit (shutdown, a load refused after init returned KEEL_OK):
+ * connections still open (in their handshake, outgoing) are closed while
+ * the module runs, so no close hook comes after deinit, as none does for
+ * MODULE UNLOAD, which refuses while any is open. */
+void module_transports_close(module *m) {
+    for (keel_transport *t = transports; t; t = t->next)
+        if (t->mod == m) transport_close_all(t);
+}
+
 void module_transports_release(module *m) {
     mt_listeners_release(m);
     for (keel_transport **pp = &transports; *pp;) {

@@ -168,8 +168,9 @@ START_TEST(test_requests_and_handshake) {
     fp_close(fd);
     it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
     /* Open at shutdown, a client and one in its handshake: closed by the
-     * server (their close hooks unwatch the module's data sockets before
-     * the server drops the module's watches). */
+     * server before the module's deinit (after it, fdpipe's close hook
+     * crashes the server), their close hooks unwatching the module's data
+     * sockets before the server drops the module's watches. */
     fd = fp_connect(path);
     fp_sendstr(fd, "PING\r\n");
     fp_expect(fd, "+PONG\r\n");

@@ -436,5 +436,14 @@ static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
     return add_commands(ctx);
 }
 
-/* The listener's watch and descriptor are left as they are (see above). */
-KEEL_MODULE("fdpipe", 1, fp_init, NULL)
+/* The module is stopped: nothing of it may run after this, so the api it
+ * calls through is dropped (a hook that ran later would crash, as one
+ * using state a real deinit freed would). The listener's watch and
+ * descriptor are left as they are (see above). */
+static int fp_deinit(keel_ctx *ctx) {
+    (void)ctx;
+    api = NULL;
+    return KEEL_OK;
+}
+
+KEEL_MODULE("fdpipe", 1, fp_init, fp_deinit)
