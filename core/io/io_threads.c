@@ -250,7 +250,7 @@ void io_threads_teardown(void) {
     }
 }
 
-void io_threads_drain(void) {
+static void io_threads_drain(void) {
     while (inflight) {
         if (!io_threads_poll()) io_cpu_relax();
     }

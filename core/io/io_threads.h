@@ -93,9 +93,6 @@ size_t io_threads_free_pending(void);
 int io_threads_poll(void);
 /* Client jobs handed out and not finished yet. */
 uint64_t io_threads_inflight(void);
-/* Waits for every job handed out and finishes its completion (main
- * thread; a resize, or a module whose connections a job still holds). */
-void io_threads_drain(void);
 /* Waits until every thread has finished running its jobs (they no longer
  * touch their items) without finishing the completions: safe inside a
  * command, before reading another client's I/O fields (CLIENT LIST). */

@@ -30,6 +30,7 @@ typedef struct module_conn {
     conn_handler accept_done;
     int refs;    /* our handlers on the stack, or a handshake job out */
     int closing; /* closed while refs > 0 */
+    int orphan;  /* closed, its transport gone, while its handshake step was out */
     int hs_rv;   /* the last handshake step's result (any thread writes) */
     int local_port;
     /* conn_wait inside the running read or writev (written by the thread
