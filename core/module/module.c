@@ -285,10 +285,12 @@ static void module_refuse(module *m, int init_ok) {
      * stop; dlclose under them would leave them running unmapped code. Its
      * hooks are still registered here so it can stop them itself, and its
      * answer is ignored: the load is refused either way. Values it stored
-     * go first, as at shutdown, since their free callback may need state
-     * that deinit tears down. */
+     * and connections of its transports go first, as at shutdown, since
+     * their free callback and close hook may need state that deinit tears
+     * down. */
     if (init_ok && m->deinit) {
         module_purge_values(m);
+        module_transports_close(m);
         m->deinit(&m->ctx);
     }
     module_release(m);
@@ -398,6 +400,7 @@ void module_teardown(void) {
         while (m->next)
             m = m->next;
         module_purge_values(m);
+        module_transports_close(m); /* their close hooks run before deinit */
         if (m->deinit) m->deinit(&m->ctx);
         module_unlink(m);
         module_release(m);

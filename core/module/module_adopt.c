@@ -19,6 +19,8 @@
 #include "common/log.h"
 #include "module/module.h"
 
+#include <string.h>
+
 struct keel_fd_watch {
     module *mod;
     int fd;
@@ -28,6 +30,38 @@ struct keel_fd_watch {
 };
 
 static keel_fd_watch *watches;
+
+/* Descriptors of open adopted connections, by number. The loop does not
+ * watch one while a step of its connection is out on an I/O thread, yet it
+ * stays the connection's: fd_watch and conn_adopt refuse it all along. */
+static unsigned char *adopted_fds;
+static size_t adopted_cap;
+
+static int fd_taken(event_loop *el, int fd) {
+    return event_mask(el, fd) != EV_NONE || ((size_t)fd < adopted_cap && adopted_fds[fd]);
+}
+
+static void adopted_mark(int fd) {
+    if ((size_t)fd >= adopted_cap) {
+        size_t cap = adopted_cap ? adopted_cap : 64;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        adopted_fds = km_realloc(adopted_fds, cap);
+        memset(adopted_fds + adopted_cap, 0, cap - adopted_cap);
+        adopted_cap = cap;
+    }
+    adopted_fds[fd] = 1;
+}
+
+void mt_adopted_forget(int fd) {
+    if (fd >= 0 && (size_t)fd < adopted_cap) adopted_fds[fd] = 0;
+}
+
+void mt_adopted_free(void) {
+    km_free(adopted_fds);
+    adopted_fds = NULL;
+    adopted_cap = 0;
+}
 
 /* The loop level-triggers: fn runs again next turn while fd stays readable.
  * fn may fd_unwatch (free) w: nothing reads it after the call. */
@@ -41,7 +75,7 @@ keel_fd_watch *mt_api_fd_watch(keel_ctx *ctx, int fd, keel_fd_fn fn, void *udata
     event_loop *el = module_env_get()->el;
     /* A descriptor the loop watches already (a connection, another watch)
      * has its handlers: a second owner would replace them. */
-    if (!ctx || fd < 0 || !fn || !el || event_mask(el, fd) != EV_NONE) return NULL;
+    if (!ctx || fd < 0 || !fn || !el || fd_taken(el, fd)) return NULL;
     keel_fd_watch *w = km_calloc(1, sizeof(*w));
     *w = (keel_fd_watch){.mod = ctx->mod, .fd = fd, .fn = fn, .udata = udata, .next = watches};
     if (event_add(el, fd, EV_READABLE, fw_event, w) != K_OK) {
@@ -78,12 +112,13 @@ void mt_fd_watches_release(module *m) {
 int mt_api_conn_adopt(keel_ctx *ctx, keel_transport *t, int fd, int local_port, void *data) {
     event_loop *el = module_env_get()->el;
     if (!module_on_main_thread() || !t || !(t->def.flags & KEEL_TRANSPORT_OWN_FD) || fd < 0 ||
-        !el || event_mask(el, fd) != EV_NONE) /* a watch's: its handlers would be replaced */
+        !el || fd_taken(el, fd)) /* a watch's or a connection's: its handlers would be replaced */
         return KEEL_ERR;
     conn *cn = conn_socket_create(&t->ct, el, fd); /* a bare conn, in its handshake */
     module_conn *mc = mt_conn_attach(t, cn);
     mc->data = data;
     mc->local_port = local_port;
+    adopted_mark(fd);
     module_env_get()->on_accept(cn, NULL);
     return KEEL_OK;
 }

@@ -143,6 +143,8 @@ long long module_live_values(const module *m);
 void module_hooks_release(module *m);
 void module_configs_release(module *m);
 void module_transports_release(module *m);
+/* Closes m's transport connections (before its deinit). */
+void module_transports_close(module *m);
 uint64_t module_open_conns(const module *m);
 /* Blocked clients of m's not over yet (MODULE UNLOAD refuses while any). */
 uint64_t module_blocked_count(const module *m);

@@ -151,16 +151,22 @@ static void mt_unlink(keel_transport *t, module_conn *mc) {
 /* The loop stops watching before the close hook runs: an OWN_FD
  * transport's hook closes the descriptor, whose number can be reused at
  * once. The server closes only sockets. */
-static void mt_close_now(conn *cn) {
+static void mt_close_detach(conn *cn) {
     keel_transport *t = mt_conn_transport(cn);
     module_conn *mc = mt_conn_record(cn);
     if (cn->fd != -1) event_del(cn->el, cn->fd, EV_READABLE | EV_WRITABLE);
+    if (cn->type->not_socket) mt_adopted_forget(cn->fd);
     if (t->def.close) t->def.close((keel_conn *)cn, t->def.priv);
     if (cn->fd != -1 && !cn->type->not_socket) close(cn->fd);
     hs_unlink(t, mc);
     pending_remove(mc);
     mt_dial_free(mc);
     mt_unlink(t, mc);
+}
+
+static void mt_close_now(conn *cn) {
+    module_conn *mc = mt_conn_record(cn);
+    mt_close_detach(cn);
     km_free(mc);
     km_free(cn);
 }
@@ -487,6 +493,11 @@ static void mt_handshake_job(void *item) {
 static void mt_handshake_done(void *item) {
     conn *cn = item;
     module_conn *mc = mt_conn_record(cn);
+    if (mc->orphan) { /* closed, and its transport gone, meanwhile */
+        km_free(mc);
+        km_free(cn);
+        return;
+    }
     mc->refs--;
     cn->io_out = 0;
     if (mc->closing) {
@@ -683,6 +694,27 @@ static void transport_close_all(keel_transport *t) {
         else
             mt_close(mc->cn);
     }
+    /* One whose handshake step is out on an I/O thread (a failed init
+     * adopted it) is only marked closing, yet t and the module's code go
+     * once this returns: it is closed as soon as the step has run, and the
+     * step's completion, which comes later, only frees it. */
+    if (!t->nconns) return;
+    io_threads_quiesce();
+    for (module_conn *mc = t->conns, *next; mc; mc = next) {
+        next = mc->next;
+        if (!mc->cn->io_out) continue;
+        mt_close_detach(mc->cn);
+        mc->orphan = 1;
+    }
+}
+
+/* Before deinit (shutdown, a load refused after init returned KEEL_OK):
+ * connections still open (in their handshake, outgoing) are closed while
+ * the module runs, so no close hook comes after deinit, as none does for
+ * MODULE UNLOAD, which refuses while any is open. */
+void module_transports_close(module *m) {
+    for (keel_transport *t = transports; t; t = t->next)
+        if (t->mod == m) transport_close_all(t);
 }
 
 void module_transports_release(module *m) {
@@ -699,6 +731,7 @@ void module_transports_release(module *m) {
     }
     /* After the connections: their close hooks may unwatch what they own. */
     mt_fd_watches_release(m);
+    if (!transports) mt_adopted_free();
     if (!transports && hs_timer) {
         event_timer_del(module_env_get()->el, hs_timer);
         hs_timer = 0;

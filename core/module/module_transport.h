@@ -30,6 +30,7 @@ typedef struct module_conn {
     conn_handler accept_done;
     int refs;    /* our handlers on the stack, or a handshake job out */
     int closing; /* closed while refs > 0 */
+    int orphan;  /* closed, its transport gone, while its handshake step was out */
     int hs_rv;   /* the last handshake step's result (any thread writes) */
     int local_port;
     /* conn_wait inside the running read or writev (written by the thread
@@ -89,8 +90,12 @@ void mt_dial_free(module_conn *mc);
 /* module_listener.c */
 void mt_listeners_release(module *m);
 
-/* module_adopt.c: removes the fd watches m left. */
+/* module_adopt.c: removes the fd watches m left; an adopted connection's
+ * descriptor is no longer its own (it closes), or none is (no transport
+ * is left). */
 void mt_fd_watches_release(module *m);
+void mt_adopted_forget(int fd);
+void mt_adopted_free(void);
 
 /* The group's members module_listener.c and module_dial.c implement. */
 int mt_api_listen(keel_ctx *ctx, keel_transport *t, const char *const *addrs, int naddrs, int port);

@@ -168,8 +168,9 @@ START_TEST(test_requests_and_handshake) {
     fp_close(fd);
     it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
     /* Open at shutdown, a client and one in its handshake: closed by the
-     * server (their close hooks unwatch the module's data sockets before
-     * the server drops the module's watches). */
+     * server before the module's deinit (after it, fdpipe's close hook
+     * crashes the server), their close hooks unwatching the module's data
+     * sockets before the server drops the module's watches. */
     fd = fp_connect(path);
     fp_sendstr(fd, "PING\r\n");
     fp_expect(fd, "+PONG\r\n");
@@ -427,6 +428,41 @@ START_TEST(test_watches_and_refusals) {
 }
 END_TEST
 
+/* An adopted connection's descriptor is watched as long as it is open:
+ * fd_watch refuses it, also while the handshake step is out on an I/O
+ * thread (the server's own argument: a step always goes to a thread when
+ * there is one), when the loop itself does not watch it. */
+START_TEST(test_connection_fd_not_watchable) {
+    char *path = sock_path();
+    it_server *s = start_fdpipe(path, "--io-threads", "4", NULL, NULL);
+    redisContext *c = it_connect(s);
+    fp_peer *fd = fp_connect(path);
+    it_wait_until(stat_of(c, ST_ACCEPTED) == 1, 10000);
+    expect_int(c, 0, "FDPIPE.CONNFD");
+    fp_sendstr(fd, "PING\r\n");
+    fp_expect(fd, "+PONG\r\n");
+    fp_close(fd);
+    it_wait_until(stat_of(c, ST_CLOSES) == 1, 10000);
+}
+END_TEST
+
+/* A load that fails after init adopted a connection: the connection is
+ * closed (its close hook runs) before the module's code and transport go,
+ * also while its handshake step is out on an I/O thread (the server's own
+ * argument: a handshake step always goes to a thread when there is one). */
+START_TEST(test_init_fails_with_an_adopted_connection) {
+    it_server *s = it_start("--enable-module-command", "yes", "--io-threads", "4", NULL);
+    redisContext *c = it_connect(s);
+    for (int i = 0; i < 3; i++) {
+        expect_error_prefix(c, "ERR", "MODULE LOAD %s %s %d %s adoptfail", FDPIPE, sock_path(),
+                            WINDOW, LOCAL_PORT);
+        for (int j = 0; j < 5; j++)
+            expect_status(c, "PONG", "PING");
+    }
+    ck_assert_msg(strstr(it_read_file(s->log), "fdpipe: adoptfail"), "%s", it_log_tail(s));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("module_ownfd");
     TCase *tc = it_tcase_bare(s, "ownfd");
@@ -440,5 +476,7 @@ int main(void) {
     tcase_add_test(tc, test_peer_close_wakes);
     tcase_add_test(tc, test_unload);
     tcase_add_test(tc, test_watches_and_refusals);
+    tcase_add_test(tc, test_init_fails_with_an_adopted_connection);
+    tcase_add_test(tc, test_connection_fd_not_watchable);
     return it_run(s);
 }

@@ -35,13 +35,15 @@
  * that unwatches itself (level-triggered: it would run every loop turn
  * otherwise); replies whether a second watch of the same fd and a watch of
  * -1 were refused. FDPIPE.REFUSED: whether listener_open and connect refuse
- * this transport, and conn_adopt fd -1 and a watched fd. The listener's watch is left to the server
+ * this transport, and conn_adopt fd -1 and a watched fd. FDPIPE.CONNFD:
+ * how many adopted connections' descriptors fd_watch accepted (0: each
+ * new connection's is tried). The listener's watch is left to the server
  * at unload, and its descriptor stays open (on purpose): a peer connecting after unload would run a
  * stale watch.
  *
  * loadmodule fdpipe.so <socket path> <window bytes> <local port> [noaddr:
- * registers without the addr hook, which must be refused]. Built against
- * sdk/include only. */
+ * registers without the addr hook, which must be refused | adoptfail: init
+ * adopts a connection, then fails]. Built against sdk/include only. */
 #include <keel/keel_module.h>
 
 #include <errno.h>
@@ -79,6 +81,7 @@ static int local_port;
 static unsigned next_seq;
 static int public_next;
 static long long accepted, closes, hs_steps, last_efd, oneshot_calls, wakes;
+static long long conn_fd_watched; /* fd_watch accepted a connection's descriptor */
 
 /* ---- the eventfd: readable while the connection has something to do ---- */
 
@@ -257,10 +260,20 @@ static void fp_adopt(int sock) {
     }
     accepted++;
     last_efd = c->efd;
+    int efd = c->efd;
     /* From KEEL_OK on the server owns it: the close hook frees it, maybe
      * before conn_adopt returns. */
-    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK)
+    if (api->transport->conn_adopt(mod_ctx, transport, c->efd, local_port, c) != KEEL_OK) {
         fp_free(c);
+        return;
+    }
+    /* The descriptor is the connection's now: a watch of it must be
+     * refused (also while its handshake step is out on an I/O thread). */
+    keel_fd_watch *w = api->transport->fd_watch(mod_ctx, efd, fp_on_data, NULL);
+    if (w) {
+        conn_fd_watched++;
+        api->transport->fd_unwatch(w);
+    }
 }
 
 /* Level-triggered: what is left in the backlog fires again next turn. */
@@ -304,6 +317,10 @@ static void cmd_public(keel_ctx *ctx) {
     }
     public_next = on != 0;
     api->command->reply_ok(ctx);
+}
+
+static void cmd_connfd(keel_ctx *ctx) {
+    api->command->reply_int(ctx, conn_fd_watched);
 }
 
 static int oneshot_fds[2] = {-1, -1};
@@ -359,6 +376,7 @@ static int add_commands(keel_ctx *ctx) {
         {"fdpipe.public", cmd_public, 2},
         {"fdpipe.oneshot", cmd_oneshot, 1},
         {"fdpipe.refused", cmd_refused, 1},
+        {"fdpipe.connfd", cmd_connfd, 1},
     };
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         keel_command_def def = {
@@ -368,10 +386,23 @@ static int add_commands(keel_ctx *ctx) {
     return KEEL_OK;
 }
 
+/* adoptfail: init adopts a connection (its handshake step may then be out
+ * on an I/O thread) and refuses the load; the server closes the
+ * connection, running its close hook, before the module goes. */
+static int fp_adopt_and_fail(keel_ctx *ctx) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0) {
+        fp_adopt(sv[0]);
+        close(sv[1]);
+    }
+    api->core->set_error(ctx, "fdpipe: adoptfail");
+    return KEEL_ERR;
+}
+
 static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const *argv) {
     api = a;
     mod_ctx = ctx;
-    accepted = closes = hs_steps = last_efd = oneshot_calls = wakes = 0;
+    accepted = closes = hs_steps = last_efd = oneshot_calls = wakes = conn_fd_watched = 0;
     next_seq = 0;
     public_next = 0;
     oneshot_fds[0] = oneshot_fds[1] = -1;
@@ -380,7 +411,8 @@ static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
         return KEEL_ERR;
     }
     if (argc < 3 || argc > 4 || atoll(argv[1]) < 1) {
-        api->core->set_error(ctx, "usage: fdpipe.so <socket path> <window> <local port> [noaddr]");
+        api->core->set_error(
+            ctx, "usage: fdpipe.so <socket path> <window> <local port> [noaddr|adoptfail]");
         return KEEL_ERR;
     }
     window = (size_t)atoll(argv[1]);
@@ -400,8 +432,18 @@ static int fp_init(keel_ctx *ctx, const keel_api *a, int argc, const char *const
         api->core->set_error(ctx, "fdpipe: cannot listen on the socket path");
         return KEEL_ERR;
     }
+    if (argc == 4 && !strcmp(argv[3], "adoptfail")) return fp_adopt_and_fail(ctx);
     return add_commands(ctx);
 }
 
-/* The listener's watch and descriptor are left as they are (see above). */
-KEEL_MODULE("fdpipe", 1, fp_init, NULL)
+/* The module is stopped: nothing of it may run after this, so the api it
+ * calls through is dropped (a hook that ran later would crash, as one
+ * using state a real deinit freed would). The listener's watch and
+ * descriptor are left as they are (see above). */
+static int fp_deinit(keel_ctx *ctx) {
+    (void)ctx;
+    api = NULL;
+    return KEEL_OK;
+}
+
+KEEL_MODULE("fdpipe", 1, fp_init, fp_deinit)
