@@ -111,8 +111,11 @@ void mt_fd_watches_release(module *m) {
  * has run and the module holds nothing of it. */
 int mt_api_conn_adopt(keel_ctx *ctx, keel_transport *t, int fd, int local_port, void *data) {
     event_loop *el = module_env_get()->el;
-    if (!module_on_main_thread() || !t || !(t->def.flags & KEEL_TRANSPORT_OWN_FD) || fd < 0 ||
-        !el || fd_taken(el, fd)) /* a watch's or a connection's: its handlers would be replaced */
+    /* Only the module that registered t adopts onto it (as listen): the
+     * connection's hooks and its unload check are that module's. */
+    if (!module_on_main_thread() || !ctx || !t || t->mod != ctx->mod ||
+        !(t->def.flags & KEEL_TRANSPORT_OWN_FD) || fd < 0 || !el ||
+        fd_taken(el, fd)) /* a watch's or a connection's: its handlers would be replaced */
         return KEEL_ERR;
     conn *cn = conn_socket_create(&t->ct, el, fd); /* a bare conn, in its handshake */
     module_conn *mc = mt_conn_attach(t, cn);

@@ -734,8 +734,9 @@ typedef struct keel_api_transport {
      * runs exactly once whatever happens, possibly before conn_adopt
      * returns (a refused connection), and releases data and fd (the server
      * has stopped watching fd by then). KEEL_ERR: nothing was created
-     * (t is not OWN_FD, fd is negative or already watched, or not the
-     * main thread) and data and fd are still the caller's. Main thread. */
+     * (t is not OWN_FD or another module's, fd is negative or already
+     * watched, or not the main thread) and data and fd are still the
+     * caller's. Main thread. */
     int (*conn_adopt)(keel_ctx *ctx, keel_transport *t, int fd, int local_port, void *data);
     /* Runs conn, before the event loop next sleeps, as if its descriptor
      * had become readable: the handshake step if it is in one, else its
