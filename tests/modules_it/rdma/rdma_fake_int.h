@@ -124,8 +124,12 @@ struct fake_qp {
     fake_id *id;
     struct ibv_qp_cap cap;
     int sig_all;
-    fake_swr *swr; /* ring: [shead, stail) posted; [shead, stx) sent */
-    uint64_t shead, stx, stail, next_seq;
+    /* The send ring: [shead, stail) posted and not acknowledged, [shead,
+     * stx) of them sent. [sfree, shead) acknowledged but unsignalled: as on
+     * hardware, their slots stay taken until a later WR's completion is
+     * generated, the only way the application learns of them. */
+    fake_swr *swr;
+    uint64_t sfree, shead, stx, stail, next_seq;
     fake_rwr *rwr; /* ring: [rhead, rtail) */
     uint64_t rhead, rtail;
 };
@@ -191,6 +195,8 @@ void fake_reg_check(const void *obj, fake_kind kind, const char *what);
 void fake_nic_kick(void);
 void fake_nic_add_fd(fake_sock *s);
 void fake_nic_want_out(fake_sock *s, int on);
+/* Takes s off the NIC's watch, so that its fd can be closed at once. */
+void fake_nic_del_fd(fake_sock *s);
 uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
