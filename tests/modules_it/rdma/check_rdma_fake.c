@@ -429,6 +429,51 @@ START_TEST(test_write_imm) {
 }
 END_TEST
 
+/* A WR with bad local memory behind one in flight: the first completes,
+ * then the bad one with LOC_PROT_ERR, each once and in order. */
+START_TEST(test_local_error_in_order) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, 8, 7, NRECV);
+    uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
+    struct ibv_sge good = {(uintptr_t)c.buf, 8, c.mr->lkey};
+    struct ibv_sge outside = {(uintptr_t)(c.buf + 3 * NRECV * BUFSZ), 1, c.mr->lkey};
+    struct ibv_send_wr w2 = {.wr_id = 2,
+                             .sg_list = &outside,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr w1 = {.wr_id = 1,
+                             .next = &w2,
+                             .sg_list = &good,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad = NULL;
+    w1.wr.rdma.remote_addr = w2.wr.rdma.remote_addr = region;
+    w1.wr.rdma.rkey = w2.wr.rdma.rkey = s.mr->rkey;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &w1, &bad), 0); /* one post: sent together */
+    struct ibv_wc wc;
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 1);
+    ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+    for (int i = 0; i < NRECV / 2; i++) { /* then only the receives, flushed */
+        cq_expect(c.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+        ck_assert_uint_ge(wc.wr_id, 100);
+    }
+    ck_assert_int_eq(ops->poll_cq(c.cq, 1, &wc), 0);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 /* SEND_WITH_IMM, an inline SEND (its source reusable at once), and a local
  * sge outside its lkey's region: LOC_PROT_ERR and the QP in error. */
 START_TEST(test_imm_inline_local_error) {
@@ -1583,6 +1628,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_write_imm);
     tcase_add_test(tc, test_bulk_writes);
     tcase_add_test(tc, test_imm_inline_local_error);
+    tcase_add_test(tc, test_local_error_in_order);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);

@@ -1031,10 +1031,10 @@ static void fake_sock_unpark(fake_sock *s, uint64_t now) {
 static void fake_sock_pump(fake_sock *s) {
     for (;;) {
         fake_qp *qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
-        if (qp) fake_qp_transmit(qp);
+        int held = qp ? fake_qp_transmit(qp) : 0;
         fake_sock_flush(s);
         qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
-        if (s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
+        if (held || s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
     }
 }
 

@@ -229,7 +229,8 @@ extern fake_sock *fake_socks;
 /* ---- verbs (rdma_fake_verbs.c), under fake_lock ---- */
 extern struct ibv_context fake_context;
 void fake_qp_set_error(fake_qp *qp);
-void fake_qp_transmit(fake_qp *qp);
+/* 1: stopped on a bad WR until those before it are acknowledged. */
+int fake_qp_transmit(fake_qp *qp);
 /* An ACK of the oldest WR sent: 0, or -1 when there is no such WR. */
 int fake_qp_on_ack(fake_qp *qp, uint64_t seq, int status);
 

@@ -627,19 +627,23 @@ int fake_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 /* ---- the NIC thread's work on QPs, under fake_lock ---- */
 
-/* Sends what was posted, reading the source memory now. */
-void fake_qp_transmit(fake_qp *qp) {
+/* Sends what was posted, reading the source memory now. A WR whose local
+ * memory is bad fails with LOC_PROT_ERR in its turn, after the WRs sent
+ * before it are acknowledged (completions come in order): 1 while it waits
+ * for them, else 0. */
+int fake_qp_transmit(fake_qp *qp) {
     fake_sock *s = qp->id->sock;
     while (s && qp->stx < qp->stail && fake_sock_has_room(s)) {
         fake_swr *w = &qp->swr[qp->stx % qp->cap.max_send_wr];
         uint64_t total = w->inline_len;
         if (!(w->flags & IBV_SEND_INLINE) &&
             fake_sge_check(qp->pub.pd, w->sge, w->num_sge, 0, &total) < 0) {
+            if (qp->shead != qp->stx) return 1;
             fake_complete_send(qp, w, IBV_WC_LOC_PROT_ERR, 0);
             qp->shead++;
             qp->stx++;
             fake_qp_set_error(qp);
-            return;
+            return 0;
         }
         fake_data_hdr h = {w->seq,
                            w->raddr,
@@ -662,6 +666,7 @@ void fake_qp_transmit(fake_qp *qp) {
         }
         qp->stx++;
     }
+    return 0;
 }
 
 int fake_qp_on_ack(fake_qp *qp, uint64_t seq, int status) {
