@@ -6,10 +6,10 @@
  * (buffer full and re-registration both ways), pipelines, keepalive,
  * disconnect, vanish and device errors in every stage of a connection,
  * corrupt control messages and WRITE_WITH_IMMs, work requests running out
- * on either side, the server's send queue full (a write stall), receiver-
- * not-ready retries exhausted, injected device
- * failures, CLIENT KILL, many connections, MULTI/EXEC and BLPOP, TCP and
- * RDMA side by side, and a load without a device.
+ * on either side, the server's send queue full (a write stall),
+ * receiver-not-ready retries exhausted, injected device failures, CLIENT
+ * KILL, many connections, MULTI/EXEC and BLPOP, TCP and RDMA side by side,
+ * and a load without a device.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
