@@ -6,9 +6,10 @@
  * (buffer full and re-registration both ways), pipelines, keepalive,
  * disconnect, vanish and device errors in every stage of a connection,
  * corrupt control messages and WRITE_WITH_IMMs, work requests running out
- * on either side, receiver-not-ready retries exhausted, injected device
- * failures, CLIENT KILL, many connections, MULTI/EXEC and BLPOP, TCP and
- * RDMA side by side, and a load without a device.
+ * on either side, the server's send queue full (a write stall),
+ * receiver-not-ready retries exhausted, injected device failures, CLIENT
+ * KILL, many connections, MULTI/EXEC and BLPOP, TCP and RDMA side by side,
+ * and a load without a device.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
@@ -697,6 +698,46 @@ START_TEST(test_client_few_work_requests) {
 }
 END_TEST
 
+/* The server's QPs have four send entries, signalled every second, and the
+ * client one receive it stops reposting (it polls nothing): the first reply
+ * takes the receive, the next ones wait receiver-not-ready in the server's
+ * send queue until it is full, and then a reply waits in the server (a
+ * write stall) instead of being posted. The fake device, as hardware, frees
+ * an unsignalled entry only with a later signalled completion, so this
+ * holds only if the module counts its entries that way. Once the client
+ * polls again every reply arrives, in order, and the connection stays. */
+START_TEST(test_server_send_queue_full) {
+    int rport;
+    it_server *s = rt_start(&rport, "max_send_wr=4", NULL);
+    redisContext *tcp = it_connect(s);
+    long long base = 1; /* the TCP client */
+    rt_wait_clients(tcp, base);
+    rdma_client *c = rt_new_small(rport, 1, 0);
+    rt_connect(c, RDMA_CLIENT_READY);
+    rt_wait_clients(tcp, base + 1);
+    long long stalls = rt_rdma_info(tcp, "rdma_write_stalls");
+    int n = 0;
+    /* one ECHO at a time, each reply a write of its own, until one stalls */
+    while (rt_rdma_info(tcp, "rdma_write_stalls") == stalls) {
+        ck_assert_int_lt(n, 16);
+        long long sent = rt_rdma_info(tcp, "rdma_bytes_sent");
+        rt_send(c, "ECHO %d", n++);
+        it_wait_until(rt_rdma_info(tcp, "rdma_bytes_sent") > sent ||
+                          rt_rdma_info(tcp, "rdma_write_stalls") > stalls,
+                      RT_WAIT_MS);
+    }
+    ck_assert_int_ge(n, 2); /* the receive and at least one send entry went first */
+    for (int i = 0; i < n; i++)
+        ck_assert_str_eq(rt_render(rt_read(c)), it_fmt("\"%d\"", i));
+    rt_expect(c, "+PONG", "PING");
+    ck_assert_int_eq(rt_rdma_info(tcp, "rdma_completion_errors"), 0);
+    rt_close(c);
+    rt_wait_clients(tcp, base);
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
 /* The server's QPs give up on receiver-not-ready after one retry
  * (rnr_retry=1): a client with one receive posted that stops taking its
  * completions makes the server's second reply fail. That connection
@@ -1018,6 +1059,7 @@ static Suite *rdma_suite(void) {
         {"corrupt_early", test_corrupt_early},
         {"few_work_requests", test_few_work_requests},
         {"client_few_work_requests", test_client_few_work_requests},
+        {"server_send_queue_full", test_server_send_queue_full},
         {"rnr_exceeded", test_rnr_exceeded},
         {"fail_first_post_send", test_fail_first_post_send},
         {"fail_post_send", test_fail_post_send},

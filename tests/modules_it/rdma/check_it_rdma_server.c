@@ -5,7 +5,8 @@
  * stay), a CONFIG SET that cannot listen is refused and leaves the
  * listener as it was, two addresses, rdma-port 0 closes it, MODULE UNLOAD is
  * refused while an RDMA connection is open, maxclients refuses an RDMA
- * connection beyond the limit, `timeout` closes an idle one, and a burst of
+ * connection beyond the limit, `timeout` closes an idle one, new addresses
+ * on the same port rebind it at once, and a burst of
  * GetServerFeature requests on a device with few send WRs is answered in
  * full. Every server
  * runs with KEEL_RDMA_FAKE="leak_check=1": a device object the module
@@ -176,6 +177,28 @@ START_TEST(test_relisten) {
 }
 END_TEST
 
+/* New addresses on the same port: the module destroys its listening ids
+ * and binds the port again at once, which works only if the device frees
+ * an address when destroy_id returns (as the real CM does). Back and forth
+ * many times, every CONFIG SET succeeds and the port serves after. */
+START_TEST(test_rebind_same_port) {
+    int port = it_free_port();
+    it_server *s = lt_start(port, NULL);
+    redisContext *tcp = it_connect(s);
+    for (int i = 0; i < 25; i++) {
+        expect_ok(tcp, "CONFIG SET rdma-bind %s", "127.0.0.1 ::1");
+        ck_assert_int_eq(lt_rdma(tcp, "rdma_listeners"), 2);
+        expect_ok(tcp, "CONFIG SET rdma-bind %s", "127.0.0.1");
+        ck_assert_int_eq(lt_rdma(tcp, "rdma_listeners"), 1);
+    }
+    ck_assert_int_eq(lt_rdma(tcp, "rdma_port"), port);
+    rdma_client *c = lt_open(port);
+    lt_expect(c, "+PONG", "PING");
+    lt_close(c);
+    it_stop(s);
+}
+END_TEST
+
 /* Beyond maxclients an RDMA connection is closed without a reply, and the
  * ones admitted keep working. */
 START_TEST(test_maxclients) {
@@ -252,9 +275,8 @@ static Suite *listen_suite(void) {
         const char *name;
         const TTest *fn;
     } cases[] = {
-        {"relisten", test_relisten},
-        {"maxclients", test_maxclients},
-        {"idle_timeout", test_idle_timeout},
+        {"relisten", test_relisten},           {"rebind_same_port", test_rebind_same_port},
+        {"maxclients", test_maxclients},       {"idle_timeout", test_idle_timeout},
         {"feature_burst", test_feature_burst},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {

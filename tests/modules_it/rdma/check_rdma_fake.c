@@ -129,8 +129,8 @@ static void post_recv(peer *p, int slot) {
     ck_assert_int_eq(ops->post_recv(p->id->qp, &wr, &bad), 0);
 }
 
-static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src, uint32_t len,
-                uint64_t raddr, uint32_t rkey, uint32_t imm) {
+static int post_flags(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src, uint32_t len,
+                      uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned int flags) {
     /* a slot of its own: the NIC reads it after post_send returns */
     uint8_t *slot = p->buf + (2 * NRECV + p->txn++ % NRECV) * BUFSZ;
     memcpy(slot, src, len);
@@ -139,7 +139,7 @@ static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src,
                              .sg_list = &sge,
                              .num_sge = 1,
                              .opcode = op,
-                             .send_flags = IBV_SEND_SIGNALED,
+                             .send_flags = flags,
                              .imm_data = imm},
                        *bad = NULL;
     wr.wr.rdma.remote_addr = raddr;
@@ -147,6 +147,11 @@ static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src,
     int rc = ops->post_send(p->id->qp, &wr, &bad);
     if (rc) ck_assert_ptr_eq(bad, &wr);
     return rc;
+}
+
+static int post(peer *p, enum ibv_wr_opcode op, uint64_t wr_id, const void *src, uint32_t len,
+                uint64_t raddr, uint32_t rkey, uint32_t imm) {
+    return post_flags(p, op, wr_id, src, len, raddr, rkey, imm, IBV_SEND_SIGNALED);
 }
 
 static void peer_free(peer *p, int own_channel) {
@@ -326,6 +331,28 @@ START_TEST(test_wildcard_listener) {
 }
 END_TEST
 
+/* destroy_id of a listener frees its address before it returns, as the
+ * real CM does: binding the same ip:port right after never finds it in use,
+ * and the new listener takes connections. */
+START_TEST(test_rebind_after_destroy) {
+    listener l;
+    listener_open(&l);
+    struct sockaddr_in same = l.addr;
+    for (int i = 0; i < 200; i++) {
+        ck_assert_int_eq(ops->destroy_id(l.id), 0);
+        ck_assert_int_eq(ops->create_id(l.ch, &l.id, &l, RDMA_PS_TCP), 0);
+        ck_assert_msg(ops->bind_addr(l.id, (struct sockaddr *)&same) == 0,
+                      "rebind %d after destroy_id: %s", i, strerror(errno));
+        ck_assert_int_eq(ops->listen(l.id, 0), 0);
+    }
+    peer c, s;
+    connect_pair(&l, &c, &s, 8, 7, NRECV);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
 /* Writes far beyond what a socket buffers: the NIC queues them and resumes
  * when the wire drains (post_send never blocks on it). */
 START_TEST(test_bulk_writes) {
@@ -396,6 +423,51 @@ START_TEST(test_write_imm) {
     ck_assert_int_eq(ops->poll_cq(s.cq, 1, &wc), 0);
     cq_expect(c.cq, &wc);
     ck_assert_uint_eq(wc.wr_id, 2);
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* A WR with bad local memory behind one in flight: the first completes,
+ * then the bad one with LOC_PROT_ERR, each once and in order. */
+START_TEST(test_local_error_in_order) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, 8, 7, NRECV);
+    uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
+    struct ibv_sge good = {(uintptr_t)c.buf, 8, c.mr->lkey};
+    struct ibv_sge outside = {(uintptr_t)(c.buf + 3 * NRECV * BUFSZ), 1, c.mr->lkey};
+    struct ibv_send_wr w2 = {.wr_id = 2,
+                             .sg_list = &outside,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr w1 = {.wr_id = 1,
+                             .next = &w2,
+                             .sg_list = &good,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad = NULL;
+    w1.wr.rdma.remote_addr = w2.wr.rdma.remote_addr = region;
+    w1.wr.rdma.rkey = w2.wr.rdma.rkey = s.mr->rkey;
+    ck_assert_int_eq(ops->post_send(c.id->qp, &w1, &bad), 0); /* one post: sent together */
+    struct ibv_wc wc;
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 1);
+    ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+    cq_expect(c.cq, &wc);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    ck_assert_int_eq(wc.status, IBV_WC_LOC_PROT_ERR);
+    for (int i = 0; i < NRECV / 2; i++) { /* then only the receives, flushed */
+        cq_expect(c.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+        ck_assert_uint_ge(wc.wr_id, 100);
+    }
+    ck_assert_int_eq(ops->poll_cq(c.cq, 1, &wc), 0);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
     teardown_pair(&l, &c, &s);
     listener_close(&l);
     counts_zero();
@@ -589,6 +661,76 @@ START_TEST(test_max_send_wr) {
     ck_assert_int_eq(post(&c, IBV_WR_SEND, 12, "a", 1, 0, 0, 0), ENOMEM);
     ck_assert_int_eq(post(&c, IBV_WR_SEND, 13, "a", 1, 0, 0, 0), 0);
     rdma_fake_set_faults(&(rdma_fake_faults){0});
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* Unsignalled WRs keep their send queue slots after they are acknowledged,
+ * until a later signalled WR completes: the application cannot know of them
+ * sooner, so neither may the queue. */
+START_TEST(test_unsignalled_slots) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, 4, 7, 1); /* one receive: for the third write's immediate */
+    uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
+    for (int i = 1; i <= 2; i++)
+        ck_assert_int_eq(post_flags(&c, IBV_WR_RDMA_WRITE, (uint64_t)i, "u", 1,
+                                    region + (uint64_t)i, s.mr->rkey, 0, 0),
+                         0);
+    ck_assert_int_eq(
+        post_flags(&c, IBV_WR_RDMA_WRITE_WITH_IMM, 3, "u", 1, region + 3, s.mr->rkey, 3, 0), 0);
+    struct ibv_wc wc;
+    cq_expect(s.cq, &wc); /* the third write arrived: all three are acknowledged ... */
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    /* ... and their ACKs precede this SEND on the wire back to c */
+    ck_assert_int_eq(post(&s, IBV_WR_SEND, 50, "k", 1, 0, 0, 0), 0);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.opcode, IBV_WC_RECV);
+    ck_assert_int_eq(ops->poll_cq(c.cq, 1, &wc), 0); /* nothing for the unsignalled three */
+    /* one slot left of four, though the three are done; a SEND with no
+     * receive posted there stays outstanding in it */
+    ck_assert_int_eq(post(&c, IBV_WR_SEND, 4, "s", 1, 0, 0, 0), 0);
+    ck_assert_int_eq(post(&c, IBV_WR_RDMA_WRITE, 5, "s", 1, region + 5, s.mr->rkey, 0), ENOMEM);
+    post_recv(&s, 1);
+    cq_expect(c.cq, &wc);
+    ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+    ck_assert_uint_eq(wc.wr_id, 4);
+    /* its completion frees its slot and those of the three before it */
+    for (int i = 6; i < 10; i++)
+        ck_assert_int_eq(
+            post(&c, IBV_WR_RDMA_WRITE, (uint64_t)i, "s", 1, region + (uint64_t)i, s.mr->rkey, 0),
+            0);
+    for (int i = 6; i < 10; i++) {
+        cq_expect(c.cq, &wc);
+        ck_assert_int_eq(wc.status, IBV_WC_SUCCESS);
+        ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+    }
+    teardown_pair(&l, &c, &s);
+    listener_close(&l);
+    counts_zero();
+}
+END_TEST
+
+/* Unsignalled WRs still outstanding when the QP fails are flushed, and the
+ * flush frees every slot. */
+START_TEST(test_unsignalled_flushed) {
+    listener l;
+    peer c, s;
+    listener_open(&l);
+    connect_pair(&l, &c, &s, 2, 7, NRECV);
+    uint64_t region = (uintptr_t)(s.buf + NRECV * BUFSZ);
+    ck_assert_int_eq(post_flags(&c, IBV_WR_RDMA_WRITE, 1, "u", 1, region, s.mr->rkey, 0, 0), 0);
+    ck_assert_int_eq(post_flags(&c, IBV_WR_RDMA_WRITE, 2, "u", 1, region, s.mr->rkey, 0, 0), 0);
+    ck_assert_int_eq(post(&c, IBV_WR_RDMA_WRITE, 3, "u", 1, region, s.mr->rkey, 0), ENOMEM);
+    ck_assert_int_eq(ops->disconnect(c.id), 0);
+    cm_expect(c.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    cm_expect(l.ch, RDMA_CM_EVENT_DISCONNECTED, 0);
+    ck_assert_int_eq(c.id->qp->state, IBV_QPS_ERR);
+    /* in error a post completes at once (flushed): it needs a free slot all the same */
+    ck_assert_int_eq(post(&c, IBV_WR_RDMA_WRITE, 4, "u", 1, region, s.mr->rkey, 0), 0);
     teardown_pair(&l, &c, &s);
     listener_close(&l);
     counts_zero();
@@ -1482,13 +1624,17 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_connect_send_recv);
     tcase_add_test(tc, test_wildcard_listener);
+    tcase_add_test(tc, test_rebind_after_destroy);
     tcase_add_test(tc, test_write_imm);
     tcase_add_test(tc, test_bulk_writes);
     tcase_add_test(tc, test_imm_inline_local_error);
+    tcase_add_test(tc, test_local_error_in_order);
     tcase_add_test(tc, test_write_out_of_bounds);
     tcase_add_test(tc, test_write_wrong_rkey);
     tcase_add_test(tc, test_rnr);
     tcase_add_test(tc, test_max_send_wr);
+    tcase_add_test(tc, test_unsignalled_slots);
+    tcase_add_test(tc, test_unsignalled_flushed);
     tcase_add_test(tc, test_create_qp_caps);
     tcase_add_test(tc, test_cq_events);
     tcase_add_test(tc, test_cq_overrun);

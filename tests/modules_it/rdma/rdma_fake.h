@@ -10,7 +10,11 @@
  *
  * What it emulates, as hardware does it:
  *  - An RC queue pair per connected CM id, with send and receive queues of
- *    the capacity create_qp asked (post_* fail with ENOMEM beyond it).
+ *    the capacity create_qp granted (written back into attr->cap, as the
+ *    library does; post_* fail with ENOMEM beyond it). A send WR holds its
+ *    slot until its completion is generated; an unsignalled one, which has
+ *    none, until a later signalled WR of the QP completes (or a flush): the
+ *    application learns of free slots only through polled completions.
  *  - Memory registration: reg_mr gives lkey/rkey; every local sge is
  *    checked against its lkey's region, every remote address against its
  *    rkey's region and access flags. A remote access outside a region
@@ -32,7 +36,9 @@
  *    writes the target memory before the target's completion is visible,
  *    so a module that reuses a buffer too early or reads one too soon is
  *    wrong here too (and TSan sees it). Signalled sends complete when the
- *    peer acknowledged them; unsignalled ones complete silently.
+ *    peer acknowledged them, in order (a WR whose local memory is bad
+ *    fails with IBV_WC_LOC_PROT_ERR after the WRs before it); unsignalled
+ *    ones complete silently.
  *  - Completion channels and CM event channels are eventfds: readable
  *    while an event is queued (a CQ's event needs req_notify_cq first, one
  *    event per arming, as in the hardware). get_cq_event/get_cm_event
@@ -43,7 +49,8 @@
  *    ESTABLISHED/REJECTED, disconnect or the peer process vanishing ->
  *    DISCONNECTED on both sides, with the QP moved to the error state and
  *    every posted WR flushed (IBV_WC_WR_FLUSH_ERR). destroy_id drops the
- *    id's queued events, as the kernel does. No listener at the address:
+ *    id's queued events, as the kernel does, and a listener's address is
+ *    free again when it returns (an immediate rebind succeeds). No listener at the address:
  *    the connecting id gets RDMA_CM_EVENT_REJECTED with status
  *    ECONNREFUSED, as a real CM rejects a port nobody listens on.
  *  - Bookkeeping: every object (channel, id, pd, cq, qp, mr) is in a

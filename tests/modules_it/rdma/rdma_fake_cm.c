@@ -350,6 +350,10 @@ static int fake_drop_requests(fake_cm_event *ev, void *arg) {
     return 1;
 }
 
+/* Closes a listener's socket now rather than on the NIC thread: the real CM
+ * frees the port before rdma_destroy_id returns, and a server rebinding the
+ * same address right after counts on that. Its connections not yet
+ * requested go with it. */
 static void fake_listener_close(fake_id *id) {
     for (fake_sock *s = fake_socks; s; s = s->next)
         if (s->listener == id) {
@@ -357,6 +361,9 @@ static void fake_listener_close(fake_id *id) {
             fake_sock_kill(s, 0);
         }
     fake_channel_drop((fake_channel *)id->pub.channel, fake_drop_requests, &id->pub);
+    fake_nic_del_fd(id->sock);
+    close(id->sock->fd);
+    id->sock->fd = -1; /* the NIC thread frees the rest */
 }
 
 static int fake_destroy_id(struct rdma_cm_id *cm_id) {
@@ -1024,10 +1031,10 @@ static void fake_sock_unpark(fake_sock *s, uint64_t now) {
 static void fake_sock_pump(fake_sock *s) {
     for (;;) {
         fake_qp *qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
-        if (qp) fake_qp_transmit(qp);
+        int held = qp ? fake_qp_transmit(qp) : 0;
         fake_sock_flush(s);
         qp = s->id && s->id->state == ID_ESTABLISHED ? fake_id_qp(s->id) : NULL;
-        if (s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
+        if (held || s->dead || s->want_out || !qp || qp->stx == qp->stail) return;
     }
 }
 

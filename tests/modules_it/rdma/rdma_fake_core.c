@@ -246,6 +246,10 @@ void fake_nic_add_fd(fake_sock *s) {
     if (epoll_ctl(fake_epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0) fake_die("epoll_ctl ADD failed");
 }
 
+void fake_nic_del_fd(fake_sock *s) {
+    if (epoll_ctl(fake_epfd, EPOLL_CTL_DEL, s->fd, NULL) < 0) fake_die("epoll_ctl DEL failed");
+}
+
 void fake_nic_want_out(fake_sock *s, int on) {
     if (s->want_out == on) return;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), .data.ptr = s};

@@ -124,8 +124,12 @@ struct fake_qp {
     fake_id *id;
     struct ibv_qp_cap cap;
     int sig_all;
-    fake_swr *swr; /* ring: [shead, stail) posted; [shead, stx) sent */
-    uint64_t shead, stx, stail, next_seq;
+    /* The send ring: [shead, stail) posted and not acknowledged, [shead,
+     * stx) of them sent. [sfree, shead) acknowledged but unsignalled: as on
+     * hardware, their slots stay taken until a later WR's completion is
+     * generated, the only way the application learns of them. */
+    fake_swr *swr;
+    uint64_t sfree, shead, stx, stail, next_seq;
     fake_rwr *rwr; /* ring: [rhead, rtail) */
     uint64_t rhead, rtail;
 };
@@ -191,6 +195,8 @@ void fake_reg_check(const void *obj, fake_kind kind, const char *what);
 void fake_nic_kick(void);
 void fake_nic_add_fd(fake_sock *s);
 void fake_nic_want_out(fake_sock *s, int on);
+/* Takes s off the NIC's watch, so that its fd can be closed at once. */
+void fake_nic_del_fd(fake_sock *s);
 uint64_t fake_now_ms(void);
 /* Takes one from a fail_* counter: 1 when this call is to fail. */
 int fake_fault_hit(long *counter);
@@ -223,7 +229,8 @@ extern fake_sock *fake_socks;
 /* ---- verbs (rdma_fake_verbs.c), under fake_lock ---- */
 extern struct ibv_context fake_context;
 void fake_qp_set_error(fake_qp *qp);
-void fake_qp_transmit(fake_qp *qp);
+/* 1: stopped on a bad WR until those before it are acknowledged. */
+int fake_qp_transmit(fake_qp *qp);
 /* An ACK of the oldest WR sent: 0, or -1 when there is no such WR. */
 int fake_qp_on_ack(fake_qp *qp, uint64_t seq, int status);
 

@@ -534,7 +534,7 @@ void fake_qp_set_error(fake_qp *qp) {
     qp->pub.state = IBV_QPS_ERR;
     for (; qp->shead < qp->stail; qp->shead++)
         fake_complete_send(qp, &qp->swr[qp->shead % qp->cap.max_send_wr], IBV_WC_WR_FLUSH_ERR, 0);
-    qp->stx = qp->stail;
+    qp->stx = qp->sfree = qp->stail;
     for (; qp->rhead < qp->rtail; qp->rhead++)
         fake_complete_recv(qp, qp->rwr[qp->rhead % qp->cap.max_recv_wr].wr_id, IBV_WC_WR_FLUSH_ERR,
                            IBV_WC_RECV, 0, 0, 0);
@@ -571,7 +571,7 @@ static int fake_swr_fill(fake_qp *qp, fake_swr *w, const struct ibv_send_wr *wr)
 static int fake_post_send_one(fake_qp *qp, struct ibv_send_wr *wr) {
     if (fake_fault_hit(&fake_faults.fail_post_send)) return ENOMEM;
     if (qp->pub.state != IBV_QPS_RTS && qp->pub.state != IBV_QPS_ERR) return EINVAL;
-    if (qp->stail - qp->shead >= qp->cap.max_send_wr) return ENOMEM;
+    if (qp->stail - qp->sfree >= qp->cap.max_send_wr) return ENOMEM;
     fake_swr *w = &qp->swr[qp->stail % qp->cap.max_send_wr];
     int err = fake_swr_fill(qp, w, wr);
     if (err) return err;
@@ -627,19 +627,23 @@ int fake_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 
 /* ---- the NIC thread's work on QPs, under fake_lock ---- */
 
-/* Sends what was posted, reading the source memory now. */
-void fake_qp_transmit(fake_qp *qp) {
+/* Sends what was posted, reading the source memory now. A WR whose local
+ * memory is bad fails with LOC_PROT_ERR in its turn, after the WRs sent
+ * before it are acknowledged (completions come in order): 1 while it waits
+ * for them, else 0. */
+int fake_qp_transmit(fake_qp *qp) {
     fake_sock *s = qp->id->sock;
     while (s && qp->stx < qp->stail && fake_sock_has_room(s)) {
         fake_swr *w = &qp->swr[qp->stx % qp->cap.max_send_wr];
         uint64_t total = w->inline_len;
         if (!(w->flags & IBV_SEND_INLINE) &&
             fake_sge_check(qp->pub.pd, w->sge, w->num_sge, 0, &total) < 0) {
+            if (qp->shead != qp->stx) return 1;
             fake_complete_send(qp, w, IBV_WC_LOC_PROT_ERR, 0);
             qp->shead++;
             qp->stx++;
             fake_qp_set_error(qp);
-            return;
+            return 0;
         }
         fake_data_hdr h = {w->seq,
                            w->raddr,
@@ -662,6 +666,7 @@ void fake_qp_transmit(fake_qp *qp) {
         }
         qp->stx++;
     }
+    return 0;
 }
 
 int fake_qp_on_ack(fake_qp *qp, uint64_t seq, int status) {
@@ -678,9 +683,11 @@ int fake_qp_on_ack(fake_qp *qp, uint64_t seq, int status) {
         fake_qp_set_error(qp);
         return 0;
     }
-    if (qp->sig_all || (w->flags & IBV_SEND_SIGNALED))
-        fake_complete_send(qp, w, IBV_WC_SUCCESS, len);
     qp->shead++;
+    if (qp->sig_all || (w->flags & IBV_SEND_SIGNALED)) {
+        fake_complete_send(qp, w, IBV_WC_SUCCESS, len);
+        qp->sfree = qp->shead; /* this WR's slot and the unsignalled ones before it */
+    }
     return 0;
 }
 
