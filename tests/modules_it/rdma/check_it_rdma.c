@@ -1182,6 +1182,24 @@ START_TEST(test_kill_racing_disconnect) {
 }
 END_TEST
 
+/* An rdma-bind longer than 1 KiB (its one address after 1100 spaces) is
+ * listened on as given, not cut short (ids_open copied 1023 bytes of it:
+ * nothing to listen on was left). */
+START_TEST(test_long_bind) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    char *bind = it_alloc(1200);
+    memset(bind, ' ', 1100);
+    strcpy(bind + 1100, "127.0.0.1");
+    int moved = it_free_port(); /* a new port: the old ids may stay until the new listen */
+    expect_ok(tcp, "CONFIG SET rdma-port %d rdma-bind %s", moved, bind);
+    rdma_client *c = rt_open(moved);
+    rt_expect(c, "+PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
 static Suite *rdma_suite(void) {
     Suite *s = suite_create("rdma");
     struct {
@@ -1216,6 +1234,7 @@ static Suite *rdma_suite(void) {
         {"rx_boundary", test_rx_boundary},
         {"control_floods", test_control_floods},
         {"kill_racing_disconnect", test_kill_racing_disconnect},
+        {"long_bind", test_long_bind},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);
