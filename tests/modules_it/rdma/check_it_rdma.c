@@ -1200,6 +1200,35 @@ START_TEST(test_long_bind) {
 }
 END_TEST
 
+/* `timeout` closing clients the server is blocked writing to (their
+ * buffers full, the peer no longer consuming), several at once, while
+ * another client keeps the I/O threads busy: each closed once, nothing
+ * leaks, the busy one unharmed. */
+START_TEST(test_timeout_blocked_write) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, "--timeout", "1", NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 24);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *busy = rt_open(rport);
+    rdma_client *blocked[4];
+    for (int i = 0; i < 4; i++) {
+        blocked[i] = rt_open(rport);
+        rt_block_reader(blocked[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        long long end = it_mstime() + RT_WAIT_MS;
+        while (!rdma_client_is_disconnected(blocked[i]) && it_mstime() < end) {
+            rt_expect(busy, "+PONG", "PING");
+            ck_assert_int_eq(rdma_client_pump(blocked[i], 10), 0);
+        }
+        ck_assert_msg(rdma_client_is_disconnected(blocked[i]), "blocked client %d kept", i);
+    }
+    rt_expect(busy, "+PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
 static Suite *rdma_suite(void) {
     Suite *s = suite_create("rdma");
     struct {
@@ -1235,6 +1264,7 @@ static Suite *rdma_suite(void) {
         {"control_floods", test_control_floods},
         {"kill_racing_disconnect", test_kill_racing_disconnect},
         {"long_bind", test_long_bind},
+        {"timeout_blocked_write", test_timeout_blocked_write},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);
