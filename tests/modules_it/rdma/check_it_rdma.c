@@ -1229,6 +1229,44 @@ START_TEST(test_timeout_blocked_write) {
 }
 END_TEST
 
+/* CONFIG SET rdma-port 0 while a reply is stalled mid-transfer (the
+ * client's buffer full) and requests keep coming on another connection:
+ * both finish; MODULE UNLOAD is refused until they are closed, then the
+ * module goes with nothing of theirs left (the leak check). */
+START_TEST(test_port_off_mid_transfer) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, "--enable-module-command", "yes", NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 25);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *busy = rt_open(rport);
+    rdma_client *stalled = rt_open(rport);
+    rt_block_reader(stalled);
+    for (int i = 0; i < 30; i++)
+        rt_send(busy, "GET %s", "huge");
+    expect_ok(tcp, "CONFIG SET rdma-port 0");
+    rdma_client *late = rt_new(rport, 0, 0);
+    ck_assert_int_ne(rdma_client_connect(late, RDMA_CLIENT_READY), 0);
+    rt_close(late);
+    for (int i = 0; i < 30; i++) {
+        redisReply *r = rt_read(busy);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 300000 &&
+                          !memcmp(r->str, v, 300000),
+                      "reply %d differs", i);
+    }
+    rdma_client_set_consume(stalled, 1);
+    redisReply *r = rt_read(stalled);
+    ck_assert(r->type == REDIS_REPLY_STRING && r->len == 300000 && !memcmp(r->str, v, 300000));
+    expect_error_prefix(tcp, "ERR", "MODULE UNLOAD rdma");
+    rt_free_clients();
+    it_wait_until(rt_rdma_info(tcp, "rdma_connections_current") == 0, RT_WAIT_MS);
+    rt_wait_clients(tcp, 1);
+    expect_ok(tcp, "MODULE UNLOAD rdma");
+    expect_status(tcp, "PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
 static Suite *rdma_suite(void) {
     Suite *s = suite_create("rdma");
     struct {
@@ -1265,6 +1303,7 @@ static Suite *rdma_suite(void) {
         {"kill_racing_disconnect", test_kill_racing_disconnect},
         {"long_bind", test_long_bind},
         {"timeout_blocked_write", test_timeout_blocked_write},
+        {"port_off_mid_transfer", test_port_off_mid_transfer},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);
