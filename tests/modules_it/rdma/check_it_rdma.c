@@ -8,7 +8,12 @@
  * corrupt control messages and WRITE_WITH_IMMs, work requests running out
  * on either side, receiver-not-ready retries exhausted, injected device
  * failures, CLIENT KILL, many connections, MULTI/EXEC and BLPOP, TCP and
- * RDMA side by side, and a load without a device.
+ * RDMA side by side, and a load without a device; a hostile peer's values
+ * (its buffer shrunk to 1 byte or grown to 16 MiB, re-registered under the
+ * server's writes, immediates that wrap 32-bit offsets, the RX buffer
+ * filled to its last byte, control message floods), CLIENT KILL racing the
+ * peer's disconnect, `timeout` and rdma-port 0 while writes are stalled,
+ * and an rdma-bind over 1 KiB.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
