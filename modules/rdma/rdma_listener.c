@@ -187,9 +187,14 @@ static void ids_close(rdma_listen_set *set) {
 /* Listens on every address of bind (space-separated; "" is Valkey's
  * default, "*" and "-::*"); a leading '-' makes one optional. */
 static int ids_open(rdma_listen_set *set, int port, const char *bind) {
-    char copy[1024];
-    snprintf(copy, sizeof(copy), "%s", bind && *bind ? bind : "* -::*");
+    /* A copy of the whole value (its length is the user's): cut short, its
+     * last address would be another one, or none. */
+    const char *text = bind && *bind ? bind : "* -::*";
+    size_t len = strlen(text) + 1;
+    char *copy = rdma.api->core->alloc(len);
+    memcpy(copy, text, len);
     char *save = NULL;
+    int rv = KEEL_OK;
     set->n = 0;
     for (char *a = strtok_r(copy, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
         int optional = a[0] == '-';
@@ -201,9 +206,12 @@ static int ids_open(rdma_listen_set *set, int port, const char *bind) {
                                 rdma.last_error);
         } else {
             ids_close(set);
-            return KEEL_ERR;
+            rv = KEEL_ERR;
+            break;
         }
     }
+    rdma.api->core->free(copy);
+    if (rv != KEEL_OK) return KEEL_ERR;
     if (set->n) return KEEL_OK;
     snprintf(rdma.last_error, sizeof(rdma.last_error), "RDMA: no address to listen on");
     return KEEL_ERR;

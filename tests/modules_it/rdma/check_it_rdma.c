@@ -9,7 +9,12 @@
  * on either side, the server's send queue full (a write stall),
  * receiver-not-ready retries exhausted, injected device failures, CLIENT
  * KILL, many connections, MULTI/EXEC and BLPOP, TCP and RDMA side by side,
- * and a load without a device.
+ * and a load without a device; a hostile peer's values (its buffer shrunk
+ * to 1 byte or grown to 16 MiB, re-registered under the server's writes,
+ * immediates that wrap 32-bit offsets, the RX buffer filled to its last
+ * byte, control message floods), CLIENT KILL racing the peer's disconnect,
+ * `timeout` and rdma-port 0 while writes are stalled, and an rdma-bind
+ * over 1 KiB.
  *
  * Every server runs with KEEL_RDMA_FAKE="leak_check=1" (plus the test's
  * faults), so a device object the module leaks makes its exit status
@@ -1042,6 +1047,274 @@ START_TEST(test_client_frees_everything) {
 }
 END_TEST
 
+/* ---- a hostile peer's values ---- */
+
+/* The peer's buffer shrinks to odd sizes (1 byte, 4097) and grows back:
+ * an 8-byte reply through the 1-byte buffer, a 200 KB one through each of
+ * the others, whole and in order. */
+START_TEST(test_peer_buffer_sizes) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(200000, 21);
+    expect_ok(tcp, "SET big %b", v, (size_t)200000);
+    expect_ok(tcp, "SET small ab");
+    rdma_client *c = rt_open(rport);
+    static const uint32_t sizes[] = {4097, 1, 65535, RT_RX_SIZE};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+        ck_assert_msg(rdma_client_advertise(c, sizes[i]) == 0, "%s", rdma_client_error(c));
+        rt_expect(c, "\"ab\"", "GET %s", "small");
+        if (sizes[i] == 1) continue; /* 200000 round trips of one byte each */
+        redisReply *r = rt_cmd(c, "GET %s", "big");
+        ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+        ck_assert_msg(r->len == 200000 && !memcmp(r->str, v, 200000), "buffer of %u: reply differs",
+                      sizes[i]);
+    }
+    rt_expect(c, "+PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
+/* RegisterXferMemory of a bogus region (other length, address, rkey)
+ * while the server's writes of a large reply are in flight into the old
+ * one, which is full (the client stopped consuming): the server's staging
+ * copy is replaced under those writes and the rest goes to the bogus
+ * region. That connection alone ends, and nothing leaks (it_stop). */
+START_TEST(test_reregister_mid_reply) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 22);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *other = rt_open(rport);
+    long long base = 2; /* tcp and other */
+    rt_wait_clients(tcp, base);
+    static const uint32_t lens[] = {1, 4097, RT_RX_SIZE, 16 * 1024 * 1024};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+        rdma_client *c = rt_open(rport);
+        rdma_client_set_consume(c, 0);
+        rt_send(c, "GET %s", "huge");
+        ck_assert_int_eq(rdma_client_send_register(c, 0x10003, lens[i], 0xdead), 0);
+        ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS),
+                      "re-registered %u bytes: the server kept the connection", lens[i]);
+        rt_close(c);
+        rt_wait_clients(tcp, base);
+        rt_expect(other, "+PONG", "PING");
+    }
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
+/* Immediates that wrap 32-bit arithmetic from a non-zero offset (rx_off
+ * + len overflows to 0 and to just below the offset), on zero-length
+ * writes (no memory is touched, so only the server's check stops them). */
+START_TEST(test_imm_wraps) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    long long base = 1;
+    rt_wait_clients(tcp, base);
+    for (int how = 0; how < 3; how++) {
+        rdma_client *c = rt_open(rport);
+        rt_expect(c, "+PONG", "PING"); /* the server's offset is 14 now */
+        rt_wait_clients(tcp, base + 1);
+        rdma_client_stats st;
+        rdma_client_get_stats(c, &st);
+        uint32_t imm = how == 0 ? 0xffffffffu : how == 1 ? 0u - 14u : 0u - 13u;
+        long long errors = rt_rdma_info(tcp, "rdma_protocol_errors");
+        ck_assert_int_eq(rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey, "", 0, imm),
+                         0);
+        ck_assert_msg(rdma_client_wait_disconnected(c, RT_WAIT_MS), "imm %u: connection kept", imm);
+        rt_wait_clients(tcp, base);
+        ck_assert_int_eq(rt_rdma_info(tcp, "rdma_protocol_errors"), errors + 1);
+        rt_close(c);
+    }
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
+/* Zero-length WRITE_WITH_IMMs (immediate 0), more than the server posts
+ * receives, then the RX buffer filled to its very end by one write whose
+ * last byte completes a command, then the next command after the server's
+ * re-registration: each reply as it should be. */
+START_TEST(test_rx_boundary) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    rdma_client *c = rt_open(rport);
+    rdma_client_stats st;
+    rdma_client_get_stats(c, &st);
+    for (int i = 0; i < 3000; i++)
+        ck_assert_msg(rdma_client_write_raw(c, st.server_rx_addr, st.server_rx_rkey, "", 0, 0) == 0,
+                      "%s", rdma_client_error(c));
+    rt_expect(c, "+PONG", "PING");
+    /* From offset 14: a SET whose value pads the command to end exactly
+     * at the buffer's end. */
+    size_t left = RT_RX_SIZE - 14, vlen = left - 64;
+    char *cmd = NULL;
+    int len;
+    for (;;) {
+        char *val = it_alloc(vlen + 1);
+        memset(val, 'x', vlen);
+        len = redisFormatCommand(&cmd, "SET %s %b", "edge", val, vlen);
+        if ((size_t)len == left) break;
+        vlen += left - (size_t)len;
+        free(cmd);
+    }
+    ck_assert_int_eq(rdma_client_write(c, cmd, (size_t)len, 0), 0);
+    free(cmd);
+    redisReply *r = rt_read(c);
+    ck_assert_str_eq(rt_render(r), "+OK");
+    rdma_client_get_stats(c, &st);
+    ck_assert_int_eq(st.server_rx_offset, 0); /* re-registered from its start */
+    r = rt_cmd(c, "STRLEN %s", "edge");
+    ck_assert_int_eq(r->integer, (long long)vlen);
+    it_stop(s);
+}
+END_TEST
+
+/* Floods of control messages on one connection: Keepalives, SetClientFeature
+ * without bits, GetServerFeature one after another (each answered); the
+ * connection serves throughout. */
+START_TEST(test_control_floods) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    rdma_client *c = rt_open(rport);
+    rdma_client_stats st0, st;
+    rdma_client_get_stats(c, &st0);
+    for (int i = 0; i < 5000; i++)
+        ck_assert_int_eq(rdma_client_send_ctrl(c, RDMA_OP_KEEPALIVE, 0, 0), 0);
+    rt_expect(c, "+PONG", "PING");
+    for (int i = 0; i < 3000; i++)
+        ck_assert_int_eq(rdma_client_send_ctrl(c, RDMA_OP_SET_CLIENT_FEATURE, 0, 0), 0);
+    rt_expect(c, "+PONG", "PING");
+    for (int i = 0; i < 3000; i++)
+        ck_assert_int_eq(rdma_client_send_ctrl(c, RDMA_OP_GET_SERVER_FEATURE, 7, 0), 0);
+    long long end = it_mstime() + RT_WAIT_MS;
+    do {
+        ck_assert_int_eq(rdma_client_pump(c, 20), 0);
+        rdma_client_get_stats(c, &st);
+    } while (st.feature_replies < st0.feature_replies + 3000 && it_mstime() < end);
+    ck_assert_int_eq(st.feature_replies, st0.feature_replies + 3000);
+    ck_assert_int_eq(st.server_features, 0);
+    rt_expect(c, "+PONG", "PING");
+    ck_assert(!rdma_client_is_disconnected(c));
+    it_stop(s);
+}
+END_TEST
+
+/* CLIENT KILL racing the peer's own disconnect (its DISCONNECTED event
+ * queued or being handled as the kill closes the connection), with
+ * requests and replies in flight: each connection is closed once. */
+START_TEST(test_kill_racing_disconnect) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 23);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    long long base = 1;
+    rt_wait_clients(tcp, base);
+    for (int i = 0; i < 20; i++) {
+        rdma_client *c = rt_open(rport);
+        long long id = rt_client_id(c);
+        for (int k = 0; k < 4; k++)
+            rt_send(c, "GET %s", "huge");
+        rt_close(c); /* rdma_disconnect */
+        redisReply *r = it_cmd(tcp, "CLIENT KILL ID %lld", id);
+        ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    }
+    rt_wait_clients(tcp, base);
+    rt_still_serving(rport, tcp, base);
+    it_stop(s);
+}
+END_TEST
+
+/* An rdma-bind longer than 1 KiB (its one address after 1100 spaces) is
+ * listened on as given, not cut short (ids_open copied 1023 bytes of it:
+ * nothing to listen on was left). */
+START_TEST(test_long_bind) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, NULL);
+    redisContext *tcp = it_connect(s);
+    char *bind = it_alloc(1200);
+    memset(bind, ' ', 1100);
+    strcpy(bind + 1100, "127.0.0.1");
+    int moved = it_free_port(); /* a new port: the old ids may stay until the new listen */
+    expect_ok(tcp, "CONFIG SET rdma-port %d rdma-bind %s", moved, bind);
+    rdma_client *c = rt_open(moved);
+    rt_expect(c, "+PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
+/* `timeout` closing clients the server is blocked writing to (their
+ * buffers full, the peer no longer consuming), several at once, while
+ * another client keeps the I/O threads busy: each closed once, nothing
+ * leaks, the busy one unharmed. */
+START_TEST(test_timeout_blocked_write) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, "--timeout", "1", NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 24);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *busy = rt_open(rport);
+    rdma_client *blocked[4];
+    for (int i = 0; i < 4; i++) {
+        blocked[i] = rt_open(rport);
+        rt_block_reader(blocked[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        long long end = it_mstime() + RT_WAIT_MS;
+        while (!rdma_client_is_disconnected(blocked[i]) && it_mstime() < end) {
+            rt_expect(busy, "+PONG", "PING");
+            ck_assert_int_eq(rdma_client_pump(blocked[i], 10), 0);
+        }
+        ck_assert_msg(rdma_client_is_disconnected(blocked[i]), "blocked client %d kept", i);
+    }
+    rt_expect(busy, "+PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
+/* CONFIG SET rdma-port 0 while a reply is stalled mid-transfer (the
+ * client's buffer full) and requests keep coming on another connection:
+ * both finish; MODULE UNLOAD is refused until they are closed, then the
+ * module goes with nothing of theirs left (the leak check). */
+START_TEST(test_port_off_mid_transfer) {
+    int rport;
+    it_server *s = rt_start(&rport, NULL, "--enable-module-command", "yes", NULL);
+    redisContext *tcp = it_connect(s);
+    char *v = it_random_bytes(300000, 25);
+    expect_ok(tcp, "SET huge %b", v, (size_t)300000);
+    rdma_client *busy = rt_open(rport);
+    rdma_client *stalled = rt_open(rport);
+    rt_block_reader(stalled);
+    for (int i = 0; i < 30; i++)
+        rt_send(busy, "GET %s", "huge");
+    expect_ok(tcp, "CONFIG SET rdma-port 0");
+    rdma_client *late = rt_new(rport, 0, 0);
+    ck_assert_int_ne(rdma_client_connect(late, RDMA_CLIENT_READY), 0);
+    rt_close(late);
+    for (int i = 0; i < 30; i++) {
+        redisReply *r = rt_read(busy);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 300000 &&
+                          !memcmp(r->str, v, 300000),
+                      "reply %d differs", i);
+    }
+    rdma_client_set_consume(stalled, 1);
+    redisReply *r = rt_read(stalled);
+    ck_assert(r->type == REDIS_REPLY_STRING && r->len == 300000 && !memcmp(r->str, v, 300000));
+    expect_error_prefix(tcp, "ERR", "MODULE UNLOAD rdma");
+    rt_free_clients();
+    it_wait_until(rt_rdma_info(tcp, "rdma_connections_current") == 0, RT_WAIT_MS);
+    rt_wait_clients(tcp, 1);
+    expect_ok(tcp, "MODULE UNLOAD rdma");
+    expect_status(tcp, "PONG", "PING");
+    it_stop(s);
+}
+END_TEST
+
 static Suite *rdma_suite(void) {
     Suite *s = suite_create("rdma");
     struct {
@@ -1071,6 +1344,15 @@ static Suite *rdma_suite(void) {
         {"side_by_side", test_side_by_side},
         {"no_device", test_no_device},
         {"client_frees_everything", test_client_frees_everything},
+        {"peer_buffer_sizes", test_peer_buffer_sizes},
+        {"reregister_mid_reply", test_reregister_mid_reply},
+        {"imm_wraps", test_imm_wraps},
+        {"rx_boundary", test_rx_boundary},
+        {"control_floods", test_control_floods},
+        {"kill_racing_disconnect", test_kill_racing_disconnect},
+        {"long_bind", test_long_bind},
+        {"timeout_blocked_write", test_timeout_blocked_write},
+        {"port_off_mid_transfer", test_port_off_mid_transfer},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -58,6 +58,7 @@ struct rdma_client {
     char *rx; /* own RX buffer */
     struct ibv_mr *rx_mr;
     uint32_t rx_off, rx_pos; /* written by the server / consumed here */
+    uint32_t rx_adv;         /* the length advertised (rx_size unless a test shrank it) */
 
     char *tx; /* staging, as large as the server's RX buffer */
     struct ibv_mr *tx_mr;
@@ -113,6 +114,7 @@ rdma_client *rdma_client_new(const rdma_client_opts *opts) {
     if (!c) return NULL;
     c->o = *opts;
     if (!c->o.rx_size) c->o.rx_size = RC_DEFAULT_RX;
+    c->rx_adv = c->o.rx_size;
     if (c->o.recv_slots <= 0) c->o.recv_slots = RC_DEFAULT_SLOTS;
     if (c->o.send_slots <= 0) c->o.send_slots = RC_DEFAULT_SLOTS;
     if (c->o.timeout_ms <= 0) c->o.timeout_ms = RC_DEFAULT_TIMEOUT_MS;
@@ -207,7 +209,7 @@ static int rc_on_ctrl(rdma_client *c, uint32_t slot, uint32_t byte_len) {
 
 static int rc_on_data(rdma_client *c, uint32_t slot, uint32_t imm_be) {
     uint32_t len = ntohl(imm_be);
-    if (len > c->o.rx_size - c->rx_off) return rc_break(c, "the server wrote past the RX buffer");
+    if (len > c->rx_adv - c->rx_off) return rc_break(c, "the server wrote past the RX buffer");
     c->rx_off += len;
     c->st.bytes_in += len;
     return rc_post_recv(c, slot) ? rc_break(c, NULL) : 0;
@@ -314,7 +316,7 @@ static int rc_flush_register(rdma_client *c) {
     int j = rc_free_send_slot(c);
     if (j < 0) return 0;
     unsigned char m[RDMA_CLIENT_CMD_LEN];
-    rc_register_msg(m, (uintptr_t)c->rx, c->o.rx_size, c->rx_mr->rkey);
+    rc_register_msg(m, (uintptr_t)c->rx, c->rx_adv, c->rx_mr->rkey);
     c->rx_off = c->rx_pos = 0;
     c->need_register = 0;
     c->st.own_registers++;
@@ -328,7 +330,7 @@ static int rc_absorb(rdma_client *c) {
     if (redisReaderFeed(c->rd, c->rx + c->rx_pos, c->rx_off - c->rx_pos) != REDIS_OK)
         return rc_break(c, "hiredis reader refused the data");
     c->rx_pos = c->rx_off;
-    if (c->rx_pos == c->o.rx_size) c->need_register = 1;
+    if (c->rx_pos == c->rx_adv) c->need_register = 1;
     return rc_flush_register(c);
 }
 
@@ -556,6 +558,18 @@ int rdma_client_send_ctrl(rdma_client *c, uint16_t opcode, uint16_t select, uint
     m[2] = (unsigned char)(select >> 8);
     m[3] = (unsigned char)select;
     rc_put64(m + 24, features);
+    return rc_send_msg(c, m, sizeof(m));
+}
+
+int rdma_client_advertise(rdma_client *c, uint32_t length) {
+    if (length == 0 || length > c->o.rx_size) return rc_fail(c, "advertise: bad length");
+    if (c->rx_pos != c->rx_off) return rc_fail(c, "advertise: unread data in the RX buffer");
+    unsigned char m[RDMA_CLIENT_CMD_LEN];
+    rc_register_msg(m, (uintptr_t)c->rx, length, c->rx_mr->rkey);
+    c->rx_adv = length;
+    c->rx_off = c->rx_pos = 0;
+    c->need_register = 0;
+    c->st.own_registers++;
     return rc_send_msg(c, m, sizeof(m));
 }
 

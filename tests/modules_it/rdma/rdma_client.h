@@ -105,6 +105,10 @@ int rdma_client_send_raw_ctrl(rdma_client *c, const void *msg, uint32_t len);
  * layout) or, for RegisterXferMemory, addr/length/rkey. */
 int rdma_client_send_ctrl(rdma_client *c, uint16_t opcode, uint16_t select, uint64_t features);
 int rdma_client_send_register(rdma_client *c, uint64_t addr, uint32_t length, uint32_t rkey);
+/* Re-advertises the own RX buffer from its start with length bytes (1 to
+ * rx_size), from now on also after each time it is consumed: a peer whose
+ * buffer shrinks or grows. Only with nothing unread in it. */
+int rdma_client_advertise(rdma_client *c, uint32_t length);
 /* WRITE_WITH_IMM of len bytes from the staging buffer to remote_addr/rkey
  * with immediate imm (host order; sent big endian), bypassing every check;
  * the client's notion of the server's offset does not move. */
